@@ -1,0 +1,136 @@
+//! The agent core: runs turns against the model, executes tool calls and
+//! records everything in the session.
+//!
+//! Front ends talk to it only through [`Op`]s and [`Event`]s. A router task
+//! handles `Interrupt` and `Approve` at once, even while a turn runs; every
+//! other op is queued for the turn runner, in order.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod turn;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::{mpsc, oneshot};
+
+use crate::cancel::Cancel;
+use crate::client::Client;
+use crate::config::Config;
+use crate::protocol::{ApprovalDecision, Event, Op, SubmissionId};
+use crate::session::Session;
+use crate::tools::Registry;
+
+/// Everything the core needs to run.
+pub struct AgentSetup {
+    /// The model endpoint.
+    pub client: Arc<Client>,
+    /// The open session (new or resumed).
+    pub session: Session,
+    /// The tools offered to the model.
+    pub tools: Registry,
+    /// Effective configuration.
+    pub config: Config,
+    /// The workspace root.
+    pub root: PathBuf,
+}
+
+/// Sends ops to a running core. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct OpSender {
+    sender: mpsc::UnboundedSender<(SubmissionId, Op)>,
+    next_id: Arc<AtomicU64>,
+}
+
+impl OpSender {
+    /// Submits an op; events answering it carry the returned id. An op sent
+    /// after the core stopped is dropped.
+    pub fn submit(&self, op: Op) -> SubmissionId {
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        let _ = self.sender.send((id, op));
+        id
+    }
+}
+
+/// The front end's side of a running core.
+#[derive(Debug)]
+pub struct AgentHandle {
+    /// Where ops go.
+    pub ops: OpSender,
+    /// Where events come from; closed when the core stops.
+    pub events: mpsc::UnboundedReceiver<Event>,
+}
+
+/// An answer to an approval request: the decision and, for a denial, why.
+pub type Answer = (ApprovalDecision, Option<String>);
+
+/// State shared by the router and the turn runner.
+#[derive(Debug, Default)]
+struct Shared {
+    /// Cancels of turns queued or running.
+    cancels: Mutex<Vec<Cancel>>,
+    /// Approval requests waiting for an answer, by call id.
+    approvals: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Starts the core on the current tokio runtime.
+pub fn spawn(setup: AgentSetup) -> AgentHandle {
+    let (op_sender, op_receiver) = mpsc::unbounded_channel();
+    let (event_sender, event_receiver) = mpsc::unbounded_channel();
+    let (queue_sender, queue_receiver) = mpsc::unbounded_channel();
+    let shared = Arc::new(Shared::default());
+    tokio::spawn(route(op_receiver, queue_sender, Arc::clone(&shared)));
+    let state = turn::AgentState::new(setup, event_sender, shared);
+    tokio::spawn(state.run(queue_receiver));
+    AgentHandle {
+        ops: OpSender {
+            sender: op_sender,
+            next_id: Arc::new(AtomicU64::new(1)),
+        },
+        events: event_receiver,
+    }
+}
+
+/// A queued op with the cancel of the turn it starts.
+type Queued = (SubmissionId, Op, Cancel);
+
+async fn route(
+    mut ops: mpsc::UnboundedReceiver<(SubmissionId, Op)>,
+    queue: mpsc::UnboundedSender<Queued>,
+    shared: Arc<Shared>,
+) {
+    while let Some((id, op)) = ops.recv().await {
+        match op {
+            Op::Interrupt => {
+                for cancel in lock(&shared.cancels).drain(..) {
+                    cancel.cancel();
+                }
+            }
+            Op::Approve {
+                call_id,
+                decision,
+                reason,
+            } => {
+                if let Some(waiter) = lock(&shared.approvals).remove(&call_id) {
+                    let _ = waiter.send((decision, reason));
+                }
+            }
+            Op::UserTurn { .. } | Op::SetModel { .. } | Op::Shutdown => {
+                let cancel = Cancel::default();
+                if matches!(op, Op::UserTurn { .. }) {
+                    lock(&shared.cancels).push(cancel.clone());
+                }
+                if queue.send((id, op, cancel)).is_err() {
+                    break;
+                }
+            }
+        }
+    }
+}

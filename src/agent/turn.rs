@@ -1,0 +1,512 @@
+//! The turn state machine: `planning -> model_generating ->
+//! awaiting_permission -> tool_running -> ... -> done | error`.
+//!
+//! One model request is a step; a turn takes steps until the model answers
+//! without tool calls, the step limit is hit, an error occurs or the user
+//! aborts. Every message is in the session before the next step starts.
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+
+use super::{Queued, Shared, lock};
+use crate::cancel::Cancel;
+use crate::client::wire::{ChatRequest, StreamOptions, ToolSpec};
+use crate::client::{self, Client, Piece, Update};
+use crate::config::Config;
+use crate::context::{build_messages, system_prompt};
+use crate::policy::{self, Decision};
+use crate::protocol::{
+    ApprovalDecision, ApprovalRequestEvent, AssistantMessageEvent, ErrorKind, Event, EventMsg, Op,
+    PermissionDecisionEvent, SessionConfiguredEvent, SubmissionId, TokenUsage, ToolCallBeginEvent,
+    ToolCallEndEvent, TurnCompleteEvent, TurnState, TurnStatus,
+};
+use crate::session::{EntryBody, Message, Session, ToolCall};
+use crate::tools::{Registry, ToolContext, ToolOutput, parse_argument_text};
+
+/// How a step ended.
+enum Step {
+    /// The model answered without tool calls.
+    Final(String),
+    /// Tools ran; ask the model again.
+    Continue,
+    /// The turn ends with this status.
+    End(TurnStatus),
+}
+
+/// The core's state, owned by the turn runner task.
+pub(super) struct AgentState {
+    client: Arc<Client>,
+    session: Session,
+    tools: Registry,
+    specs: Vec<ToolSpec>,
+    config: Config,
+    root: PathBuf,
+    system: String,
+    events: mpsc::UnboundedSender<Event>,
+    shared: Arc<Shared>,
+    session_allowed: HashSet<String>,
+}
+
+impl AgentState {
+    pub(super) fn new(
+        setup: super::AgentSetup,
+        events: mpsc::UnboundedSender<Event>,
+        shared: Arc<Shared>,
+    ) -> Self {
+        let specs = setup.tools.specs();
+        Self {
+            system: system_prompt(&setup.root),
+            client: setup.client,
+            session: setup.session,
+            tools: setup.tools,
+            specs,
+            config: setup.config,
+            root: setup.root,
+            events,
+            shared,
+            session_allowed: HashSet::new(),
+        }
+    }
+
+    fn emit(&self, id: SubmissionId, msg: EventMsg) {
+        // Nobody listening means the front end is gone; the session still
+        // records everything.
+        let _ = self.events.send(Event { id, msg });
+    }
+
+    fn set_state(&self, id: SubmissionId, state: TurnState) {
+        self.emit(id, EventMsg::StateChanged { state });
+    }
+
+    /// Appends to the session; a failure is reported and ends the turn.
+    fn record(&mut self, id: SubmissionId, body: EntryBody) -> Result<(), TurnStatus> {
+        self.session.append(body).map_err(|error| {
+            self.emit(
+                id,
+                EventMsg::Error {
+                    message: client::error_chain(&error),
+                    kind: ErrorKind::Session,
+                },
+            );
+            TurnStatus::Failed
+        })
+    }
+
+    pub(super) async fn run(mut self, mut queue: mpsc::UnboundedReceiver<Queued>) {
+        self.emit(
+            0,
+            EventMsg::SessionConfigured(SessionConfiguredEvent {
+                session_id: self.session.id.clone(),
+                path: self.session.path.display().to_string(),
+                model: self.session.model.clone(),
+                base_url: self.client.base_url().to_owned(),
+                resumed: self.session.resumed,
+                restored_messages: self.session.messages.len(),
+            }),
+        );
+        if self.session.skipped_lines > 0 {
+            self.emit(
+                0,
+                EventMsg::Warning {
+                    message: format!(
+                        "{} unreadable lines in `{}` were skipped",
+                        self.session.skipped_lines,
+                        self.session.path.display()
+                    ),
+                },
+            );
+        }
+        while let Some((id, op, cancel)) = queue.recv().await {
+            match op {
+                Op::UserTurn { text } => self.run_turn(id, text, &cancel).await,
+                Op::SetModel { model } => {
+                    if self
+                        .record(
+                            id,
+                            EntryBody::ModelChange {
+                                model: model.clone(),
+                            },
+                        )
+                        .is_ok()
+                    {
+                        self.emit(id, EventMsg::ModelChanged { model });
+                    }
+                }
+                Op::Shutdown => break,
+                // The router answers these itself.
+                Op::Interrupt | Op::Approve { .. } => {}
+            }
+        }
+    }
+
+    async fn run_turn(&mut self, id: SubmissionId, text: String, cancel: &Cancel) {
+        self.emit(id, EventMsg::TurnStarted { text: text.clone() });
+        let (status, last_message) = self.turn(id, text, cancel).await;
+        lock(&self.shared.cancels).retain(|c| !c.is_cancelled() && !c.same_as(cancel));
+        let _ = self.record(id, EntryBody::TurnEnd { status });
+        if let Err(error) = self.session.sync() {
+            self.emit(
+                id,
+                EventMsg::Warning {
+                    message: client::error_chain(&error),
+                },
+            );
+        }
+        let state = match status {
+            TurnStatus::Done => TurnState::Done,
+            TurnStatus::Failed | TurnStatus::Aborted => TurnState::Error,
+        };
+        self.set_state(id, state);
+        self.emit(
+            id,
+            EventMsg::TurnComplete(TurnCompleteEvent {
+                status,
+                last_message,
+            }),
+        );
+    }
+
+    async fn turn(
+        &mut self,
+        id: SubmissionId,
+        text: String,
+        cancel: &Cancel,
+    ) -> (TurnStatus, Option<String>) {
+        if cancel.is_cancelled() {
+            return (TurnStatus::Aborted, None);
+        }
+        let user = EntryBody::Message {
+            message: Message::User { content: text },
+        };
+        if let Err(status) = self.record(id, user) {
+            return (status, None);
+        }
+        for _ in 0..self.config.max_steps {
+            match self.step(id, cancel).await {
+                Step::Final(text) => return (TurnStatus::Done, Some(text)),
+                Step::Continue => {}
+                Step::End(status) => return (status, None),
+            }
+        }
+        let message = format!(
+            "Stopped after {} model requests in one turn (`max_steps`); send another message to continue",
+            self.config.max_steps
+        );
+        let _ = self.record(
+            id,
+            EntryBody::Error {
+                message: message.clone(),
+            },
+        );
+        self.emit(
+            id,
+            EventMsg::Error {
+                message,
+                kind: ErrorKind::StepLimit,
+            },
+        );
+        (TurnStatus::Failed, None)
+    }
+
+    async fn step(&mut self, id: SubmissionId, cancel: &Cancel) -> Step {
+        self.set_state(id, TurnState::Planning);
+        let messages = build_messages(&self.system, &self.session.messages);
+        let model = self.session.model.clone();
+        let request = ChatRequest {
+            model: &model,
+            messages: &messages,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            tools: &self.specs,
+            max_tokens: self.config.max_tokens,
+            temperature: self.config.temperature,
+            top_p: self.config.top_p,
+        };
+        let mut partial = String::new();
+        let mut reasoning = String::new();
+        let mut generating = false;
+        let events = self.events.clone();
+        let emit = |msg| {
+            let _ = events.send(Event { id, msg });
+        };
+        let result = self
+            .client
+            .stream_chat(&request, cancel, &mut |update| match update {
+                Update::Piece(piece) => {
+                    if !generating && piece.is_output() {
+                        generating = true;
+                        emit(EventMsg::StateChanged {
+                            state: TurnState::ModelGenerating,
+                        });
+                    }
+                    match piece {
+                        Piece::Content(delta) => {
+                            partial.push_str(&delta);
+                            emit(EventMsg::AssistantDelta { delta });
+                        }
+                        Piece::Reasoning(delta) => {
+                            reasoning.push_str(&delta);
+                            emit(EventMsg::ReasoningDelta { delta });
+                        }
+                        Piece::ToolCallNamed { .. } | Piece::Usage(_) | Piece::Error(_) => {}
+                    }
+                }
+                Update::Retry(retry) => emit(EventMsg::Retry(retry)),
+            })
+            .await;
+        match result {
+            Ok(response) => self.finish_step(id, response, cancel).await,
+            Err(error) => {
+                if !partial.is_empty() || !reasoning.is_empty() {
+                    let message = Message::Assistant {
+                        content: partial,
+                        reasoning: (!reasoning.is_empty()).then_some(reasoning),
+                        tool_calls: Vec::new(),
+                        interrupted: true,
+                    };
+                    if let Err(status) = self.record(id, EntryBody::Message { message }) {
+                        return Step::End(status);
+                    }
+                }
+                if matches!(error, client::Error::Cancelled) {
+                    return Step::End(TurnStatus::Aborted);
+                }
+                let message = client::error_chain(&error);
+                let _ = self.record(
+                    id,
+                    EntryBody::Error {
+                        message: message.clone(),
+                    },
+                );
+                self.emit(
+                    id,
+                    EventMsg::Error {
+                        message,
+                        kind: error_kind(&error),
+                    },
+                );
+                Step::End(TurnStatus::Failed)
+            }
+        }
+    }
+
+    async fn finish_step(
+        &mut self,
+        id: SubmissionId,
+        response: client::Assembled,
+        cancel: &Cancel,
+    ) -> Step {
+        if let Some(usage) = response.usage {
+            let usage = TokenUsage {
+                prompt_tokens: usage.prompt_tokens,
+                completion_tokens: usage.completion_tokens,
+                total_tokens: usage.total_tokens,
+            };
+            self.emit(id, EventMsg::TokenUsage(usage));
+            if let Err(status) = self.record(id, EntryBody::Usage(usage)) {
+                return Step::End(status);
+            }
+        }
+        if response.invalid_utf8 {
+            self.warn(id, "The server sent text that is not valid UTF-8; it was shown with replacement characters");
+        }
+        if response.finish_reason.as_deref() == Some("length") {
+            self.warn(id, "The model stopped at its output limit (`max_tokens` or the context length); the answer may be cut short");
+        }
+        let base = self.session.messages.len();
+        let mut tool_calls: Vec<ToolCall> = Vec::new();
+        for (position, call) in response.tool_calls.into_iter().enumerate() {
+            let duplicate = tool_calls.iter().any(|c| c.id == call.id);
+            let id = if call.id.is_empty() || duplicate {
+                format!("call_{base}_{position}")
+            } else {
+                call.id
+            };
+            tool_calls.push(ToolCall {
+                id,
+                name: call.name,
+                arguments: call.arguments,
+            });
+        }
+        let message = Message::Assistant {
+            content: response.content.clone(),
+            reasoning: response.reasoning,
+            tool_calls: tool_calls.clone(),
+            interrupted: false,
+        };
+        if let Err(status) = self.record(id, EntryBody::Message { message }) {
+            return Step::End(status);
+        }
+        self.emit(
+            id,
+            EventMsg::AssistantMessage(AssistantMessageEvent {
+                text: response.content.clone(),
+                tool_calls: tool_calls.len(),
+            }),
+        );
+        if tool_calls.is_empty() {
+            return Step::Final(response.content);
+        }
+        for (position, call) in tool_calls.iter().enumerate() {
+            let output = if cancel.is_cancelled() {
+                ToolOutput::error("not run: the turn was aborted")
+            } else {
+                self.run_call(id, call, cancel).await
+            };
+            let message = Message::Tool {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: output.output,
+                is_error: !output.ok,
+            };
+            if let Err(status) = self.record(id, EntryBody::Message { message }) {
+                return Step::End(status);
+            }
+            if cancel.is_cancelled() && position + 1 == tool_calls.len() {
+                return Step::End(TurnStatus::Aborted);
+            }
+        }
+        if cancel.is_cancelled() {
+            return Step::End(TurnStatus::Aborted);
+        }
+        Step::Continue
+    }
+
+    fn warn(&self, id: SubmissionId, message: &str) {
+        self.emit(
+            id,
+            EventMsg::Warning {
+                message: message.to_owned(),
+            },
+        );
+    }
+
+    /// Asks for approval when the policy says so, runs the tool and reports.
+    async fn run_call(&mut self, id: SubmissionId, call: &ToolCall, cancel: &Cancel) -> ToolOutput {
+        let arguments = parse_argument_text(&call.arguments)
+            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+        self.emit(
+            id,
+            EventMsg::ToolCallBegin(ToolCallBeginEvent {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: arguments.clone(),
+            }),
+        );
+        let output = match self.permit(id, call, arguments, cancel).await {
+            Ok(()) => {
+                self.set_state(id, TurnState::ToolRunning);
+                let context = ToolContext {
+                    root: self.root.clone(),
+                    cancel: cancel.clone(),
+                };
+                self.tools.call(&call.name, &call.arguments, &context).await
+            }
+            Err(refusal) => refusal,
+        };
+        self.emit(
+            id,
+            EventMsg::ToolCallEnd(ToolCallEndEvent {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                ok: output.ok,
+                summary: output.summary.clone(),
+                output: output.output.clone(),
+            }),
+        );
+        output
+    }
+
+    /// `Ok` when the call may run; otherwise the result the model gets.
+    async fn permit(
+        &mut self,
+        id: SubmissionId,
+        call: &ToolCall,
+        arguments: Value,
+        cancel: &Cancel,
+    ) -> Result<(), ToolOutput> {
+        let Decision::Ask { rule } = policy::decide(&call.name) else {
+            return Ok(());
+        };
+        if self.tools.get(&call.name).is_none() {
+            return Ok(()); // the registry reports the unknown tool
+        }
+        let (decision, reason, by) = if self.session_allowed.contains(&call.name) {
+            (ApprovalDecision::AllowOnce, None, "session")
+        } else {
+            self.set_state(id, TurnState::AwaitingPermission);
+            let (sender, receiver) = oneshot::channel();
+            lock(&self.shared.approvals).insert(call.id.clone(), sender);
+            self.emit(
+                id,
+                EventMsg::ApprovalRequest(ApprovalRequestEvent {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    reason: arguments
+                        .get("description")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned),
+                    arguments,
+                    rule: rule.clone(),
+                    session_allowed: true,
+                }),
+            );
+            let answer = tokio::select! {
+                answer = receiver => answer.unwrap_or((ApprovalDecision::Deny, None)),
+                () = cancel.cancelled() => (ApprovalDecision::Deny, Some("the turn was aborted".to_owned())),
+            };
+            lock(&self.shared.approvals).remove(&call.id);
+            (answer.0, answer.1, "user")
+        };
+        if decision == ApprovalDecision::AllowSession {
+            self.session_allowed.insert(call.name.clone());
+        }
+        let entry = EntryBody::Permission {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            decision,
+            by: by.to_owned(),
+            rule: rule.clone(),
+        };
+        self.record(id, entry)
+            .map_err(|_| ToolOutput::error("not run: the session could not be written"))?;
+        self.emit(
+            id,
+            EventMsg::PermissionDecision(PermissionDecisionEvent {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                decision,
+                by: by.to_owned(),
+                rule,
+            }),
+        );
+        match decision {
+            ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => Ok(()),
+            ApprovalDecision::Deny => Err(ToolOutput::error(format!(
+                "Permission denied: `{}` was not run ({}). Do not try to get around this; ask the user or choose another way.",
+                call.name,
+                reason.as_deref().unwrap_or("the user declined")
+            ))),
+        }
+    }
+}
+
+fn error_kind(error: &client::Error) -> ErrorKind {
+    match error {
+        client::Error::Connect { .. } => ErrorKind::Connect,
+        client::Error::Status { .. } | client::Error::InBand { .. } => ErrorKind::Server,
+        client::Error::Malformed { .. }
+        | client::Error::Truncated
+        | client::Error::TooLarge
+        | client::Error::Read(_)
+        | client::Error::BadResponse { .. } => ErrorKind::Stream,
+        client::Error::IdleTimeout(_) => ErrorKind::Timeout,
+        client::Error::Cancelled => ErrorKind::Internal,
+    }
+}

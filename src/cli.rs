@@ -1,0 +1,74 @@
+//! Command-line definitions (clap). No behaviour lives here.
+
+use clap::{Args, Parser, Subcommand};
+
+/// An offline coding agent for self-hosted OpenAI-compatible (vLLM) endpoints.
+#[derive(Debug, Parser)]
+#[command(name = "offcode", version, about, long_about = None)]
+#[command(
+    after_help = "Configuration: ~/.config/offcode/offcode.jsonc, ./offcode.jsonc, \
+OFFCODE_BASE_URL, OFFCODE_MODEL, OFFCODE_API_KEY. See `offcode config`."
+)]
+pub struct Cli {
+    /// What to do; without one, the interactive UI starts.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one task headless and print the answer.
+    Run(RunArgs),
+    /// List the models the endpoint serves, with their context length.
+    Models(JsonArg),
+    /// List saved sessions for this directory.
+    Sessions(SessionsArgs),
+    /// Show the effective configuration and where each value came from.
+    Config(JsonArg),
+}
+
+/// `offcode run`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Exit status: 0 when the task finished, 1 when it failed or was \
+interrupted, 2 for usage and configuration errors."
+)]
+pub struct RunArgs {
+    /// The task; `-` reads it from standard input.
+    pub prompt: String,
+    /// Print one JSON event per line instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Model to use (overrides config and the session's model).
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// Resume the latest session started in this directory.
+    #[arg(long, short = 'c', conflicts_with = "session")]
+    pub r#continue: bool,
+    /// Resume the session with this id.
+    #[arg(long, short = 's')]
+    pub session: Option<String>,
+    /// Approve tool calls that would ask for permission (writes, commands).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// A `--json` switch.
+#[derive(Debug, Args)]
+pub struct JsonArg {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `offcode sessions`.
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Include sessions from every directory.
+    #[arg(long, short = 'a')]
+    pub all: bool,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}

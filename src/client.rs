@@ -1,0 +1,260 @@
+//! The OpenAI-compatible HTTP client: streaming chat completions with
+//! retries, an idle timeout and prompt cancellation, plus `GET /models`.
+//!
+//! It owns no conversation state and never prints; callers receive
+//! [`Update`]s through a callback.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod assemble;
+mod error;
+pub mod http;
+pub mod sse;
+pub mod wire;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+pub use assemble::{Assembled, AssembledCall, Piece};
+pub use error::Error;
+use http::{Activity, Job, WorkerMsg};
+use wire::{ChatRequest, ModelCard, ModelsResponse};
+
+use crate::cancel::Cancel;
+use crate::config::{Config, RetryConfig};
+use crate::protocol::RetryEvent;
+
+/// Something the caller should know while a request runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Update {
+    /// Streamed output.
+    Piece(Piece),
+    /// The request failed and will be sent again.
+    Retry(RetryEvent),
+}
+
+/// A client for one endpoint.
+#[derive(Debug)]
+pub struct Client {
+    base_url: String,
+    api_key: Option<String>,
+    retry: RetryConfig,
+    idle_timeout: Duration,
+    connect_timeout: Duration,
+    agent: Mutex<ureq::Agent>,
+}
+
+fn new_agent(connect_timeout: Duration) -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .http_status_as_error(false)
+        .timeout_connect(Some(connect_timeout))
+        .user_agent(format!("offcode/{}", env!("CARGO_PKG_VERSION")))
+        .tls_config(
+            ureq::tls::TlsConfig::builder()
+                .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+                .build(),
+        )
+        .build()
+        .new_agent()
+}
+
+impl Client {
+    /// A client for the configured endpoint.
+    pub fn new(config: &Config) -> Self {
+        let connect_timeout = Duration::from_millis(config.timeouts.connect_ms);
+        Self {
+            base_url: config.base_url.trim_end_matches('/').to_owned(),
+            api_key: config.api_key.clone(),
+            retry: config.retry.clone(),
+            idle_timeout: Duration::from_millis(config.timeouts.idle_ms),
+            connect_timeout,
+            agent: Mutex::new(new_agent(connect_timeout)),
+        }
+    }
+
+    /// The API root requests go to.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn agent(&self) -> ureq::Agent {
+        match self.agent.lock() {
+            Ok(agent) => agent.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Closes every connection in flight (the server sees the disconnect)
+    /// and starts a fresh connection pool for later requests.
+    fn drop_connections(&self) {
+        let fresh = new_agent(self.connect_timeout);
+        let old = match self.agent.lock() {
+            Ok(mut agent) => std::mem::replace(&mut *agent, fresh),
+            Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), fresh),
+        };
+        old.shutdown();
+    }
+
+    /// Streams a chat completion, retrying transient failures that happen
+    /// before any output was delivered.
+    pub async fn stream_chat(
+        &self,
+        request: &ChatRequest<'_>,
+        cancel: &Cancel,
+        on_update: &mut (dyn FnMut(Update) + Send),
+    ) -> Result<Assembled, Error> {
+        let body = serde_json::to_vec(request).map_err(|e| Error::BadResponse {
+            what: "the request".to_owned(),
+            reason: e.to_string(),
+        })?;
+        let mut attempt = 0;
+        loop {
+            let mut produced_output = false;
+            let result = self
+                .attempt(body.clone(), cancel, &mut |piece| {
+                    produced_output |= piece.is_output();
+                    on_update(Update::Piece(piece));
+                })
+                .await;
+            let error = match result {
+                Ok(response) => return Ok(response),
+                Err(error) => error,
+            };
+            if produced_output || !error.is_retryable() || attempt >= self.retry.max_retries {
+                return Err(error);
+            }
+            attempt += 1;
+            let delay = self.backoff(attempt, error.retry_after());
+            on_update(Update::Retry(RetryEvent {
+                attempt,
+                max_retries: self.retry.max_retries,
+                delay_ms: u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
+                reason: error_chain(&error),
+            }));
+            tokio::select! {
+                () = tokio::time::sleep(delay) => {}
+                () = cancel.cancelled() => return Err(Error::Cancelled),
+            }
+        }
+    }
+
+    async fn attempt(
+        &self,
+        body: Vec<u8>,
+        cancel: &Cancel,
+        on_piece: &mut (dyn FnMut(Piece) + Send),
+    ) -> Result<Assembled, Error> {
+        let activity = Activity::default();
+        let job = Job {
+            agent: self.agent(),
+            url: format!("{}/chat/completions", self.base_url),
+            api_key: self.api_key.clone(),
+            body,
+        };
+        let mut receiver = http::spawn(job, activity.clone());
+        let tick = (self.idle_timeout / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        let mut ticker = tokio::time::interval(tick);
+        loop {
+            tokio::select! {
+                message = receiver.recv() => match message {
+                    Some(WorkerMsg::Pieces(pieces)) => pieces.into_iter().for_each(&mut *on_piece),
+                    Some(WorkerMsg::Finished(result)) => return *result,
+                    None => return Err(Error::Cancelled),
+                },
+                () = cancel.cancelled() => {
+                    self.drop_connections();
+                    return Err(Error::Cancelled);
+                }
+                _ = ticker.tick() => {
+                    if activity.idle() > self.idle_timeout {
+                        self.drop_connections();
+                        return Err(Error::IdleTimeout(self.idle_timeout));
+                    }
+                }
+            }
+        }
+    }
+
+    fn backoff(&self, attempt: u32, retry_after: Option<Duration>) -> Duration {
+        if let Some(wait) = retry_after {
+            return wait;
+        }
+        let base = self
+            .retry
+            .initial_delay_ms
+            .saturating_mul(1 << (attempt - 1).min(20))
+            .min(self.retry.max_delay_ms);
+        // Up to ±20 % jitter so clients that failed together retry apart.
+        let jitter = (random_unit() - 0.5) * 0.4;
+        #[expect(clippy::cast_precision_loss, reason = "delays are far below 2^52 ms")]
+        let millis = base as f64 * (1.0 + jitter);
+        Duration::from_secs_f64(millis.max(0.0) / 1000.0)
+    }
+
+    /// `GET /models`: the served models with their context lengths.
+    pub fn list_models(&self) -> Result<Vec<ModelCard>, Error> {
+        let url = format!("{}/models", self.base_url);
+        let mut request = self.agent().get(&url);
+        if let Some(key) = &self.api_key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        let response = request.call().map_err(|source| Error::Connect {
+            url: url.clone(),
+            source,
+        })?;
+        let status = response.status().as_u16();
+        let body = response
+            .into_body()
+            .with_config()
+            .limit(16 << 20)
+            .read_to_string()
+            .map_err(|e| Error::Read(std::io::Error::other(e)))?;
+        if !(200..300).contains(&status) {
+            let (message, code) = error::parse_error_body(&body);
+            return Err(Error::Status {
+                status,
+                message,
+                code,
+                retry_after: None,
+            });
+        }
+        let models: ModelsResponse =
+            serde_json::from_str(&body).map_err(|e| Error::BadResponse {
+                what: format!("`GET {url}`"),
+                reason: e.to_string(),
+            })?;
+        Ok(models.data)
+    }
+}
+
+/// An error and its causes on one line, for retry notices.
+pub fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// A number in `[0, 1)` that differs between calls and processes; good
+/// enough for jitter and ids, not for secrets.
+pub fn random_unit() -> f64 {
+    #[expect(clippy::cast_precision_loss, reason = "53 bits are exact in f64")]
+    let unit = (random_u64() >> 11) as f64 / (1u64 << 53) as f64;
+    unit
+}
+
+/// 64 bits that differ between calls and processes (std's per-instance
+/// random hasher keys mixed with the clock); not for secrets.
+pub fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    hasher.finish()
+}

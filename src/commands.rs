@@ -1,0 +1,193 @@
+//! The small subcommands: `models`, `sessions`, `config`, and the setup
+//! steps they share with headless runs.
+
+use std::fmt::Write as _;
+
+use std::io::Write;
+
+use serde_json::json;
+
+use crate::cli::SessionsArgs;
+use crate::client::{self, Client};
+use crate::config::{self, Environment, Flags, Loaded};
+use crate::session::Store;
+use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
+
+/// Writes to stdout; a closed pipe (`offcode models | head`) is not an error.
+pub fn out(text: &str) -> Result<(), Failure> {
+    let mut stdout = std::io::stdout().lock();
+    match stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+    {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::new(&error, EXIT_FAILED))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// Loads the configuration, mapping problems to exit status 2.
+pub fn load_config(environment: &Environment, flags: &Flags) -> Result<Loaded, Failure> {
+    config::load(environment, flags).map_err(Failure::from)
+}
+
+/// The session store under the data directory.
+pub fn session_store(environment: &Environment) -> Result<Store, Failure> {
+    environment
+        .data_dir()
+        .map(|dir| Store::new(dir.join("sessions")))
+        .ok_or_else(|| {
+            Failure::message("Cannot tell where to keep sessions", EXIT_USAGE)
+                .with_hint("Set `HOME`, `XDG_DATA_HOME` or `OFFCODE_DATA_DIR`")
+        })
+}
+
+/// A client error as a top-level failure with a hint for the usual causes.
+pub fn client_failure(error: &client::Error, base_url: &str) -> Failure {
+    let failure = Failure::new(error, EXIT_FAILED);
+    match error {
+        client::Error::Connect { .. } => failure.with_hint(format!(
+            "Is the model server running at `{base_url}`? Set `base_url` in `~/.config/offcode/offcode.jsonc` or `OFFCODE_BASE_URL`"
+        )),
+        client::Error::Status { status: 401 | 403, .. } => failure.with_hint(
+            "Set the endpoint's API key with `OFFCODE_API_KEY` or `api_key` in the config",
+        ),
+        client::Error::Status { status: 404, .. } => failure.with_hint(
+            "Check `base_url` (it usually ends in `/v1`) and the model name (`offcode models`)",
+        ),
+        _ => failure,
+    }
+}
+
+/// `offcode models`.
+pub fn models(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
+    let loaded = load_config(environment, &Flags::default())?;
+    let client = Client::new(&loaded.config);
+    let models = client
+        .list_models()
+        .map_err(|e| client_failure(&e, client.base_url()))?;
+    if as_json {
+        let text = serde_json::to_string_pretty(&models).unwrap_or_default();
+        out(&format!("{text}\n"))?;
+        return Ok(0);
+    }
+    let width = models.iter().map(|m| m.id.len()).max().unwrap_or(0).max(5);
+    let mut text = format!("{:width$}  {:>8}  OWNED BY\n", "MODEL", "CONTEXT");
+    for model in &models {
+        let context = model
+            .max_model_len
+            .map_or_else(|| "-".to_owned(), |n| n.to_string());
+        let owner = model.owned_by.as_deref().unwrap_or("-");
+        let _ = writeln!(text, "{:width$}  {context:>8}  {owner}", model.id);
+    }
+    if models.is_empty() {
+        text = format!("The server at `{}` lists no models\n", client.base_url());
+    }
+    out(&text)?;
+    Ok(0)
+}
+
+/// `offcode sessions`.
+pub fn sessions(args: &SessionsArgs, environment: &Environment) -> Result<u8, Failure> {
+    let store = session_store(environment)?;
+    let cwd = environment.cwd.display().to_string();
+    let summaries: Vec<_> = store
+        .list()
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))?
+        .into_iter()
+        .filter(|s| args.all || s.meta.cwd == cwd)
+        .collect();
+    if args.json {
+        let rows: Vec<_> = summaries
+            .iter()
+            .map(|s| {
+                json!({"id": s.id, "updated": s.updated, "cwd": s.meta.cwd, "model": s.meta.model,
+                       "messages": s.messages, "title": s.title})
+            })
+            .collect();
+        out(&format!(
+            "{}\n",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        ))?;
+        return Ok(0);
+    }
+    if summaries.is_empty() {
+        let scope = if args.all {
+            String::new()
+        } else {
+            format!(" for `{cwd}`")
+        };
+        out(&format!(
+            "No sessions{scope} (use --all to list every directory)\n"
+        ))?;
+        return Ok(0);
+    }
+    let mut text = String::from("SESSION                 UPDATED (UTC)      MSGS  TITLE\n");
+    for s in &summaries {
+        let updated: String = s.updated.replace('T', " ").chars().take(16).collect();
+        let title = if args.all {
+            format!("{}  {}", s.meta.cwd, s.title)
+        } else {
+            s.title.clone()
+        };
+        let _ = writeln!(
+            text,
+            "{:22}  {updated:16}  {:>4}  {title}",
+            s.id, s.messages
+        );
+    }
+    out(&text)?;
+    Ok(0)
+}
+
+/// `offcode config`.
+pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
+    let loaded = load_config(environment, &Flags::default())?;
+    let entries = loaded.entries();
+    if as_json {
+        let values: serde_json::Map<_, _> = entries
+            .iter()
+            .map(|(path, value, source)| {
+                (
+                    path.clone(),
+                    json!({"value": value, "source": source.to_string()}),
+                )
+            })
+            .collect();
+        let files: Vec<_> = loaded
+            .files
+            .iter()
+            .map(|f| json!({"path": f.path.display().to_string(), "loaded": f.loaded}))
+            .collect();
+        let text = serde_json::to_string_pretty(&json!({"values": values, "files": files}))
+            .unwrap_or_default();
+        out(&format!("{text}\n"))?;
+        return Ok(0);
+    }
+    let mut text = String::from("Config files (later ones win):\n");
+    for file in &loaded.files {
+        let state = if file.loaded { "loaded" } else { "not found" };
+        let _ = writeln!(
+            text,
+            "  {}  ({state})",
+            loaded.describe_file(file, &environment.cwd)
+        );
+    }
+    text.push_str("\nEffective values:\n");
+    let width = entries.iter().map(|(p, ..)| p.len()).max().unwrap_or(0);
+    for (path, value, source) in &entries {
+        let source = match source {
+            config::Source::File(file) => {
+                crate::config::Source::File(file.strip_prefix(&environment.cwd).map_or_else(
+                    |_| file.clone(),
+                    |relative| std::path::Path::new(".").join(relative),
+                ))
+            }
+            other => other.clone(),
+        };
+        let _ = writeln!(text, "  {path:width$} = {value}  # {source}");
+    }
+    out(&text)?;
+    Ok(0)
+}

@@ -1,0 +1,491 @@
+//! Configuration: JSONC files, environment variables and flags, merged into
+//! one [`Config`] with the source of every value.
+//!
+//! Precedence, lowest first: defaults, the global file
+//! (`~/.config/offcode/offcode.jsonc`), the file named by `$OFFCODE_CONFIG`,
+//! the project files (`.offcode/offcode.jsonc`, then `./offcode.jsonc`),
+//! environment variables, flags. A bad file stops everything with an error
+//! that names the file, line and column.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod env;
+mod layer;
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+
+pub use env::Environment;
+pub use layer::Source;
+use layer::{Merged, check_url, display_path, parse_file};
+
+/// The endpoint used when none is configured: a local vLLM's default.
+pub const DEFAULT_BASE_URL: &str = "http://127.0.0.1:8000/v1";
+
+/// Problems loading configuration.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A config file could not be read.
+    #[error("Could not read config file `{path}`")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A config file is not valid.
+    #[error("Invalid config file `{path}`{}: {message}", position(*.line, *.column))]
+    Invalid {
+        path: PathBuf,
+        line: Option<usize>,
+        column: Option<usize>,
+        message: String,
+    },
+    /// An environment variable or flag has a bad value.
+    #[error("Invalid value for {source_name}: {message}")]
+    BadValue {
+        source_name: String,
+        message: String,
+    },
+    /// The merged values do not form a valid config.
+    #[error("Invalid configuration: {0}")]
+    Merged(String),
+}
+
+fn position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(" at line {line}, column {column}"),
+        (Some(line), None) => format!(" at line {line}"),
+        _ => String::new(),
+    }
+}
+
+/// Retry policy for model requests.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetryConfig {
+    /// Retries after the first attempt (0 disables retrying).
+    pub max_retries: u32,
+    /// Delay before the first retry; doubles each time.
+    pub initial_delay_ms: u64,
+    /// Upper bound for one delay.
+    pub max_delay_ms: u64,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        Self {
+            max_retries: 4,
+            initial_delay_ms: 1_000,
+            max_delay_ms: 30_000,
+        }
+    }
+}
+
+/// Network timeouts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TimeoutsConfig {
+    /// Connecting to the endpoint.
+    pub connect_ms: u64,
+    /// Longest silence allowed while waiting for or reading a response.
+    pub idle_ms: u64,
+}
+
+impl Default for TimeoutsConfig {
+    fn default() -> Self {
+        Self {
+            connect_ms: 10_000,
+            idle_ms: 300_000,
+        }
+    }
+}
+
+/// The effective configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// The OpenAI-compatible API root, e.g. `http://gpu1:8000/v1`.
+    pub base_url: String,
+    /// The model to use; when unset, the server's first model.
+    pub model: Option<String>,
+    /// Sent as a bearer token when set.
+    pub api_key: Option<String>,
+    /// Cap on generated tokens per request; sent only when set.
+    pub max_tokens: Option<u32>,
+    /// Sampling temperature; sent only when set.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling; sent only when set.
+    pub top_p: Option<f64>,
+    /// Model requests allowed in one turn.
+    pub max_steps: u32,
+    /// Retry policy.
+    pub retry: RetryConfig,
+    /// Timeouts.
+    pub timeouts: TimeoutsConfig,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            model: None,
+            api_key: None,
+            max_tokens: None,
+            temperature: None,
+            top_p: None,
+            max_steps: 50,
+            retry: RetryConfig::default(),
+            timeouts: TimeoutsConfig::default(),
+        }
+    }
+}
+
+/// Values given on the command line.
+#[derive(Debug, Clone, Default)]
+pub struct Flags {
+    /// `--model`.
+    pub model: Option<String>,
+}
+
+/// A config file that was looked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigFile {
+    /// Its path.
+    pub path: PathBuf,
+    /// Whether it existed and was loaded.
+    pub loaded: bool,
+}
+
+/// The loaded configuration and where it came from.
+#[derive(Debug)]
+pub struct Loaded {
+    /// The effective values.
+    pub config: Config,
+    /// Every file looked for, in precedence order.
+    pub files: Vec<ConfigFile>,
+    merged: Merged,
+}
+
+impl Loaded {
+    /// Where the value at a dotted path came from.
+    pub fn source_of(&self, path: &str) -> Source {
+        self.merged.source_of(path)
+    }
+
+    /// Every effective value as `(dotted path, value, source)`, secrets masked.
+    pub fn entries(&self) -> Vec<(String, Value, Source)> {
+        let mut rows = Vec::new();
+        if let Ok(Value::Object(tree)) = serde_json::to_value(&self.config) {
+            flatten("", &Value::Object(tree), &mut rows);
+        }
+        rows.into_iter()
+            .map(|(path, value)| {
+                let value = if path == "api_key" {
+                    mask_secret(&value)
+                } else {
+                    value
+                };
+                let source = self.source_of(&path);
+                (path, value, source)
+            })
+            .collect()
+    }
+
+    /// `files` paths shown relative to the workspace where they lie in it.
+    pub fn describe_file(&self, file: &ConfigFile, cwd: &Path) -> String {
+        display_path(&file.path, cwd)
+    }
+}
+
+fn flatten(prefix: &str, value: &Value, rows: &mut Vec<(String, Value)>) {
+    match value {
+        Value::Object(map) => {
+            for (key, child) in map {
+                let path = if prefix.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{prefix}.{key}")
+                };
+                flatten(&path, child, rows);
+            }
+        }
+        other => rows.push((prefix.to_owned(), other.clone())),
+    }
+}
+
+fn mask_secret(value: &Value) -> Value {
+    match value.as_str() {
+        Some(secret) if secret.chars().count() > 8 => {
+            let tail: String = secret.chars().skip(secret.chars().count() - 4).collect();
+            Value::String(format!("****{tail}"))
+        }
+        Some(_) => Value::String("****".to_owned()),
+        None => value.clone(),
+    }
+}
+
+/// The config files consulted, lowest precedence first.
+pub fn candidate_files(environment: &Environment) -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    if let Some(dir) = environment.config_dir() {
+        files.push(dir.join("offcode.jsonc"));
+    }
+    if let Some(path) = environment.var("OFFCODE_CONFIG") {
+        files.push(environment.cwd.join(path));
+    }
+    files.push(environment.cwd.join(".offcode").join("offcode.jsonc"));
+    files.push(environment.cwd.join("offcode.jsonc"));
+    files
+}
+
+/// Loads the configuration from files, environment and flags.
+pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
+    let mut merged = Merged::default();
+    let mut files = Vec::new();
+    let explicit = environment
+        .var("OFFCODE_CONFIG")
+        .map(|p| environment.cwd.join(p));
+    for path in candidate_files(environment) {
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(error)
+                if error.kind() == std::io::ErrorKind::NotFound
+                    && explicit.as_ref() != Some(&path) =>
+            {
+                files.push(ConfigFile {
+                    path,
+                    loaded: false,
+                });
+                continue;
+            }
+            Err(source) => return Err(Error::Read { path, source }),
+        };
+        let layer = parse_file(&text).map_err(|problem| Error::Invalid {
+            path: path.clone(),
+            line: problem.line,
+            column: problem.column,
+            message: problem.message,
+        })?;
+        merged.apply(layer, &Source::File(path.clone()));
+        files.push(ConfigFile { path, loaded: true });
+    }
+    apply_env(&mut merged, environment)?;
+    if let Some(model) = &flags.model {
+        if model.trim().is_empty() {
+            return Err(Error::BadValue {
+                source_name: "--model".to_owned(),
+                message: "must not be empty".to_owned(),
+            });
+        }
+        merged.apply(
+            single("model", json!(model)),
+            &Source::Flag("--model".to_owned()),
+        );
+    }
+    let mut config: Config = serde_json::from_value(Value::Object(merged.tree.clone()))
+        .map_err(|e| Error::Merged(e.to_string()))?;
+    config.base_url = normalise_base_url(&config.base_url);
+    if config.retry.max_delay_ms < config.retry.initial_delay_ms {
+        config.retry.max_delay_ms = config.retry.initial_delay_ms;
+    }
+    Ok(Loaded {
+        config,
+        files,
+        merged,
+    })
+}
+
+fn single(key: &str, value: Value) -> Map<String, Value> {
+    let mut map = Map::new();
+    map.insert(key.to_owned(), value);
+    map
+}
+
+fn apply_env(merged: &mut Merged, environment: &Environment) -> Result<(), Error> {
+    if let Some(url) = environment.var("OFFCODE_BASE_URL") {
+        check_url(url).map_err(|message| Error::BadValue {
+            source_name: "OFFCODE_BASE_URL".to_owned(),
+            message,
+        })?;
+        merged.apply(
+            single("base_url", json!(url)),
+            &Source::Env("OFFCODE_BASE_URL".to_owned()),
+        );
+    }
+    if let Some(model) = environment.var("OFFCODE_MODEL") {
+        merged.apply(
+            single("model", json!(model)),
+            &Source::Env("OFFCODE_MODEL".to_owned()),
+        );
+    }
+    // The first key variable that is set wins; a key in a config file is
+    // overridden by any of them (env beats files).
+    for name in ["OFFCODE_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_API_KEY"] {
+        if let Some(key) = environment.var(name) {
+            merged.apply(single("api_key", json!(key)), &Source::Env(name.to_owned()));
+            break;
+        }
+    }
+    Ok(())
+}
+
+/// Adds `/v1` to a bare `http://host:port` so either form of the URL works.
+fn normalise_base_url(url: &str) -> String {
+    let trimmed = url.trim_end_matches('/');
+    let after_scheme = trimmed.split_once("://").map_or(trimmed, |(_, rest)| rest);
+    if after_scheme.contains('/') {
+        trimmed.to_owned()
+    } else {
+        format!("{trimmed}/v1")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use std::fs;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        environment: Environment,
+    }
+
+    fn fixture(vars: &[(&str, &str)], files: &[(&str, &str)]) -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let cwd = dir.path().join("project");
+        fs::create_dir_all(home.join(".config/offcode")).unwrap();
+        fs::create_dir_all(cwd.join(".offcode")).unwrap();
+        for (name, text) in files {
+            let path = match *name {
+                "global" => home.join(".config/offcode/offcode.jsonc"),
+                other => cwd.join(other),
+            };
+            fs::write(path, text).unwrap();
+        }
+        let mut environment = Environment {
+            vars: vars
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+            cwd,
+        };
+        environment
+            .vars
+            .insert("HOME".to_owned(), home.display().to_string());
+        Fixture {
+            _dir: dir,
+            environment,
+        }
+    }
+
+    #[test]
+    fn defaults_apply_without_any_input() {
+        let f = fixture(&[], &[]);
+        let loaded = load(&f.environment, &Flags::default()).unwrap();
+        assert_eq!(loaded.config, Config::default());
+        assert!(loaded.files.iter().all(|file| !file.loaded));
+    }
+
+    #[test]
+    fn precedence_is_flags_env_project_global() {
+        let f = fixture(
+            &[("OFFCODE_MODEL", "from-env")],
+            &[
+                (
+                    "global",
+                    "{model: 'global', max_steps: 7, base_url: 'http://g:1/v1'}",
+                ),
+                (".offcode/offcode.jsonc", "{max_steps: 8}"),
+                ("offcode.jsonc", "{model: 'project', max_steps: 9}"),
+            ],
+        );
+        let loaded = load(&f.environment, &Flags::default()).unwrap();
+        assert_eq!(loaded.config.model.as_deref(), Some("from-env"));
+        assert_eq!(loaded.config.max_steps, 9);
+        assert_eq!(loaded.config.base_url, "http://g:1/v1");
+        assert_eq!(
+            loaded.source_of("model"),
+            Source::Env("OFFCODE_MODEL".into())
+        );
+        assert_eq!(
+            loaded.source_of("max_steps"),
+            Source::File(f.environment.cwd.join("offcode.jsonc"))
+        );
+        let flags = Flags {
+            model: Some("from-flag".to_owned()),
+        };
+        let loaded = load(&f.environment, &flags).unwrap();
+        assert_eq!(loaded.config.model.as_deref(), Some("from-flag"));
+        assert_eq!(loaded.source_of("model"), Source::Flag("--model".into()));
+    }
+
+    #[test]
+    fn api_key_falls_back_through_dashscope_then_openai() {
+        let f = fixture(
+            &[
+                ("OPENAI_API_KEY", "sk-openai-0000"),
+                ("DASHSCOPE_API_KEY", "sk-dash-1234567"),
+            ],
+            &[("offcode.jsonc", "{api_key: 'file-key'}")],
+        );
+        let loaded = load(&f.environment, &Flags::default()).unwrap();
+        assert_eq!(loaded.config.api_key.as_deref(), Some("sk-dash-1234567"));
+        let row = loaded
+            .entries()
+            .into_iter()
+            .find(|(path, ..)| path == "api_key")
+            .unwrap();
+        assert_eq!(
+            row,
+            (
+                "api_key".to_owned(),
+                json!("****4567"),
+                Source::Env("DASHSCOPE_API_KEY".into())
+            )
+        );
+    }
+
+    #[test]
+    fn bad_file_is_named_with_position() {
+        let f = fixture(
+            &[],
+            &[("offcode.jsonc", "{\n  model: 'x',\n  colour: 1\n}")],
+        );
+        let error = load(&f.environment, &Flags::default()).unwrap_err();
+        let path = f.environment.cwd.join("offcode.jsonc");
+        assert_eq!(
+            error.to_string(),
+            format!(
+                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `retry`, `timeouts`",
+                path.display()
+            )
+        );
+    }
+
+    #[test]
+    fn missing_explicit_config_file_is_an_error() {
+        let f = fixture(&[("OFFCODE_CONFIG", "nope.jsonc")], &[]);
+        let error = load(&f.environment, &Flags::default()).unwrap_err();
+        assert!(matches!(error, Error::Read { .. }), "{error:?}");
+    }
+
+    #[test]
+    fn bad_env_url_is_named() {
+        let f = fixture(&[("OFFCODE_BASE_URL", "gpu1:8000")], &[]);
+        let error = load(&f.environment, &Flags::default()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "Invalid value for OFFCODE_BASE_URL: `gpu1:8000` is not an http:// or https:// URL"
+        );
+    }
+
+    #[test]
+    fn base_url_gets_v1_only_when_it_has_no_path() {
+        assert_eq!(normalise_base_url("http://h:8000"), "http://h:8000/v1");
+        assert_eq!(normalise_base_url("http://h:8000/"), "http://h:8000/v1");
+        assert_eq!(normalise_base_url("https://h/api/v1/"), "https://h/api/v1");
+    }
+}

@@ -1,0 +1,318 @@
+//! One configuration layer (a file, the environment, the flags) and how layers
+//! merge, remembering where each value came from.
+//!
+//! A file is first deserialised into [`FileLayer`], whose fields are all
+//! optional and whose value types validate themselves, so json5 reports an
+//! unknown key, a wrong type or a bad value with its line and column. The same
+//! text is then merged as plain JSON, key by key, into the effective tree.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Deserializer, de};
+use serde_json::{Map, Value};
+
+/// Where a configuration value came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The built-in default.
+    Default,
+    /// A config file.
+    File(PathBuf),
+    /// An environment variable.
+    Env(String),
+    /// A command-line flag.
+    Flag(String),
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Default => f.write_str("default"),
+            Self::File(path) => write!(f, "{}", path.display()),
+            Self::Env(name) => write!(f, "env {name}"),
+            Self::Flag(name) => write!(f, "flag {name}"),
+        }
+    }
+}
+
+/// The keys a config file may hold. Only used to validate a file; values are
+/// taken from the merged JSON tree.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+pub struct FileLayer {
+    #[serde(rename = "$schema")]
+    schema: Option<String>,
+    base_url: Option<HttpUrl>,
+    model: Option<NonEmpty>,
+    api_key: Option<String>,
+    max_tokens: Option<Positive>,
+    temperature: Option<Ranged<0, 2>>,
+    top_p: Option<Ranged<0, 1>>,
+    max_steps: Option<Positive>,
+    retry: Option<RetryLayer>,
+    timeouts: Option<TimeoutsLayer>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+struct RetryLayer {
+    max_retries: Option<u32>,
+    initial_delay_ms: Option<Positive>,
+    max_delay_ms: Option<Positive>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+struct TimeoutsLayer {
+    connect_ms: Option<Positive>,
+    idle_ms: Option<Positive>,
+}
+
+/// An `http://` or `https://` URL with a host.
+#[derive(Debug)]
+pub struct HttpUrl;
+
+impl<'de> Deserialize<'de> for HttpUrl {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(deserializer)?;
+        check_url(&text).map_err(de::Error::custom)?;
+        Ok(Self)
+    }
+}
+
+/// Checks that `text` is an http(s) URL with a host.
+pub fn check_url(text: &str) -> Result<(), String> {
+    let rest = text
+        .strip_prefix("http://")
+        .or_else(|| text.strip_prefix("https://"))
+        .ok_or_else(|| format!("`{text}` is not an http:// or https:// URL"))?;
+    if rest.is_empty() || rest.starts_with('/') {
+        return Err(format!("`{text}` has no host"));
+    }
+    Ok(())
+}
+
+#[derive(Debug)]
+struct NonEmpty;
+
+impl<'de> Deserialize<'de> for NonEmpty {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if String::deserialize(deserializer)?.trim().is_empty() {
+            return Err(de::Error::custom("must not be empty"));
+        }
+        Ok(Self)
+    }
+}
+
+#[derive(Debug)]
+struct Positive;
+
+impl<'de> Deserialize<'de> for Positive {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        if u64::deserialize(deserializer)? == 0 {
+            return Err(de::Error::custom("must be at least 1"));
+        }
+        Ok(Self)
+    }
+}
+
+#[derive(Debug)]
+struct Ranged<const LOW: u8, const HIGH: u8>;
+
+impl<'de, const LOW: u8, const HIGH: u8> Deserialize<'de> for Ranged<LOW, HIGH> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let value = f64::deserialize(deserializer)?;
+        if !(f64::from(LOW)..=f64::from(HIGH)).contains(&value) {
+            return Err(de::Error::custom(format!(
+                "{value} is outside {LOW} to {HIGH}"
+            )));
+        }
+        Ok(Self)
+    }
+}
+
+/// The effective tree being built, with the source of every leaf.
+#[derive(Debug, Default)]
+pub struct Merged {
+    /// The merged values.
+    pub tree: Map<String, Value>,
+    /// Source of each leaf, by dotted path.
+    pub sources: BTreeMap<String, Source>,
+}
+
+impl Merged {
+    /// Lays `layer` over what is there: objects merge key by key, any other
+    /// value replaces.
+    pub fn apply(&mut self, layer: Map<String, Value>, source: &Source) {
+        merge_into(&mut self.tree, layer, "", source, &mut self.sources);
+    }
+
+    /// Where the value at `path` came from.
+    pub fn source_of(&self, path: &str) -> Source {
+        self.sources.get(path).cloned().unwrap_or(Source::Default)
+    }
+}
+
+fn merge_into(
+    target: &mut Map<String, Value>,
+    layer: Map<String, Value>,
+    prefix: &str,
+    source: &Source,
+    sources: &mut BTreeMap<String, Source>,
+) {
+    for (key, value) in layer {
+        if key == "$schema" {
+            continue;
+        }
+        let path = if prefix.is_empty() {
+            key.clone()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        match (target.get_mut(&key), value) {
+            (Some(Value::Object(existing)), Value::Object(incoming)) => {
+                merge_into(existing, incoming, &path, source, sources);
+            }
+            (_, Value::Object(incoming)) => {
+                let mut fresh = Map::new();
+                merge_into(&mut fresh, incoming, &path, source, sources);
+                target.insert(key, Value::Object(fresh));
+            }
+            (_, value) => {
+                sources.insert(path, source.clone());
+                target.insert(key, value);
+            }
+        }
+    }
+}
+
+/// A config file that failed to load.
+#[derive(Debug)]
+pub struct FileProblem {
+    /// 1-based line, when known.
+    pub line: Option<usize>,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// Validates and parses one config file's text.
+pub fn parse_file(text: &str) -> Result<Map<String, Value>, FileProblem> {
+    let problem = |error: json5::Error| {
+        let position = error.position();
+        let message = error.to_string();
+        // json5 appends " at line L column C"; the caller prints the position.
+        let message = match message.rfind(" at line ") {
+            Some(at) if position.is_some() => message[..at].to_owned(),
+            _ => message,
+        };
+        FileProblem {
+            line: position.map(|p| p.line + 1),
+            column: position.map(|p| p.column + 1),
+            message,
+        }
+    };
+    json5::from_str::<FileLayer>(text).map_err(problem)?;
+    match json5::from_str::<Value>(text).map_err(problem)? {
+        Value::Object(map) => Ok(map),
+        _ => Err(FileProblem {
+            line: Some(1),
+            column: Some(1),
+            message: "the top level must be an object".to_owned(),
+        }),
+    }
+}
+
+/// Displays a path relative to `base` when it lies beneath it.
+pub fn display_path(path: &Path, base: &Path) -> String {
+    match path.strip_prefix(base) {
+        Ok(relative) => format!("./{}", relative.display()),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+    use serde_json::json;
+
+    fn problem(text: &str) -> (Option<usize>, Option<usize>, String) {
+        let p = parse_file(text).expect_err("should fail");
+        (p.line, p.column, p.message)
+    }
+
+    #[test]
+    fn comments_and_trailing_commas_are_accepted() {
+        let map = parse_file("{\n // note\n model: 'q', /* x */ max_steps: 3,\n}").unwrap();
+        assert_eq!(Value::Object(map), json!({"model": "q", "max_steps": 3}));
+    }
+
+    #[test]
+    fn unknown_nested_key_names_line_and_column() {
+        assert_eq!(
+            problem("{\n  \"retry\": {\n    \"max_retry\": 3\n  }\n}"),
+            (
+                Some(3),
+                Some(5),
+                "unknown field `max_retry`, expected one of `max_retries`, `initial_delay_ms`, `max_delay_ms`"
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
+    fn wrong_type_and_bad_values_are_positioned() {
+        assert_eq!(
+            problem("{\n  max_steps: 'ten'\n}"),
+            (Some(2), Some(14), "expected number".to_owned())
+        );
+        assert_eq!(
+            problem("{ base_url: 'localhost:8000' }"),
+            (
+                Some(1),
+                Some(13),
+                "`localhost:8000` is not an http:// or https:// URL".to_owned()
+            )
+        );
+        assert_eq!(
+            problem("{ temperature: 3 }"),
+            (Some(1), Some(16), "3 is outside 0 to 2".to_owned())
+        );
+        assert_eq!(problem("{ max_steps: 0 }").2, "must be at least 1");
+    }
+
+    #[test]
+    fn syntax_errors_are_positioned() {
+        assert_eq!(problem("{ model: 'x'\n  oops }").0, Some(2));
+        assert_eq!(
+            problem("[1]").2,
+            "expected opening brace"
+        );
+    }
+
+    #[test]
+    fn later_layers_win_leaf_by_leaf_and_sources_follow() {
+        let mut merged = Merged::default();
+        let global = Source::File(PathBuf::from("/g.jsonc"));
+        let project = Source::File(PathBuf::from("/p.jsonc"));
+        merged.apply(
+            parse_file("{model: 'a', retry: {max_retries: 1, max_delay_ms: 9}}").unwrap(),
+            &global,
+        );
+        merged.apply(parse_file("{retry: {max_retries: 5}}").unwrap(), &project);
+        assert_eq!(
+            Value::Object(merged.tree.clone()),
+            json!({"model": "a", "retry": {"max_retries": 5, "max_delay_ms": 9}})
+        );
+        assert_eq!(merged.source_of("retry.max_retries"), project);
+        assert_eq!(merged.source_of("retry.max_delay_ms"), global);
+        assert_eq!(merged.source_of("max_steps"), Source::Default);
+    }
+}

@@ -1,0 +1,399 @@
+//! `offcode run`: one task without the terminal UI, as text or JSON lines.
+//!
+//! It consumes the same events as the UI. Text mode prints the final answer
+//! on stdout and progress on stderr; when stdout is a terminal, answer text
+//! streams as it arrives. `--json` prints every event as one JSON object per
+//! line. Approval requests are answered here: yes with `--yes`, else no.
+
+use std::io::{IsTerminal, Read, Write};
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::agent::{self, AgentSetup};
+use crate::cli::RunArgs;
+use crate::client::Client;
+use crate::commands::{client_failure, load_config, session_store};
+use crate::config::{Environment, Flags};
+use crate::protocol::{ApprovalDecision, Event, EventMsg, Op, TurnStatus};
+use crate::session::{self, EntryBody, Session};
+use crate::tools::Registry;
+use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
+
+/// Runs one headless task; returns the exit status.
+pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
+    let prompt = read_prompt(&args.prompt)?;
+    let flags = Flags {
+        model: args.model.clone(),
+    };
+    let config = load_config(environment, &flags)?.config;
+    let store = session_store(environment)?;
+    let client = Arc::new(Client::new(&config));
+    let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
+    let resumed = match (&args.session, args.r#continue) {
+        (Some(id), _) => Some(store.open(id).map_err(session_failure)?),
+        (None, true) => {
+            let id = store.latest_for(&environment.cwd).map_err(|e| {
+                session_failure(e).with_hint("Start one with `offcode run \"PROMPT\"`")
+            })?;
+            Some(store.open(&id).map_err(session_failure)?)
+        }
+        (None, false) => None,
+    };
+    let model = match (&args.model, &resumed, &config.model) {
+        (Some(model), ..) | (None, Some(Session { model, .. }), _) | (None, None, Some(model)) => {
+            model.clone()
+        }
+        (None, None, None) => first_served_model(&client)?,
+    };
+    let session = match resumed {
+        Some(mut session) => {
+            if session.model != model {
+                session
+                    .append(EntryBody::ModelChange { model })
+                    .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+            }
+            session
+        }
+        None => store
+            .create(&environment.cwd, &model, client.base_url())
+            .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
+    };
+    let setup = AgentSetup {
+        client,
+        session,
+        tools: Registry::default(),
+        config,
+        root: environment.cwd.clone(),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+    let printer = Printer::new(args.json, environment);
+    Ok(runtime.block_on(drive(setup, prompt, args.yes, printer)))
+}
+
+fn read_prompt(argument: &str) -> Result<String, Failure> {
+    let prompt = if argument == "-" {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
+        text
+    } else {
+        argument.to_owned()
+    };
+    if prompt.trim().is_empty() {
+        return Err(Failure::message("The prompt is empty", EXIT_USAGE)
+            .with_hint("Pass the task as an argument, or `-` to read it from standard input"));
+    }
+    Ok(prompt)
+}
+
+fn first_served_model(client: &Client) -> Result<String, Failure> {
+    let models = client
+        .list_models()
+        .map_err(|e| client_failure(&e, client.base_url()))?;
+    models.into_iter().next().map(|m| m.id).ok_or_else(|| {
+        Failure::message(
+            format!("The server at `{}` lists no models", client.base_url()),
+            EXIT_FAILED,
+        )
+        .with_hint("Set `model` in the config or pass `--model`")
+    })
+}
+
+async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printer) -> u8 {
+    let mut handle = agent::spawn(setup);
+    handle.ops.submit(Op::UserTurn { text: prompt });
+    let mut interrupted = false;
+    loop {
+        tokio::select! {
+            event = handle.events.recv() => {
+                let Some(event) = event else { return EXIT_FAILED };
+                if let EventMsg::ApprovalRequest(request) = &event.msg {
+                    let (decision, reason) = if yes {
+                        (ApprovalDecision::AllowOnce, None)
+                    } else {
+                        (ApprovalDecision::Deny, Some(format!(
+                            "`{}` needs approval and this headless run was started without --yes",
+                            request.tool
+                        )))
+                    };
+                    handle.ops.submit(Op::Approve { call_id: request.call_id.clone(), decision, reason });
+                }
+                printer.print(&event);
+                if let EventMsg::TurnComplete(complete) = &event.msg {
+                    handle.ops.submit(Op::Shutdown);
+                    return match complete.status {
+                        TurnStatus::Done => 0,
+                        TurnStatus::Failed | TurnStatus::Aborted => EXIT_FAILED,
+                    };
+                }
+            }
+            signal = tokio::signal::ctrl_c() => {
+                if signal.is_err() || interrupted {
+                    return EXIT_FAILED;
+                }
+                interrupted = true;
+                printer.note("Interrupting… (Ctrl+C again to quit at once)");
+                handle.ops.submit(Op::Interrupt);
+            }
+        }
+    }
+}
+
+/// ANSI styles for stderr, empty when colour is off.
+#[derive(Clone, Copy)]
+struct Style {
+    dim: &'static str,
+    cyan: &'static str,
+    green: &'static str,
+    red: &'static str,
+    yellow: &'static str,
+    reset: &'static str,
+}
+
+impl Style {
+    fn new(enabled: bool) -> Self {
+        if enabled {
+            Self {
+                dim: "\x1b[2m",
+                cyan: "\x1b[36m",
+                green: "\x1b[32m",
+                red: "\x1b[31m",
+                yellow: "\x1b[33m",
+                reset: "\x1b[0m",
+            }
+        } else {
+            Self {
+                dim: "",
+                cyan: "",
+                green: "",
+                red: "",
+                yellow: "",
+                reset: "",
+            }
+        }
+    }
+}
+
+/// Writes events out, as JSON lines or as text. Write errors (a closed
+/// pipe) are ignored so the run still finishes and is saved.
+enum Printer {
+    Json { session_id: String },
+    Text(TextPrinter),
+}
+
+impl Printer {
+    fn new(json: bool, environment: &Environment) -> Self {
+        if json {
+            return Self::Json {
+                session_id: String::new(),
+            };
+        }
+        let stderr_tty = std::io::stderr().is_terminal();
+        let colour = stderr_tty
+            && environment.var("NO_COLOR").is_none()
+            && environment.var("OFFCODE_NO_COLOR").is_none();
+        Self::Text(TextPrinter {
+            live: std::io::stdout().is_terminal(),
+            show_reasoning: stderr_tty,
+            in_reasoning: false,
+            pending: String::new(),
+            style: Style::new(colour),
+        })
+    }
+
+    fn note(&self, text: &str) {
+        let style = match self {
+            Self::Json { .. } => Style::new(false),
+            Self::Text(text) => text.style,
+        };
+        let _ = writeln!(std::io::stderr(), "{}{text}{}", style.dim, style.reset);
+    }
+
+    fn print(&mut self, event: &Event) {
+        match self {
+            Self::Json { session_id } => {
+                if let EventMsg::SessionConfigured(configured) = &event.msg {
+                    session_id.clone_from(&configured.session_id);
+                }
+                let Ok(Value::Object(mut object)) = serde_json::to_value(event) else {
+                    return;
+                };
+                object.insert("session_id".to_owned(), Value::String(session_id.clone()));
+                let mut stdout = std::io::stdout().lock();
+                let _ = serde_json::to_writer(&mut stdout, &object);
+                let _ = stdout.write_all(b"\n");
+                let _ = stdout.flush();
+            }
+            Self::Text(printer) => printer.print(&event.msg),
+        }
+    }
+}
+
+/// Text mode: the answer on stdout, progress on stderr.
+struct TextPrinter {
+    /// Stream answer text live to stdout (it is a terminal).
+    live: bool,
+    /// Show reasoning (stderr is a terminal).
+    show_reasoning: bool,
+    /// Reasoning is being printed.
+    in_reasoning: bool,
+    /// Text of the current step, when not streamed live.
+    pending: String,
+    style: Style,
+}
+
+impl TextPrinter {
+    fn progress(&mut self, line: &str) {
+        self.end_reasoning();
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+
+    fn end_reasoning(&mut self) {
+        if self.in_reasoning {
+            self.in_reasoning = false;
+            let _ = writeln!(std::io::stderr(), "{}", self.style.reset);
+        }
+    }
+
+    fn print(&mut self, msg: &EventMsg) {
+        let s = self.style;
+        match msg {
+            EventMsg::SessionConfigured(c) => {
+                let resumed = if c.resumed { " (resumed)" } else { "" };
+                self.progress(&format!(
+                    "{}offcode · {} · session {}{resumed}{}",
+                    s.dim, c.model, c.session_id, s.reset
+                ));
+            }
+            EventMsg::ReasoningDelta { delta } => self.reasoning(delta),
+            EventMsg::AssistantDelta { delta } => self.answer_delta(delta),
+            EventMsg::AssistantMessage(message) => self.step_end(message),
+            EventMsg::ToolCallBegin(call) => self.progress(&format!(
+                "{}→ {}{} {}",
+                s.cyan,
+                call.name,
+                s.reset,
+                describe_arguments(&call.name, &call.arguments)
+            )),
+            EventMsg::ToolCallEnd(end) => {
+                let (mark, colour) = if end.ok {
+                    ("✓", s.green)
+                } else {
+                    ("✗", s.red)
+                };
+                self.progress(&format!("  {colour}{mark}{} {}", s.reset, end.summary));
+            }
+            EventMsg::PermissionDecision(decision) => {
+                let verb = match decision.decision {
+                    ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => "approved",
+                    ApprovalDecision::Deny => "denied",
+                };
+                self.progress(&format!(
+                    "  {}{verb}: {} ({}){}",
+                    s.dim, decision.tool, decision.rule, s.reset
+                ));
+            }
+            EventMsg::Retry(retry) => self.progress(&format!(
+                "{}Retrying in {:.1} s (attempt {}/{}): {}{}",
+                s.yellow,
+                std::time::Duration::from_millis(retry.delay_ms).as_secs_f64(),
+                retry.attempt,
+                retry.max_retries,
+                retry.reason,
+                s.reset
+            )),
+            EventMsg::ModelChanged { model } => {
+                self.progress(&format!("{}model: {model}{}", s.dim, s.reset));
+            }
+            EventMsg::Warning { message } => {
+                self.progress(&format!("{}warning:{} {message}", s.yellow, s.reset));
+            }
+            EventMsg::Error { message, .. } => {
+                self.progress(&format!("{}error:{} {message}", s.red, s.reset));
+            }
+            EventMsg::TurnComplete(complete) => self.turn_end(complete.status),
+            EventMsg::TurnStarted { .. }
+            | EventMsg::StateChanged { .. }
+            | EventMsg::ApprovalRequest(_)
+            | EventMsg::TokenUsage(_) => {}
+        }
+    }
+
+    fn reasoning(&mut self, delta: &str) {
+        if !self.show_reasoning {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        if !self.in_reasoning {
+            self.in_reasoning = true;
+            let _ = write!(err, "{}", self.style.dim);
+        }
+        let _ = write!(err, "{delta}");
+    }
+
+    fn answer_delta(&mut self, delta: &str) {
+        self.end_reasoning();
+        if self.live {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(delta.as_bytes());
+            let _ = out.flush();
+        } else {
+            self.pending.push_str(delta);
+        }
+    }
+
+    fn step_end(&mut self, message: &crate::protocol::AssistantMessageEvent) {
+        self.end_reasoning();
+        if self.live && !message.text.is_empty() && !message.text.ends_with('\n') {
+            let _ = writeln!(std::io::stdout());
+        }
+        if message.tool_calls > 0 {
+            // Text before tool calls is progress, not the answer.
+            let plan = std::mem::take(&mut self.pending);
+            if !self.live && !plan.trim().is_empty() {
+                let _ = writeln!(std::io::stderr(), "{}", plan.trim_end());
+            }
+        }
+    }
+
+    fn turn_end(&mut self, status: TurnStatus) {
+        self.end_reasoning();
+        match status {
+            TurnStatus::Done if !self.live => {
+                let text = std::mem::take(&mut self.pending);
+                let mut out = std::io::stdout().lock();
+                let _ = out.write_all(text.trim_end().as_bytes());
+                let _ = out.write_all(b"\n");
+                let _ = out.flush();
+            }
+            TurnStatus::Aborted => self.progress(&format!(
+                "{}Interrupted; the partial answer is saved in the session{}",
+                self.style.dim, self.style.reset
+            )),
+            TurnStatus::Done | TurnStatus::Failed => {}
+        }
+    }
+}
+
+/// A one-line view of a call's arguments.
+fn describe_arguments(tool: &str, arguments: &Value) -> String {
+    let key = match tool {
+        "bash" => "command",
+        _ => "path",
+    };
+    let text = match arguments.get(key).and_then(Value::as_str) {
+        Some(text) => text.to_owned(),
+        None => arguments.to_string(),
+    };
+    let line = text.lines().next().unwrap_or_default();
+    let mut shown: String = line.chars().take(100).collect();
+    if shown.len() < text.len() {
+        shown.push('…');
+    }
+    shown
+}

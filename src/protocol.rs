@@ -1,0 +1,264 @@
+//! The data that crosses between the agent core and its front ends.
+//!
+//! Front ends send [`Op`]s in and read [`Event`]s out; nothing else crosses.
+//! Everything here is owned, serialisable data with no I/O, so the headless
+//! `--json` output and the session log are just these values written out.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Identifies the [`Op`] an [`Event`] answers.
+pub type SubmissionId = u64;
+
+/// A request from a front end to the agent core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Op {
+    /// Start a turn with this user text (queued if a turn is running).
+    UserTurn { text: String },
+    /// Abort the running turn: close the model connection, kill the tool.
+    Interrupt,
+    /// Answer an [`EventMsg::ApprovalRequest`].
+    Approve {
+        call_id: String,
+        decision: ApprovalDecision,
+        /// For a denial: why, told to the model.
+        #[serde(default)]
+        reason: Option<String>,
+    },
+    /// Use this model from the next request on.
+    SetModel { model: String },
+    /// Finish the running turn's bookkeeping and stop the core.
+    Shutdown,
+}
+
+/// A front end's answer to an approval request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalDecision {
+    /// Run this one call.
+    AllowOnce,
+    /// Run this call and similar ones for the rest of the session.
+    AllowSession,
+    /// Do not run it; the model is told so.
+    Deny,
+}
+
+/// One message from the core, tagged with the submission it belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// The submission this event answers (0 for session-level events).
+    pub id: SubmissionId,
+    /// What happened.
+    #[serde(flatten)]
+    pub msg: EventMsg,
+}
+
+/// Where a turn is in its life cycle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnState {
+    /// No turn is running.
+    Idle,
+    /// Waiting for the model's first output of a step.
+    Planning,
+    /// A tool call waits for the user's answer.
+    AwaitingPermission,
+    /// A tool is running.
+    ToolRunning,
+    /// The model is streaming output.
+    ModelGenerating,
+    /// The turn ended with a final answer.
+    Done,
+    /// The turn ended with an error or was aborted.
+    Error,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TurnStatus {
+    /// The model gave a final answer.
+    Done,
+    /// An error ended the turn (server, step limit, ...).
+    Failed,
+    /// The user aborted the turn.
+    Aborted,
+}
+
+/// Token counts reported by the server for one request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct TokenUsage {
+    /// Tokens in the prompt (everything sent).
+    pub prompt_tokens: u64,
+    /// Tokens generated.
+    pub completion_tokens: u64,
+    /// Sum of both as the server reports it.
+    pub total_tokens: u64,
+}
+
+/// What kind of failure an [`EventMsg::Error`] reports, for front ends that
+/// react differently (hints, retry buttons).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    /// The endpoint could not be reached.
+    Connect,
+    /// The server answered with an error status or an in-band error.
+    Server,
+    /// The server's stream was not valid (malformed chunk, cut short).
+    Stream,
+    /// No data arrived within the idle timeout.
+    Timeout,
+    /// The step limit was reached.
+    StepLimit,
+    /// The session log could not be written.
+    Session,
+    /// Anything else.
+    Internal,
+}
+
+/// The payload of an [`Event`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventMsg {
+    /// The session is open: sent once, before anything else.
+    SessionConfigured(SessionConfiguredEvent),
+    /// A turn started for a user message.
+    TurnStarted { text: String },
+    /// The turn's state machine moved.
+    StateChanged { state: TurnState },
+    /// A piece of assistant text.
+    AssistantDelta { delta: String },
+    /// A piece of reasoning text (shown dimmed, never sent back).
+    ReasoningDelta { delta: String },
+    /// The whole text of one model step, once it finished.
+    AssistantMessage(AssistantMessageEvent),
+    /// A tool call is about to run.
+    ToolCallBegin(ToolCallBeginEvent),
+    /// A tool call finished (or was refused).
+    ToolCallEnd(ToolCallEndEvent),
+    /// A tool call needs the user's answer; reply with [`Op::Approve`].
+    ApprovalRequest(ApprovalRequestEvent),
+    /// How a permission question was settled.
+    PermissionDecision(PermissionDecisionEvent),
+    /// Token counts for the last request.
+    TokenUsage(TokenUsage),
+    /// A request failed and will be retried after a delay.
+    Retry(RetryEvent),
+    /// The active model changed.
+    ModelChanged { model: String },
+    /// Something the user should know that did not stop the turn.
+    Warning { message: String },
+    /// Something failed; the turn ends with [`TurnStatus::Failed`].
+    Error { message: String, kind: ErrorKind },
+    /// The turn is over.
+    TurnComplete(TurnCompleteEvent),
+}
+
+/// Payload of [`EventMsg::SessionConfigured`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionConfiguredEvent {
+    /// The session's id, for `--session ID`.
+    pub session_id: String,
+    /// The session file.
+    pub path: String,
+    /// The model requests go to.
+    pub model: String,
+    /// The endpoint requests go to.
+    pub base_url: String,
+    /// Whether an existing session was resumed.
+    pub resumed: bool,
+    /// Messages restored from the session file.
+    pub restored_messages: usize,
+}
+
+/// Payload of [`EventMsg::AssistantMessage`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AssistantMessageEvent {
+    /// The step's text.
+    pub text: String,
+    /// How many tool calls the step asked for (0 for a final answer).
+    pub tool_calls: usize,
+}
+
+/// Payload of [`EventMsg::ToolCallBegin`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallBeginEvent {
+    /// The call's id, shared with the matching end event.
+    pub call_id: String,
+    /// The tool's name as the model gave it.
+    pub name: String,
+    /// The parsed arguments (the raw string when they were not JSON).
+    pub arguments: Value,
+}
+
+/// Payload of [`EventMsg::ToolCallEnd`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallEndEvent {
+    /// The call's id.
+    pub call_id: String,
+    /// The tool's name.
+    pub name: String,
+    /// False when the tool failed or was refused.
+    pub ok: bool,
+    /// One line for progress displays.
+    pub summary: String,
+    /// What the model receives.
+    pub output: String,
+}
+
+/// Payload of [`EventMsg::ApprovalRequest`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequestEvent {
+    /// The call to approve.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The arguments.
+    pub arguments: Value,
+    /// The model's stated reason, when it gave one.
+    pub reason: Option<String>,
+    /// Why approval is needed (the rule that asked).
+    pub rule: String,
+    /// Whether "allow for the session" may be offered.
+    pub session_allowed: bool,
+}
+
+/// Payload of [`EventMsg::PermissionDecision`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionDecisionEvent {
+    /// The call decided on.
+    pub call_id: String,
+    /// The tool's name.
+    pub tool: String,
+    /// The outcome.
+    pub decision: ApprovalDecision,
+    /// Who decided: `policy`, `user`, `session` or `headless`.
+    pub by: String,
+    /// The rule or reason behind it.
+    pub rule: String,
+}
+
+/// Payload of [`EventMsg::Retry`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RetryEvent {
+    /// This retry's number, from 1.
+    pub attempt: u32,
+    /// How many retries are allowed.
+    pub max_retries: u32,
+    /// How long until the retry is sent.
+    pub delay_ms: u64,
+    /// What failed.
+    pub reason: String,
+}
+
+/// Payload of [`EventMsg::TurnComplete`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TurnCompleteEvent {
+    /// How the turn ended.
+    pub status: TurnStatus,
+    /// The final answer, when there is one.
+    pub last_message: Option<String>,
+}

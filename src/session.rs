@@ -1,0 +1,483 @@
+//! Sessions: append-only JSONL files, one entry per line, forming a tree
+//! through `parent_id`.
+//!
+//! Every entry is written whole with one `write` call before the next step
+//! starts, so killing the process loses at most the line being written; on
+//! resume a partial last line is cut off and tool calls left without a result
+//! get one, so the rebuilt history is always a valid request.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod entry;
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+
+pub use entry::{Entry, EntryBody, Message, Meta, ToolCall, now_rfc3339};
+
+/// The session file format version written by this build.
+pub const FORMAT_VERSION: u32 = 1;
+
+/// Session storage failures.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file operation failed.
+    #[error("Could not {action} session file `{path}`")]
+    Io {
+        action: &'static str,
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    /// No session has this id.
+    #[error("No session `{id}` in `{dir}`")]
+    NotFound { id: String, dir: PathBuf },
+    /// No session was started in this directory.
+    #[error("No earlier session for `{cwd}`")]
+    NoneForDirectory { cwd: PathBuf },
+    /// The file does not start with a session entry.
+    #[error("`{path}` is not a session file: {reason}")]
+    NotASession { path: PathBuf, reason: String },
+}
+
+/// Where session files live.
+#[derive(Debug, Clone)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+/// A session listed by [`Store::list`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Summary {
+    /// Its id.
+    pub id: String,
+    /// Its metadata.
+    pub meta: Meta,
+    /// Time of the last entry.
+    pub updated: String,
+    /// The first user message, shortened.
+    pub title: String,
+    /// Number of conversation messages.
+    pub messages: usize,
+}
+
+/// An open session, ready to append to.
+#[derive(Debug)]
+pub struct Session {
+    /// The session id.
+    pub id: String,
+    /// The file.
+    pub path: PathBuf,
+    /// Metadata from the first line.
+    pub meta: Meta,
+    /// The active model (the latest switch, or the creation model).
+    pub model: String,
+    /// The conversation, rebuilt from the active branch.
+    pub messages: Vec<Message>,
+    /// Lines that could not be read when the session was opened.
+    pub skipped_lines: usize,
+    /// Whether this is an existing session reopened.
+    pub resumed: bool,
+    file: File,
+    last_id: Option<String>,
+    count: u64,
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.to_path_buf();
+    move |source| Error::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+impl Store {
+    /// Sessions under `dir` (created on first write).
+    pub fn new(dir: PathBuf) -> Self {
+        Self { dir }
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    fn path_of(&self, id: &str) -> PathBuf {
+        self.dir.join(format!("{id}.jsonl"))
+    }
+
+    /// Starts a new session.
+    pub fn create(&self, cwd: &Path, model: &str, base_url: &str) -> Result<Session, Error> {
+        std::fs::create_dir_all(&self.dir).map_err(io("create the directory of", &self.dir))?;
+        let stamp = now_rfc3339();
+        let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
+        let id = format!(
+            "{}-{}-{:04x}",
+            &digits[..8],
+            &digits[8..14],
+            crate::client::random_u64() & 0xffff
+        );
+        let path = self.path_of(&id);
+        let file = OpenOptions::new()
+            .append(true)
+            .create_new(true)
+            .open(&path)
+            .map_err(io("create", &path))?;
+        let meta = Meta {
+            version: FORMAT_VERSION,
+            session_id: id.clone(),
+            cwd: cwd.display().to_string(),
+            model: model.to_owned(),
+            agent: "build".to_owned(),
+            base_url: base_url.to_owned(),
+        };
+        let mut session = Session {
+            id,
+            path,
+            meta: meta.clone(),
+            model: model.to_owned(),
+            messages: Vec::new(),
+            skipped_lines: 0,
+            resumed: false,
+            file,
+            last_id: None,
+            count: 0,
+        };
+        session.append(EntryBody::Session(meta))?;
+        Ok(session)
+    }
+
+    /// Opens an existing session for appending, rebuilding its history.
+    pub fn open(&self, id: &str) -> Result<Session, Error> {
+        let path = self.path_of(id);
+        if id.contains('/') || !path.is_file() {
+            return Err(Error::NotFound {
+                id: id.to_owned(),
+                dir: self.dir.clone(),
+            });
+        }
+        let text = std::fs::read(&path).map_err(io("read", &path))?;
+        // A line without its newline was cut off by a crash: drop it.
+        let complete = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .map_err(io("open", &path))?;
+        if complete < text.len() {
+            file.set_len(complete as u64).map_err(io("repair", &path))?;
+        }
+        let mut entries = Vec::new();
+        let mut skipped_lines = 0;
+        for line in text[..complete].split(|b| *b == b'\n') {
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            match serde_json::from_slice::<Entry>(line) {
+                Ok(entry) => entries.push(entry),
+                Err(_) => skipped_lines += 1,
+            }
+        }
+        let Some(Entry {
+            body: EntryBody::Session(meta),
+            ..
+        }) = entries.first()
+        else {
+            return Err(Error::NotASession {
+                path,
+                reason: "the first entry is not a session entry".to_owned(),
+            });
+        };
+        let meta = meta.clone();
+        let (messages, model) = rebuild(&entries, &meta);
+        let mut session = Session {
+            id: id.to_owned(),
+            path,
+            model,
+            messages,
+            skipped_lines,
+            resumed: true,
+            meta,
+            file,
+            last_id: entries.last().map(|e| e.id.clone()),
+            count: entries.len() as u64,
+        };
+        session.answer_dangling_calls()?;
+        Ok(session)
+    }
+
+    /// The most recently updated session started in `cwd`.
+    pub fn latest_for(&self, cwd: &Path) -> Result<String, Error> {
+        let cwd_text = cwd.display().to_string();
+        let mut best: Option<(std::time::SystemTime, String)> = None;
+        for (path, modified) in self.files()? {
+            let Some(meta) = read_meta(&path) else {
+                continue;
+            };
+            if meta.cwd == cwd_text && best.as_ref().is_none_or(|(time, _)| modified > *time) {
+                best = Some((modified, meta.session_id));
+            }
+        }
+        best.map(|(_, id)| id)
+            .ok_or_else(|| Error::NoneForDirectory {
+                cwd: cwd.to_path_buf(),
+            })
+    }
+
+    fn files(&self) -> Result<Vec<(PathBuf, std::time::SystemTime)>, Error> {
+        let entries = match std::fs::read_dir(&self.dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io("list", &self.dir)(e)),
+        };
+        Ok(entries
+            .filter_map(Result::ok)
+            .filter(|e| e.path().extension().is_some_and(|x| x == "jsonl"))
+            .filter_map(|e| Some((e.path(), e.metadata().ok()?.modified().ok()?)))
+            .collect())
+    }
+
+    /// All sessions, most recently updated first.
+    pub fn list(&self) -> Result<Vec<Summary>, Error> {
+        let mut files = self.files()?;
+        files.sort_by_key(|file| std::cmp::Reverse(file.1));
+        let mut summaries = Vec::new();
+        for (path, _) in files {
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let entries: Vec<Entry> = text
+                .lines()
+                .filter_map(|line| serde_json::from_str(line).ok())
+                .collect();
+            let Some(Entry {
+                body: EntryBody::Session(meta),
+                ..
+            }) = entries.first()
+            else {
+                continue;
+            };
+            let (messages, _) = rebuild(&entries, meta);
+            let title = messages
+                .iter()
+                .find_map(|m| match m {
+                    Message::User { content } => Some(content.as_str()),
+                    _ => None,
+                })
+                .unwrap_or("");
+            let title: String = title.split_whitespace().collect::<Vec<_>>().join(" ");
+            summaries.push(Summary {
+                id: meta.session_id.clone(),
+                meta: meta.clone(),
+                updated: entries.last().map(|e| e.ts.clone()).unwrap_or_default(),
+                title: title.chars().take(60).collect(),
+                messages: messages.len(),
+            });
+        }
+        Ok(summaries)
+    }
+}
+
+fn read_meta(path: &Path) -> Option<Meta> {
+    let mut first = String::new();
+    BufReader::new(File::open(path).ok()?)
+        .read_line(&mut first)
+        .ok()?;
+    match serde_json::from_str::<Entry>(&first).ok()?.body {
+        EntryBody::Session(meta) => Some(meta),
+        _ => None,
+    }
+}
+
+/// The messages and active model along the branch that ends at the last
+/// entry.
+fn rebuild(entries: &[Entry], meta: &Meta) -> (Vec<Message>, String) {
+    let by_id: std::collections::HashMap<&str, &Entry> =
+        entries.iter().map(|e| (e.id.as_str(), e)).collect();
+    let mut branch = Vec::new();
+    let mut cursor = entries.last();
+    while let Some(entry) = cursor {
+        branch.push(entry);
+        if branch.len() > entries.len() {
+            break; // a cycle in a hand-edited file
+        }
+        cursor = entry
+            .parent_id
+            .as_deref()
+            .and_then(|p| by_id.get(p).copied());
+    }
+    branch.reverse();
+    let mut model = meta.model.clone();
+    let mut messages = Vec::new();
+    for entry in branch {
+        match &entry.body {
+            EntryBody::Message { message } => messages.push(message.clone()),
+            EntryBody::ModelChange { model: next } => model.clone_from(next),
+            _ => {}
+        }
+    }
+    (messages, model)
+}
+
+impl Session {
+    /// Appends one entry as one whole line.
+    pub fn append(&mut self, body: EntryBody) -> Result<(), Error> {
+        let id = (self.count + 1).to_string();
+        let entry = Entry {
+            id: id.clone(),
+            parent_id: self.last_id.clone(),
+            ts: now_rfc3339(),
+            body,
+        };
+        let mut line = serde_json::to_vec(&entry).map_err(|e| Error::Io {
+            action: "encode an entry for",
+            path: self.path.clone(),
+            source: std::io::Error::other(e),
+        })?;
+        line.push(b'\n');
+        self.file
+            .write_all(&line)
+            .map_err(io("write", &self.path))?;
+        self.count += 1;
+        self.last_id = Some(id);
+        match entry.body {
+            EntryBody::Message { message } => self.messages.push(message),
+            EntryBody::ModelChange { model } => self.model = model,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Flushes the file to disk (at the end of a turn).
+    pub fn sync(&self) -> Result<(), Error> {
+        self.file.sync_data().map_err(io("sync", &self.path))
+    }
+
+    /// Gives every tool call of the last assistant message a result, so the
+    /// history is a valid request after a crash in the middle of a step.
+    fn answer_dangling_calls(&mut self) -> Result<(), Error> {
+        let Some(position) = self
+            .messages
+            .iter()
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+        else {
+            return Ok(());
+        };
+        let Message::Assistant { tool_calls, .. } = &self.messages[position] else {
+            return Ok(());
+        };
+        let answered: Vec<&str> = self.messages[position..]
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool { tool_call_id, .. } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let missing: Vec<ToolCall> = tool_calls
+            .iter()
+            .filter(|call| !answered.contains(&call.id.as_str()))
+            .cloned()
+            .collect();
+        for call in missing {
+            self.append(EntryBody::Message {
+                message: Message::Tool {
+                    tool_call_id: call.id,
+                    name: call.name,
+                    content: "Error: not run: offcode stopped before this tool call ran".to_owned(),
+                    is_error: true,
+                },
+            })?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn user(text: &str) -> EntryBody {
+        EntryBody::Message {
+            message: Message::User {
+                content: text.to_owned(),
+            },
+        }
+    }
+
+    #[test]
+    fn reopening_rebuilds_messages_and_model() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().join("sessions"));
+        let mut session = store.create(Path::new("/w"), "m1", "http://x/v1").unwrap();
+        session.append(user("hello")).unwrap();
+        session
+            .append(EntryBody::ModelChange { model: "m2".into() })
+            .unwrap();
+        let id = session.id.clone();
+        drop(session);
+        let reopened = store.open(&id).unwrap();
+        assert_eq!(
+            reopened.messages,
+            vec![Message::User {
+                content: "hello".into()
+            }]
+        );
+        assert_eq!(reopened.model, "m2");
+        assert_eq!(store.latest_for(Path::new("/w")).unwrap(), id);
+        assert!(matches!(
+            store.latest_for(Path::new("/other")),
+            Err(Error::NoneForDirectory { .. })
+        ));
+    }
+
+    #[test]
+    fn partial_last_line_is_dropped_and_dangling_calls_answered() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().to_path_buf());
+        let mut session = store.create(Path::new("/w"), "m", "http://x/v1").unwrap();
+        session.append(user("go")).unwrap();
+        session
+            .append(EntryBody::Message {
+                message: Message::Assistant {
+                    content: String::new(),
+                    reasoning: None,
+                    tool_calls: vec![ToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        arguments: "{}".into(),
+                    }],
+                    interrupted: false,
+                },
+            })
+            .unwrap();
+        let path = session.path.clone();
+        drop(session);
+        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
+        file.write_all(br#"{"id":"4","parent_id":"3","ts":"x","type":"mess"#)
+            .unwrap();
+        let mut reopened = store
+            .open(&path.file_stem().unwrap().to_string_lossy())
+            .unwrap();
+        assert_eq!(reopened.messages.len(), 3);
+        assert!(
+            matches!(&reopened.messages[2], Message::Tool { tool_call_id, is_error: true, .. } if tool_call_id == "c1")
+        );
+        reopened.append(user("again")).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.lines()
+                .all(|line| serde_json::from_str::<Entry>(line).is_ok()),
+            "{text}"
+        );
+        assert_eq!(store.list().unwrap()[0].messages, 4);
+    }
+
+    #[test]
+    fn unknown_id_is_not_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().to_path_buf());
+        assert!(matches!(store.open("nope"), Err(Error::NotFound { .. })));
+        assert!(matches!(store.open("../x"), Err(Error::NotFound { .. })));
+    }
+}

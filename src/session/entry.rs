@@ -1,0 +1,169 @@
+//! What one line of a session file holds.
+
+use serde::{Deserialize, Serialize};
+
+use crate::protocol::{ApprovalDecision, TokenUsage, TurnStatus};
+
+/// One line of a session file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// Unique within the session.
+    pub id: String,
+    /// The entry this one follows (the tree's edge); `None` for the first.
+    pub parent_id: Option<String>,
+    /// UTC time, RFC 3339.
+    pub ts: String,
+    /// What happened.
+    #[serde(flatten)]
+    pub body: EntryBody,
+}
+
+/// The payload of an [`Entry`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EntryBody {
+    /// The first line: what the session is.
+    Session(Meta),
+    /// A conversation message.
+    Message { message: Message },
+    /// The model was switched.
+    ModelChange { model: String },
+    /// Token counts of one request.
+    Usage(TokenUsage),
+    /// A permission question and its answer.
+    Permission {
+        call_id: String,
+        tool: String,
+        decision: ApprovalDecision,
+        by: String,
+        rule: String,
+    },
+    /// A turn ended.
+    TurnEnd { status: TurnStatus },
+    /// An error ended a turn.
+    Error { message: String },
+}
+
+/// Session metadata (first line).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meta {
+    /// File format version.
+    pub version: u32,
+    /// The session id.
+    pub session_id: String,
+    /// The workspace directory.
+    pub cwd: String,
+    /// The model at creation.
+    pub model: String,
+    /// The agent profile.
+    pub agent: String,
+    /// The endpoint at creation.
+    pub base_url: String,
+}
+
+/// A conversation message as stored and replayed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "role", rename_all = "snake_case")]
+pub enum Message {
+    /// What the user typed.
+    User { content: String },
+    /// A model step.
+    Assistant {
+        content: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reasoning: Option<String>,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCall>,
+        /// The step was cut short by an abort or an error.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        interrupted: bool,
+    },
+    /// A tool's result.
+    Tool {
+        tool_call_id: String,
+        name: String,
+        content: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        is_error: bool,
+    },
+}
+
+/// A tool call made by the model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// Its id, echoed in the result.
+    pub id: String,
+    /// The tool.
+    pub name: String,
+    /// JSON argument text, as the model sent it.
+    pub arguments: String,
+}
+
+/// UTC time as RFC 3339 with milliseconds, from the system clock.
+pub fn now_rfc3339() -> String {
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    format_rfc3339(since.as_secs(), since.subsec_millis())
+}
+
+/// Formats seconds since the epoch (days-to-civil, Howard Hinnant's method).
+pub fn format_rfc3339(seconds: u64, millis: u32) -> String {
+    let days = i64::try_from(seconds / 86_400).unwrap_or(0);
+    let rest = seconds % 86_400;
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let day_of_era = z.rem_euclid(146_097);
+    let year_of_era =
+        (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let mp = (5 * day_of_year + 2) / 153;
+    let day = day_of_year - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{millis:03}Z",
+        rest / 3600,
+        rest % 3600 / 60,
+        rest % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn formats_known_instants() {
+        assert_eq!(format_rfc3339(0, 0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(format_rfc3339(951_782_400, 5), "2000-02-29T00:00:00.005Z");
+        assert_eq!(
+            format_rfc3339(1_795_340_009, 999),
+            "2026-11-22T09:33:29.999Z"
+        );
+    }
+
+    #[test]
+    fn message_lines_are_compact_and_round_trip() {
+        let entry = Entry {
+            id: "3".into(),
+            parent_id: Some("2".into()),
+            ts: "t".into(),
+            body: EntryBody::Message {
+                message: Message::Assistant {
+                    content: "hi".into(),
+                    reasoning: None,
+                    tool_calls: vec![],
+                    interrupted: false,
+                },
+            },
+        };
+        let line = serde_json::to_string(&entry).unwrap();
+        assert_eq!(
+            line,
+            r#"{"id":"3","parent_id":"2","ts":"t","type":"message","message":{"role":"assistant","content":"hi"}}"#
+        );
+        assert_eq!(serde_json::from_str::<Entry>(&line).unwrap(), entry);
+    }
+}

@@ -1,0 +1,244 @@
+//! The built-in tools and their registry.
+//!
+//! A tool is a type implementing [`Tool`]: a name, a JSON schema the model
+//! sees, and `run`. A failed tool is a result for the model (`ok: false`),
+//! never an error that ends the turn.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+mod bash;
+mod read;
+mod write;
+
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::cancel::Cancel;
+use crate::client::wire::{FunctionSpec, ToolSpec};
+
+/// What a tool run needs from its surroundings.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The workspace root (the startup directory).
+    pub root: PathBuf,
+    /// Fires when the turn is aborted.
+    pub cancel: Cancel,
+}
+
+/// The result of a tool call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolOutput {
+    /// False when the call failed; the model is told.
+    pub ok: bool,
+    /// What the model receives.
+    pub output: String,
+    /// One line for progress displays.
+    pub summary: String,
+}
+
+impl ToolOutput {
+    /// A successful result.
+    pub fn ok(output: impl Into<String>, summary: impl Into<String>) -> Self {
+        Self {
+            ok: true,
+            output: output.into(),
+            summary: summary.into(),
+        }
+    }
+
+    /// A failed result whose text is the reason.
+    pub fn error(reason: impl Into<String>) -> Self {
+        let reason = reason.into();
+        Self {
+            ok: false,
+            summary: reason.lines().next().unwrap_or_default().to_owned(),
+            output: format!("Error: {reason}"),
+        }
+    }
+}
+
+/// Why a tool failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The arguments did not match the schema.
+    #[error("Invalid arguments for `{tool}`: {reason}")]
+    InvalidArguments { tool: &'static str, reason: String },
+    /// A path is not acceptable.
+    #[error("{0}")]
+    Path(#[from] crate::sandbox::Error),
+    /// A file operation failed.
+    #[error("Could not {action} `{path}`: {source}")]
+    Io {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The file is not text.
+    #[error("`{0}` is a binary file; only text files can be read")]
+    Binary(String),
+    /// The turn was aborted while the tool ran.
+    #[error("Aborted by the user")]
+    Aborted,
+}
+
+/// A boxed future, so tools can live in one registry.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// One tool.
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by.
+    fn name(&self) -> &'static str;
+    /// A short description for the model.
+    fn description(&self) -> &'static str;
+    /// JSON schema of the arguments.
+    fn parameters(&self) -> Value;
+    /// Runs the tool.
+    fn run<'a>(
+        &'a self,
+        arguments: Value,
+        context: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, Error>>;
+}
+
+/// Parses a tool's arguments, naming the tool on failure.
+pub fn parse_arguments<T: DeserializeOwned>(tool: &'static str, value: Value) -> Result<T, Error> {
+    serde_json::from_value(value).map_err(|e| Error::InvalidArguments {
+        tool,
+        reason: e.to_string(),
+    })
+}
+
+/// The available tools.
+pub struct Registry {
+    tools: Vec<Box<dyn Tool>>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self {
+            tools: vec![
+                Box::new(read::Read),
+                Box::new(write::Write),
+                Box::new(bash::Bash),
+            ],
+        }
+    }
+}
+
+impl Registry {
+    /// The tool called `name`.
+    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+        self.tools
+            .iter()
+            .find(|tool| tool.name() == name)
+            .map(AsRef::as_ref)
+    }
+
+    /// Every tool's name.
+    pub fn names(&self) -> Vec<&'static str> {
+        self.tools.iter().map(|tool| tool.name()).collect()
+    }
+
+    /// Definitions for the request.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.tools
+            .iter()
+            .map(|tool| ToolSpec {
+                kind: "function",
+                function: FunctionSpec {
+                    name: tool.name().to_owned(),
+                    description: tool.description().to_owned(),
+                    parameters: tool.parameters(),
+                },
+            })
+            .collect()
+    }
+
+    /// Runs `name` with raw argument text, turning every failure (unknown
+    /// tool, bad JSON, tool error) into a result for the model.
+    pub async fn call(&self, name: &str, arguments: &str, context: &ToolContext) -> ToolOutput {
+        let Some(tool) = self.get(name) else {
+            return ToolOutput::error(format!(
+                "Unknown tool `{name}`. Available tools: {}",
+                self.names().join(", ")
+            ));
+        };
+        let arguments = match parse_argument_text(arguments) {
+            Ok(value) => value,
+            Err(reason) => {
+                return ToolOutput::error(format!(
+                    "The arguments for `{name}` are not valid JSON ({reason}); send a JSON object"
+                ));
+            }
+        };
+        match tool.run(arguments, context).await {
+            Ok(output) => output,
+            Err(error) => ToolOutput::error(error.to_string()),
+        }
+    }
+}
+
+/// Argument text as JSON; empty text means no arguments.
+pub fn parse_argument_text(text: &str) -> Result<Value, String> {
+    if text.trim().is_empty() {
+        return Ok(Value::Object(serde_json::Map::new()));
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(_) => Err("expected an object".to_owned()),
+        Err(error) => Err(error.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn context() -> (tempfile::TempDir, ToolContext) {
+        let dir = tempfile::tempdir().unwrap();
+        let context = ToolContext {
+            root: dir.path().to_path_buf(),
+            cancel: Cancel::default(),
+        };
+        (dir, context)
+    }
+
+    #[tokio::test]
+    async fn unknown_tool_and_bad_json_are_results_for_the_model() {
+        let (_dir, context) = context();
+        let registry = Registry::default();
+        assert_eq!(
+            registry.call("rm_rf", "{}", &context).await,
+            ToolOutput::error("Unknown tool `rm_rf`. Available tools: read, write, bash")
+        );
+        let output = registry.call("read", "{\"path\": ", &context).await;
+        assert!(!output.ok);
+        assert!(
+            output
+                .output
+                .starts_with("Error: The arguments for `read` are not valid JSON"),
+            "{output:?}"
+        );
+        let output = registry.call("read", "{}", &context).await;
+        assert_eq!(
+            output.output,
+            "Error: Invalid arguments for `read`: missing field `path`"
+        );
+    }
+
+    #[test]
+    fn every_schema_is_an_object_schema() {
+        for spec in Registry::default().specs() {
+            assert_eq!(
+                spec.function.parameters["type"], "object",
+                "{}",
+                spec.function.name
+            );
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! `bash`: run a command in the workspace, in its own process group, with a
+//! timeout, closed stdin and capped output.
+
+use std::fmt::Write as _;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal, kill_process_group};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio::io::{AsyncRead, AsyncReadExt};
+
+use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+
+/// Seconds a command may run when the model gives no timeout.
+const DEFAULT_TIMEOUT_SECS: u64 = 120;
+/// The longest timeout a call may ask for.
+const MAX_TIMEOUT_SECS: u64 = 600;
+/// Output kept from the start and from the end of a long output.
+const KEEP_BYTES: usize = 16 * 1024;
+
+/// The `bash` tool.
+pub struct Bash;
+
+#[derive(Deserialize)]
+struct Arguments {
+    command: String,
+    timeout: Option<u64>,
+    #[expect(dead_code, reason = "shown in approval prompts by the front end")]
+    description: Option<String>,
+}
+
+impl Tool for Bash {
+    fn name(&self) -> &'static str {
+        "bash"
+    }
+
+    fn description(&self) -> &'static str {
+        "Run a bash command in the workspace. Returns combined stdout/stderr and the exit code."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "command": {"type": "string"},
+                "timeout": {"type": "integer", "description": "Seconds (default 120, max 600)"},
+                "description": {"type": "string", "description": "Why you run it, in a few words"}
+            },
+            "required": ["command"]
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        arguments: Value,
+        context: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
+        Box::pin(async move {
+            let arguments: Arguments = parse_arguments("bash", arguments)?;
+            let timeout = arguments
+                .timeout
+                .unwrap_or(DEFAULT_TIMEOUT_SECS)
+                .clamp(1, MAX_TIMEOUT_SECS);
+            run_command(&arguments.command, Duration::from_secs(timeout), context).await
+        })
+    }
+}
+
+async fn run_command(
+    command: &str,
+    timeout: Duration,
+    context: &ToolContext,
+) -> Result<ToolOutput, Error> {
+    let mut child = tokio::process::Command::new("bash")
+        .args(["--noprofile", "--norc", "-c", command])
+        .current_dir(&context.root)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|source| Error::Io {
+            action: "start bash for",
+            path: command.to_owned(),
+            source,
+        })?;
+    let group = child.id().and_then(|id| Pid::from_raw(id.try_into().ok()?));
+    let kill_group = || {
+        if let Some(group) = group {
+            let _ = kill_process_group(group, Signal::KILL);
+        }
+    };
+    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+        kill_group();
+        return Err(Error::Aborted);
+    };
+    let mut output = CappedOutput::default();
+    let finished = tokio::select! {
+        status = collect(stdout, stderr, &mut output, &mut child) => Some(status),
+        () = tokio::time::sleep(timeout) => None,
+        () = context.cancel.cancelled() => {
+            kill_group();
+            return Err(Error::Aborted);
+        }
+    };
+    // Whatever the command left running in its group goes too.
+    kill_group();
+    let mut text = output.into_text();
+    let ok = match finished {
+        Some(Ok(status)) => {
+            let code = status
+                .code()
+                .map_or_else(|| "killed by a signal".to_owned(), |c| c.to_string());
+            let _ = write!(text, "\n[exit code: {code}]");
+            status.success()
+        }
+        Some(Err(error)) => {
+            let _ = write!(text, "\n[failed to wait for the command: {error}]");
+            false
+        }
+        None => {
+            let _ = write!(text, "\n[killed: timed out after {} s]", timeout.as_secs());
+            false
+        }
+    };
+    let summary = text.lines().last().unwrap_or_default().to_owned();
+    Ok(ToolOutput {
+        ok,
+        output: text.trim_start_matches('\n').to_owned(),
+        summary,
+    })
+}
+
+/// Reads both pipes until they close and the command exits. A command that
+/// leaves a background process holding the pipes gets 200 ms after its exit.
+async fn collect(
+    mut stdout: impl AsyncRead + Unpin,
+    mut stderr: impl AsyncRead + Unpin,
+    output: &mut CappedOutput,
+    child: &mut tokio::process::Child,
+) -> std::io::Result<std::process::ExitStatus> {
+    let mut out_buffer = vec![0; 8192];
+    let mut err_buffer = vec![0; 8192];
+    let (mut out_open, mut err_open) = (true, true);
+    let mut status = None;
+    let mut deadline = None;
+    while out_open || err_open {
+        let grace = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            read = stdout.read(&mut out_buffer), if out_open => match read {
+                Ok(0) | Err(_) => out_open = false,
+                Ok(n) => output.push(&out_buffer[..n]),
+            },
+            read = stderr.read(&mut err_buffer), if err_open => match read {
+                Ok(0) | Err(_) => err_open = false,
+                Ok(n) => output.push(&err_buffer[..n]),
+            },
+            exit = child.wait(), if status.is_none() => {
+                status = Some(exit);
+                deadline = Some(tokio::time::Instant::now() + Duration::from_millis(200));
+            }
+            () = grace => break,
+        }
+    }
+    match status {
+        Some(status) => status,
+        None => child.wait().await,
+    }
+}
+
+/// Keeps the first and last [`KEEP_BYTES`] of an output and counts the rest.
+#[derive(Debug, Default)]
+struct CappedOutput {
+    head: Vec<u8>,
+    tail: std::collections::VecDeque<u8>,
+    dropped: usize,
+}
+
+impl CappedOutput {
+    fn push(&mut self, mut bytes: &[u8]) {
+        let room = KEEP_BYTES.saturating_sub(self.head.len());
+        let (first, rest) = bytes.split_at(room.min(bytes.len()));
+        self.head.extend_from_slice(first);
+        bytes = rest;
+        self.tail.extend(bytes);
+        if self.tail.len() > KEEP_BYTES {
+            let excess = self.tail.len() - KEEP_BYTES;
+            self.tail.drain(..excess);
+            self.dropped += excess;
+        }
+    }
+
+    fn into_text(self) -> String {
+        let mut text = String::from_utf8_lossy(&self.head).into_owned();
+        if self.dropped > 0 {
+            let _ = writeln!(text, "\n[... {} bytes truncated ...]", self.dropped);
+        }
+        let tail: Vec<u8> = self.tail.into();
+        text.push_str(&String::from_utf8_lossy(&tail));
+        text
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cancel::Cancel;
+    use pretty_assertions::assert_eq;
+    use std::time::Instant;
+
+    fn context(dir: &tempfile::TempDir) -> ToolContext {
+        ToolContext {
+            root: dir.path().to_path_buf(),
+            cancel: Cancel::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn runs_in_the_root_with_exit_code_and_closed_stdin() {
+        let dir = tempfile::tempdir().unwrap();
+        let output = run_command(
+            "pwd; cat; echo err >&2; exit 3",
+            Duration::from_secs(10),
+            &context(&dir),
+        )
+        .await
+        .unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        assert!(!output.ok);
+        assert_eq!(
+            output.output,
+            format!("{}\nerr\n\n[exit code: 3]", root.display())
+        );
+    }
+
+    #[tokio::test]
+    async fn timeout_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        let command = format!("(sleep 2; touch {}) & sleep 30", marker.display());
+        let output = run_command(&command, Duration::from_secs(1), &context(&dir))
+            .await
+            .unwrap();
+        assert!(
+            output.output.ends_with("[killed: timed out after 1 s]"),
+            "{}",
+            output.output
+        );
+        tokio::time::sleep(Duration::from_millis(2500)).await;
+        assert!(
+            !marker.exists(),
+            "the background child was killed with its group"
+        );
+    }
+
+    #[tokio::test]
+    async fn cancel_kills_promptly() {
+        let dir = tempfile::tempdir().unwrap();
+        let context = context(&dir);
+        let cancel = context.cancel.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            cancel.cancel();
+        });
+        let start = Instant::now();
+        let result = run_command("sleep 30", Duration::from_mins(1), &context).await;
+        assert!(matches!(result, Err(Error::Aborted)));
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn background_process_holding_the_pipe_does_not_block() {
+        let dir = tempfile::tempdir().unwrap();
+        let start = Instant::now();
+        let output = run_command(
+            "sleep 30 & echo started",
+            Duration::from_mins(1),
+            &context(&dir),
+        )
+        .await
+        .unwrap();
+        assert_eq!(output.output, "started\n\n[exit code: 0]");
+        assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn long_output_keeps_head_and_tail() {
+        let mut output = CappedOutput::default();
+        output.push(&vec![b'a'; KEEP_BYTES]);
+        output.push(&[b'b'; 100]);
+        output.push(&vec![b'c'; KEEP_BYTES]);
+        let text = output.into_text();
+        assert!(text.starts_with(&"a".repeat(KEEP_BYTES)));
+        assert!(text.contains("\n[... 100 bytes truncated ...]\n"));
+        assert!(text.ends_with(&"c".repeat(KEEP_BYTES)));
+    }
+}

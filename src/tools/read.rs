@@ -1,0 +1,152 @@
+//! `read`: a text file's lines with line numbers.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use crate::sandbox;
+
+/// Lines returned when no `limit` is given.
+const DEFAULT_LIMIT: usize = 2000;
+/// Bytes of file text returned at most.
+const MAX_OUTPUT_BYTES: usize = 50 * 1024;
+/// Lines longer than this are cut.
+const MAX_LINE_CHARS: usize = 2000;
+
+/// The `read` tool.
+pub struct Read;
+
+#[derive(Deserialize)]
+struct Arguments {
+    path: String,
+    offset: Option<usize>,
+    limit: Option<usize>,
+}
+
+impl Tool for Read {
+    fn name(&self) -> &'static str {
+        "read"
+    }
+
+    fn description(&self) -> &'static str {
+        "Read a text file. Returns numbered lines; use offset (1-based line) and limit for large files."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string", "description": "File path, relative to the workspace"},
+                "offset": {"type": "integer", "description": "First line to read (1-based)"},
+                "limit": {"type": "integer", "description": "Number of lines to read"}
+            },
+            "required": ["path"]
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        arguments: Value,
+        context: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
+        Box::pin(async move {
+            let arguments: Arguments = parse_arguments("read", arguments)?;
+            let path = sandbox::resolve(&context.root, &arguments.path)?;
+            let bytes = std::fs::read(&path).map_err(|source| Error::Io {
+                action: "read",
+                path: arguments.path.clone(),
+                source,
+            })?;
+            if bytes[..bytes.len().min(8192)].contains(&0) {
+                return Err(Error::Binary(arguments.path));
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            let offset = arguments.offset.unwrap_or(1).max(1);
+            let limit = arguments.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+            Ok(number_lines(&text, offset, limit, &arguments.path))
+        })
+    }
+}
+
+/// Lines `offset..offset+limit` of `text`, numbered, within the byte budget,
+/// with a marker saying how to read on when anything was left out.
+fn number_lines(text: &str, offset: usize, limit: usize, path: &str) -> ToolOutput {
+    let total = text.lines().count();
+    if total == 0 {
+        return ToolOutput::ok(format!("({path} is empty)"), format!("{path}: empty"));
+    }
+    if offset > total {
+        return ToolOutput::error(format!(
+            "offset {offset} is past the end of `{path}`, which has {total} lines"
+        ));
+    }
+    let mut output = String::new();
+    let mut last = offset - 1;
+    for (number, line) in text.lines().enumerate().skip(offset - 1).take(limit) {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let shown: String = line.chars().take(MAX_LINE_CHARS).collect();
+        let cut = if shown.len() < line.len() {
+            " [line cut]"
+        } else {
+            ""
+        };
+        let entry = format!("{:>6}\t{shown}{cut}\n", number + 1);
+        if output.len() + entry.len() > MAX_OUTPUT_BYTES && last >= offset {
+            break;
+        }
+        output.push_str(&entry);
+        last = number + 1;
+    }
+    if last < total {
+        let _ = writeln!(
+            output,
+            "[... {} more lines: file has {total} lines; read on with offset={}]",
+            total - last,
+            last + 1
+        );
+    }
+    ToolOutput::ok(output, format!("{path}: lines {offset}-{last} of {total}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn numbers_lines_and_marks_the_rest() {
+        let output = number_lines("a\nb\r\nc\n", 2, 1, "f");
+        assert_eq!(
+            output,
+            ToolOutput::ok(
+                "     2\tb\n[... 1 more lines: file has 3 lines; read on with offset=3]\n",
+                "f: lines 2-2 of 3"
+            )
+        );
+    }
+
+    #[test]
+    fn cjk_text_is_exact() {
+        let output = number_lines("你好，世界\n", 1, 10, "中文.txt");
+        assert_eq!(output.output, "     1\t你好，世界\n");
+    }
+
+    #[test]
+    fn offset_past_end_is_an_error() {
+        assert!(!number_lines("a\n", 5, 1, "f").ok);
+    }
+
+    #[test]
+    fn byte_budget_cuts_with_a_marker() {
+        let text = "x".repeat(1000) + "\n";
+        let output = number_lines(&text.repeat(200), 1, 2000, "big");
+        assert!(output.output.len() <= MAX_OUTPUT_BYTES + 200);
+        assert!(
+            output.output.ends_with("read on with offset=51]\n"),
+            "{}",
+            &output.output[output.output.len() - 80..]
+        );
+    }
+}

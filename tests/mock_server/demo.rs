@@ -1,0 +1,120 @@
+//! A deterministic stand-in for a model, so offcode can be tried and
+//! benchmarked without a GPU. It follows the prompt's instructions
+//! `read PATH` and `write PATH` (also `读取` / `写入`) with real tool calls,
+//! one per step, then answers; any other prompt gets an echo.
+
+use serde_json::{Value, json};
+
+use super::chunks;
+use super::server::{Reply, Request};
+
+/// The model id the demo serves.
+pub const MODEL: &str = "mock-model";
+
+enum Action {
+    Read(String),
+    Write(String),
+}
+
+fn actions(prompt: &str) -> Vec<Action> {
+    let words: Vec<&str> = prompt.split_whitespace().collect();
+    words
+        .windows(2)
+        .filter_map(|pair| {
+            let path =
+                pair[1].trim_matches(|c: char| c == ',' || c == '，' || c == '`' || c == '。');
+            match pair[0].to_lowercase().as_str() {
+                "read" | "读取" => Some(Action::Read(path.to_owned())),
+                "write" | "写入" => Some(Action::Write(path.to_owned())),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// Answers like a vLLM server hosting one small, obedient model.
+pub fn respond(request: &Request) -> Reply {
+    if request.method == "GET" && request.path.ends_with("/models") {
+        return Reply::json(200, &chunks::models(&[(MODEL, 32768)]));
+    }
+    if request.method != "POST" || !request.path.ends_with("/chat/completions") {
+        return Reply::json(
+            404,
+            &json!({"error": {"message": format!("no route {}", request.path), "code": 404}}),
+        );
+    }
+    let body = request.json();
+    let messages = body["messages"].as_array().cloned().unwrap_or_default();
+    let last_user = messages
+        .iter()
+        .rposition(|m| m["role"] == "user")
+        .unwrap_or(0);
+    let prompt = messages
+        .get(last_user)
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or("");
+    let step = messages[last_user..]
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .count();
+    let plan = actions(prompt);
+    let chinese = prompt
+        .chars()
+        .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+    let events = match plan.get(step) {
+        Some(Action::Read(path)) => chunks::tool_answer(
+            if chinese {
+                "我先读取文件。"
+            } else {
+                "Let me read the file first."
+            },
+            &[(&format!("call_{step}"), "read", json!({"path": path}))],
+        ),
+        Some(Action::Write(path)) => {
+            let last_result = messages
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "tool")
+                .and_then(|m| m["content"].as_str())
+                .unwrap_or("");
+            let first_line = last_result
+                .lines()
+                .next()
+                .map_or("", |l| l.split_once('\t').map_or(l, |(_, text)| text));
+            let content = format!("Notes\n\nFirst line of what I read: {first_line}\n");
+            chunks::tool_answer(
+                "",
+                &[(
+                    &format!("call_{step}"),
+                    "write",
+                    json!({"path": path, "content": content}),
+                )],
+            )
+        }
+        None if plan.is_empty() => {
+            chunks::text_answer(&format!("Mock model here. You said: {prompt}"))
+        }
+        None => {
+            let done: Vec<String> = plan
+                .iter()
+                .map(|a| match a {
+                    Action::Read(p) => format!("read {p}"),
+                    Action::Write(p) => format!("wrote {p}"),
+                })
+                .collect();
+            if chinese {
+                chunks::text_answer(&format!("完成：{}。", done.join("，")))
+            } else {
+                chunks::text_answer(&format!("Done: I {}.", done.join(" and ")))
+            }
+        }
+    };
+    Reply::sse(events.concat().into_bytes())
+}
+
+/// Whether a value is one of the demo's tool calls (used by tests).
+pub fn is_tool_call(message: &Value) -> bool {
+    message["tool_calls"]
+        .as_array()
+        .is_some_and(|calls| !calls.is_empty())
+}

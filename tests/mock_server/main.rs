@@ -1,0 +1,54 @@
+//! `cargo run --example mock-server [-- --port PORT]`: a stand-in model
+//! server for trying offcode without a GPU (see README).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "test support: a broken mock should fail loudly"
+)]
+
+use std::io::Write;
+use std::sync::Arc;
+
+#[allow(dead_code)]
+mod chunks;
+#[allow(dead_code)]
+mod demo;
+#[allow(dead_code)]
+mod server;
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut port = "8787".to_owned();
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--port" => port = args.next().unwrap_or_else(|| usage()),
+            _ => usage(),
+        }
+    }
+    let server =
+        match server::MockServer::start_on(&format!("127.0.0.1:{port}"), Arc::new(demo::respond)) {
+            Ok(server) => server,
+            Err(error) => {
+                eprintln!("error: cannot listen on 127.0.0.1:{port}: {error}");
+                std::process::exit(2);
+            }
+        };
+    let mut stdout = std::io::stdout();
+    let _ = writeln!(
+        stdout,
+        "mock model server at {} (model `{}`); Ctrl+C stops it",
+        server.base_url(),
+        demo::MODEL
+    );
+    let _ = stdout.flush();
+    loop {
+        std::thread::park();
+    }
+}
+
+fn usage() -> ! {
+    eprintln!("usage: mock-server [--port PORT]   (default 8787; 0 picks a free port)");
+    std::process::exit(2);
+}
