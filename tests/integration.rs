@@ -1,1 +1,14 @@
+//! The integration test binary: every file in `tests/` is a module here.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::missing_panics_doc,
+    reason = "helpers of tests fail loudly, like the tests"
+)]
 
+mod agent;
+mod cli;
+mod client;
+mod fixtures;
+mod layout;
+mod support;

@@ -291,10 +291,7 @@ mod tests {
     #[test]
     fn syntax_errors_are_positioned() {
         assert_eq!(problem("{ model: 'x'\n  oops }").0, Some(2));
-        assert_eq!(
-            problem("[1]").2,
-            "expected opening brace"
-        );
+        assert_eq!(problem("[1]").2, "expected opening brace");
     }
 
     #[test]

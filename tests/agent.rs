@@ -1,0 +1,349 @@
+//! The agent loop through its ops/events interface, against the mock.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use offcode::agent::{self, AgentHandle, AgentSetup};
+use offcode::client::Client;
+use offcode::protocol::{ApprovalDecision, Event, EventMsg, Op, TurnStatus};
+use offcode::session::{Message, Store};
+use offcode::tools::Registry;
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::support::{MockServer, Reply, chunks, fast_config, mock, sse};
+
+struct Harness {
+    _dir: tempfile::TempDir,
+    root: std::path::PathBuf,
+    store: Store,
+    handle: AgentHandle,
+}
+
+fn start(server: &MockServer, max_steps: u32) -> Harness {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    std::fs::create_dir_all(&root).unwrap();
+    let store = Store::new(dir.path().join("sessions"));
+    let mut config = fast_config(&server.base_url());
+    config.max_steps = max_steps;
+    let session = store.create(&root, "mock-model", &config.base_url).unwrap();
+    let handle = agent::spawn(AgentSetup {
+        client: Arc::new(Client::new(&config)),
+        session,
+        tools: Registry::default(),
+        config,
+        root: root.clone(),
+    });
+    Harness {
+        _dir: dir,
+        root,
+        store,
+        handle,
+    }
+}
+
+impl Harness {
+    /// Events until the turn completes, answering approvals with `answer`.
+    async fn turn(&mut self, text: &str, answer: Option<ApprovalDecision>) -> Vec<Event> {
+        self.handle.ops.submit(Op::UserTurn {
+            text: text.to_owned(),
+        });
+        self.collect(answer).await
+    }
+
+    async fn collect(&mut self, answer: Option<ApprovalDecision>) -> Vec<Event> {
+        let mut events = Vec::new();
+        loop {
+            let event = tokio::time::timeout(Duration::from_secs(10), self.handle.events.recv())
+                .await
+                .expect("an event within 10 s")
+                .expect("the core is running");
+            if let (EventMsg::ApprovalRequest(request), Some(decision)) = (&event.msg, answer) {
+                self.handle.ops.submit(Op::Approve {
+                    call_id: request.call_id.clone(),
+                    decision,
+                    reason: None,
+                });
+            }
+            let done = matches!(event.msg, EventMsg::TurnComplete(_));
+            events.push(event);
+            if done {
+                return events;
+            }
+        }
+    }
+
+    fn session_messages(&self) -> Vec<Message> {
+        let id = std::fs::read_dir(self.store.dir())
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+            .path();
+        let id = id.file_stem().unwrap().to_string_lossy().into_owned();
+        self.store.open(&id).unwrap().messages
+    }
+}
+
+fn status(events: &[Event]) -> TurnStatus {
+    match &events.last().unwrap().msg {
+        EventMsg::TurnComplete(complete) => complete.status,
+        other => panic!("last event is {other:?}"),
+    }
+}
+
+fn tool_results(body: &Value) -> Vec<(String, String)> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| {
+            (
+                m["tool_call_id"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn tool_result_goes_back_with_its_call_id() {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "Reading.",
+        &[("call_abc", "read", json!({"path": "notes.txt"}))],
+    )));
+    server.push(sse(&chunks::text_answer("The file says hello.")));
+    let mut harness = start(&server, 10);
+    std::fs::write(harness.root.join("notes.txt"), "hello\n").unwrap();
+    let events = harness.turn("what is in notes.txt?", None).await;
+    assert_eq!(status(&events), TurnStatus::Done);
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 2);
+    assert_eq!(
+        tool_results(&bodies[1]),
+        vec![("call_abc".to_owned(), "     1\thello\n".to_owned())]
+    );
+    // Each request's messages start with the previous request's messages.
+    let first = bodies[0]["messages"].as_array().unwrap();
+    assert_eq!(
+        &bodies[1]["messages"].as_array().unwrap()[..first.len()],
+        &first[..]
+    );
+    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 3);
+    let names: Vec<String> = events
+        .iter()
+        .map(|e| {
+            serde_json::to_value(&e.msg).unwrap()["type"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    for expected in [
+        "turn_started",
+        "assistant_delta",
+        "tool_call_begin",
+        "tool_call_end",
+        "token_usage",
+        "turn_complete",
+    ] {
+        assert!(
+            names.iter().any(|n| n == expected),
+            "missing {expected} in {names:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn unknown_tool_and_bad_arguments_go_back_as_tool_errors() {
+    let server = mock();
+    let mut events = vec![chunks::role()];
+    events.extend(chunks::tool_call(0, "c1", "delete_everything", &json!({})));
+    events.push(
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"c2\",\"function\":{\"name\":\"read\",\"arguments\":\"{\\\"path\\\": \"}}]}}]}\n\n".to_owned(),
+    );
+    events.extend([chunks::finish("tool_calls"), chunks::done()]);
+    server.push(sse(&events));
+    server.push(sse(&chunks::text_answer("Sorry.")));
+    let mut harness = start(&server, 10);
+    let events = harness.turn("go", None).await;
+    assert_eq!(status(&events), TurnStatus::Done);
+    let results = tool_results(&server.chat_bodies()[1]);
+    assert_eq!(results[0].0, "c1");
+    assert!(
+        results[0]
+            .1
+            .starts_with("Error: Unknown tool `delete_everything`"),
+        "{}",
+        results[0].1
+    );
+    assert_eq!(results[1].0, "c2");
+    assert!(
+        results[1]
+            .1
+            .starts_with("Error: The arguments for `read` are not valid JSON"),
+        "{}",
+        results[1].1
+    );
+}
+
+#[tokio::test]
+async fn step_limit_ends_the_turn_with_an_error() {
+    let server = MockServer::start(Arc::new(|_: &crate::support::server::Request| {
+        sse(&chunks::tool_answer(
+            "",
+            &[("c", "read", json!({"path": "missing.txt"}))],
+        ))
+    }));
+    let mut harness = start(&server, 3);
+    let events = harness.turn("loop forever", None).await;
+    assert_eq!(status(&events), TurnStatus::Failed);
+    assert_eq!(server.chat_bodies().len(), 3);
+    assert!(events.iter().any(
+        |e| matches!(&e.msg, EventMsg::Error { message, .. } if message.contains("max_steps"))
+    ));
+}
+
+#[tokio::test]
+async fn denied_write_is_reported_to_model_and_nothing_is_written() {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("w1", "write", json!({"path": "out.txt", "content": "x"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Understood.")));
+    let mut harness = start(&server, 10);
+    let events = harness.turn("write it", Some(ApprovalDecision::Deny)).await;
+    assert_eq!(status(&events), TurnStatus::Done);
+    assert!(!harness.root.join("out.txt").exists());
+    let results = tool_results(&server.chat_bodies()[1]);
+    assert!(
+        results[0]
+            .1
+            .starts_with("Error: Permission denied: `write` was not run"),
+        "{}",
+        results[0].1
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(&e.msg, EventMsg::ApprovalRequest(r) if r.tool == "write"))
+    );
+}
+
+#[tokio::test]
+async fn approved_write_runs_and_session_approval_is_remembered() {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("w1", "write", json!({"path": "a.txt", "content": "1"}))],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("w2", "write", json!({"path": "b.txt", "content": "2"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Both written.")));
+    let mut harness = start(&server, 10);
+    let events = harness
+        .turn("write two files", Some(ApprovalDecision::AllowSession))
+        .await;
+    assert_eq!(status(&events), TurnStatus::Done);
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("a.txt")).unwrap(),
+        "1"
+    );
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("b.txt")).unwrap(),
+        "2"
+    );
+    let asked = events
+        .iter()
+        .filter(|e| matches!(e.msg, EventMsg::ApprovalRequest(_)))
+        .count();
+    assert_eq!(asked, 1, "the second write was allowed for the session");
+}
+
+#[tokio::test]
+async fn interrupt_mid_stream_keeps_the_partial_text() {
+    let server = mock();
+    let mut events = vec![chunks::role(), chunks::text_delta("I have started ")];
+    events.extend((0..100).map(|i| chunks::text_delta(&format!("{i} "))));
+    server.push(Reply::sse_events(events, Duration::from_millis(30)));
+    let mut harness = start(&server, 10);
+    harness.handle.ops.submit(Op::UserTurn {
+        text: "long answer".into(),
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    harness.handle.ops.submit(Op::Interrupt);
+    let events = harness.collect(None).await;
+    assert_eq!(status(&events), TurnStatus::Aborted);
+    let messages = harness.session_messages();
+    let Some(Message::Assistant {
+        content,
+        interrupted: true,
+        ..
+    }) = messages.last()
+    else {
+        panic!("last message is the interrupted answer: {messages:?}")
+    };
+    assert!(content.starts_with("I have started "), "{content}");
+    // The next turn works and sends the partial answer as history.
+    server.push(sse(&chunks::text_answer("Resumed.")));
+    let events = harness.turn("continue", None).await;
+    assert_eq!(status(&events), TurnStatus::Done);
+    let last = server.chat_bodies().pop().unwrap();
+    let roles: Vec<&str> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+}
+
+#[tokio::test]
+async fn interrupt_kills_a_running_command() {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("b1", "bash", json!({"command": "sleep 30; echo never"}))],
+    )));
+    let mut harness = start(&server, 10);
+    harness.handle.ops.submit(Op::UserTurn {
+        text: "run it".into(),
+    });
+    let mut seen_running = false;
+    while !seen_running {
+        let event = tokio::time::timeout(Duration::from_secs(10), harness.handle.events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if let EventMsg::ApprovalRequest(request) = &event.msg {
+            harness.handle.ops.submit(Op::Approve {
+                call_id: request.call_id.clone(),
+                decision: ApprovalDecision::AllowOnce,
+                reason: None,
+            });
+        }
+        seen_running = matches!(
+            event.msg,
+            EventMsg::StateChanged {
+                state: offcode::protocol::TurnState::ToolRunning
+            }
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let start = std::time::Instant::now();
+    harness.handle.ops.submit(Op::Interrupt);
+    let events = harness.collect(None).await;
+    assert!(start.elapsed() < Duration::from_secs(2));
+    assert_eq!(status(&events), TurnStatus::Aborted);
+    let messages = harness.session_messages();
+    assert!(
+        matches!(messages.last(), Some(Message::Tool { is_error: true, content, .. }) if content.contains("Aborted")),
+        "{messages:?}"
+    );
+}

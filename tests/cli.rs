@@ -1,0 +1,402 @@
+//! The `offcode` binary as users run it, against the mock server.
+
+use std::io::Write;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use pretty_assertions::assert_eq;
+use serde_json::Value;
+
+use crate::support::{Reply, Workspace, chunks, demo_mock, mock, run, sse, wait_until};
+
+#[test]
+fn three_step_task_reads_writes_and_answers() {
+    let server = demo_mock();
+    let workspace = Workspace::new();
+    std::fs::write(workspace.root.join("input.txt"), "alpha beta\n").unwrap();
+    let output = run(workspace.offcode(
+        &server.base_url(),
+        &["run", "--yes", "read input.txt then write out.txt"],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.stdout, "Done: I read input.txt and wrote out.txt.\n");
+    assert!(
+        output.stderr.contains("→ read input.txt"),
+        "{}",
+        output.stderr
+    );
+    assert!(
+        output.stderr.contains("→ write out.txt"),
+        "{}",
+        output.stderr
+    );
+    let written = std::fs::read_to_string(workspace.root.join("out.txt")).unwrap();
+    assert_eq!(written, "Notes\n\nFirst line of what I read: alpha beta\n");
+    assert_eq!(workspace.session_files().len(), 1);
+}
+
+#[test]
+fn without_yes_writes_are_denied_and_the_model_is_told() {
+    let server = demo_mock();
+    let workspace = Workspace::new();
+    std::fs::write(workspace.root.join("input.txt"), "alpha\n").unwrap();
+    let output = run(workspace.offcode(
+        &server.base_url(),
+        &["run", "read input.txt then write out.txt"],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(!workspace.root.join("out.txt").exists());
+    assert!(output.stderr.contains("denied: write"), "{}", output.stderr);
+    let last = server.chat_bodies().pop().unwrap();
+    let denial = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "tool")
+        .unwrap();
+    assert!(
+        denial["content"]
+            .as_str()
+            .unwrap()
+            .contains("without --yes"),
+        "{denial}"
+    );
+}
+
+#[test]
+fn json_mode_prints_one_event_per_line() {
+    let server = demo_mock();
+    let workspace = Workspace::new();
+    std::fs::write(workspace.root.join("a.txt"), "x\n").unwrap();
+    let output = run(workspace.offcode(&server.base_url(), &["run", "--json", "read a.txt"]));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let events: Vec<Value> = output
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types.first(), Some(&"session_configured"));
+    assert_eq!(types.last(), Some(&"turn_complete"));
+    for expected in [
+        "assistant_delta",
+        "assistant_message",
+        "tool_call_begin",
+        "tool_call_end",
+        "token_usage",
+    ] {
+        assert!(
+            types.contains(&expected),
+            "{expected} missing from {types:?}"
+        );
+    }
+    let session_id = events[0]["session_id"].as_str().unwrap();
+    assert!(!session_id.is_empty());
+    assert!(events.iter().all(|e| e["session_id"] == session_id));
+    let begin = events
+        .iter()
+        .find(|e| e["type"] == "tool_call_begin")
+        .unwrap();
+    assert_eq!(begin["name"], "read");
+    assert_eq!(begin["arguments"]["path"], "a.txt");
+    assert_eq!(events.last().unwrap()["status"], "done");
+}
+
+#[test]
+fn continue_and_session_resume_the_history() {
+    let server = demo_mock();
+    let workspace = Workspace::new();
+    let first = run(workspace.offcode(&server.base_url(), &["run", "first question"]));
+    assert_eq!(first.stdout, "Mock model here. You said: first question\n");
+    let second = run(workspace.offcode(
+        &server.base_url(),
+        &["run", "--continue", "second question"],
+    ));
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(second.stderr.contains("(resumed)"), "{}", second.stderr);
+    let contents = |body: &Value| -> Vec<String> {
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+            .collect()
+    };
+    let last = server.chat_bodies().pop().unwrap();
+    assert_eq!(
+        contents(&last)[1..],
+        [
+            "first question",
+            "Mock model here. You said: first question",
+            "second question"
+        ]
+    );
+    let id = workspace.session_files()[0]
+        .file_stem()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    let third = run(workspace.offcode(&server.base_url(), &["run", "--session", &id, "third"]));
+    assert_eq!(third.code, 0, "{}", third.stderr);
+    assert_eq!(contents(&server.chat_bodies().pop().unwrap()).len(), 6);
+    assert_eq!(workspace.session_files().len(), 1);
+}
+
+#[test]
+fn prompt_can_come_from_stdin() {
+    let server = demo_mock();
+    let workspace = Workspace::new();
+    let mut child = workspace
+        .offcode(&server.base_url(), &["run", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all("你好，世界".as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "Mock model here. You said: 你好，世界\n"
+    );
+}
+
+#[test]
+fn usage_errors_exit_2_without_contacting_the_server() {
+    let server = mock();
+    let workspace = Workspace::new();
+    let empty = run(workspace.offcode(&server.base_url(), &["run", "  "]));
+    assert_eq!(empty.code, 2);
+    assert!(
+        empty.stderr.starts_with("error: The prompt is empty\n"),
+        "{}",
+        empty.stderr
+    );
+    std::fs::write(
+        workspace.root.join("offcode.jsonc"),
+        "{\n  model: 'x',\n  max_step: 3,\n}\n",
+    )
+    .unwrap();
+    let bad = run(workspace.offcode(&server.base_url(), &["run", "hello"]));
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr
+            .contains("offcode.jsonc` at line 3, column 3: unknown field `max_step`"),
+        "{}",
+        bad.stderr
+    );
+    assert!(bad.stderr.contains("hint: "), "{}", bad.stderr);
+    assert!(server.requests().is_empty(), "nothing ran on a bad config");
+    std::fs::remove_file(workspace.root.join("offcode.jsonc")).unwrap();
+    let unknown = run(workspace.offcode(&server.base_url(), &["run", "--session", "nope", "hi"]));
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("No session `nope`"),
+        "{}",
+        unknown.stderr
+    );
+    let nothing = run(workspace.offcode(&server.base_url(), &["run", "--continue", "hi"]));
+    assert_eq!(nothing.code, 2);
+    assert!(
+        nothing.stderr.contains("No earlier session for"),
+        "{}",
+        nothing.stderr
+    );
+}
+
+#[test]
+fn unreachable_server_is_a_clear_error_with_a_hint() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let workspace = Workspace::new();
+    let url = format!("http://127.0.0.1:{port}/v1");
+    let output = run(workspace.offcode(&url, &["run", "--model", "m", "hi"]));
+    assert_eq!(output.code, 1);
+    assert!(output.stderr.contains("Retrying in"), "{}", output.stderr);
+    assert!(
+        output.stderr.contains(&format!(
+            "error: Could not connect to `{url}/chat/completions`"
+        )),
+        "{}",
+        output.stderr
+    );
+    assert!(!output.stderr.contains("panicked"), "{}", output.stderr);
+    let models = run(workspace.offcode(&url, &["models"]));
+    assert_eq!(models.code, 1);
+    assert!(
+        models.stderr.contains("hint: Is the model server running"),
+        "{}",
+        models.stderr
+    );
+}
+
+#[test]
+fn server_error_ends_the_task_with_exit_1() {
+    let server = mock(); // answers 500 to everything
+    let workspace = Workspace::new();
+    let output = run(workspace.offcode(&server.base_url(), &["run", "--model", "m", "hi"]));
+    assert_eq!(output.code, 1);
+    assert!(
+        output
+            .stderr
+            .contains("error: The server answered HTTP 500"),
+        "{}",
+        output.stderr
+    );
+    assert_eq!(server.chat_bodies().len(), 3, "two retries");
+}
+
+fn slow_answer(server: &crate::support::MockServer) {
+    let mut events = vec![chunks::role(), chunks::text_delta("Working on it. ")];
+    events.extend((0..400).map(|i| chunks::text_delta(&format!("{i} "))));
+    server.push(Reply::sse_events(events, Duration::from_millis(25)));
+}
+
+#[test]
+fn kill_9_mid_stream_then_continue_resumes() {
+    let server = mock();
+    slow_answer(&server);
+    let workspace = Workspace::new();
+    let mut child = workspace
+        .offcode(&server.base_url(), &["run", "--model", "m", "first task"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || !server
+        .chat_bodies()
+        .is_empty()));
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let file = workspace.session_files().pop().unwrap();
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        text.lines()
+            .all(|l| serde_json::from_str::<Value>(l).is_ok()),
+        "{text}"
+    );
+    server.push(sse(&chunks::text_answer("Resumed fine.")));
+    let output = run(workspace.offcode(&server.base_url(), &["run", "--continue", "second task"]));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.stdout, "Resumed fine.\n");
+    let users: Vec<Value> = server.chat_bodies().pop().unwrap()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].clone())
+        .collect();
+    assert_eq!(users, ["first task", "second task"]);
+}
+
+#[test]
+fn sigint_aborts_closes_the_connection_and_keeps_partial_text() {
+    let server = mock();
+    slow_answer(&server);
+    let workspace = Workspace::new();
+    let child = workspace
+        .offcode(&server.base_url(), &["run", "--model", "m", "long task"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(Duration::from_secs(10), || !server
+        .chat_bodies()
+        .is_empty()));
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    let sent = Instant::now();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    assert!(
+        wait_until(Duration::from_secs(2), || !server.disconnects().is_empty()),
+        "server saw the disconnect"
+    );
+    assert!(server.disconnects()[0].duration_since(sent) < Duration::from_millis(500));
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("Interrupted; the partial answer is saved"),
+        "{stderr}"
+    );
+    let text = std::fs::read_to_string(workspace.session_files().pop().unwrap()).unwrap();
+    assert!(
+        text.contains("\"interrupted\":true") && text.contains("Working on it."),
+        "{text}"
+    );
+}
+
+#[test]
+fn models_config_sessions_and_version() {
+    let server = demo_mock();
+    let workspace = Workspace::new();
+    let models = run(workspace.offcode(&server.base_url(), &["models"]));
+    assert_eq!(
+        models.stdout,
+        "MODEL        CONTEXT  OWNED BY\nmock-model     32768  vllm\n"
+    );
+    let mut command = workspace.offcode(&server.base_url(), &["config"]);
+    command.env("OFFCODE_API_KEY", "sk-secret-value-1234");
+    let config = run(&mut command);
+    assert!(
+        config.stdout.contains(&format!(
+            "base_url               = \"{}\"  # env OFFCODE_BASE_URL",
+            server.base_url()
+        )),
+        "{}",
+        config.stdout
+    );
+    assert!(
+        config
+            .stdout
+            .contains("api_key                = \"****1234\"  # env OFFCODE_API_KEY"),
+        "{}",
+        config.stdout
+    );
+    assert!(
+        config.stdout.contains("retry.initial_delay_ms = 10  # "),
+        "{}",
+        config.stdout
+    );
+    assert!(!config.stdout.contains("sk-secret"), "secrets are masked");
+    let empty = run(workspace.offcode(&server.base_url(), &["sessions"]));
+    assert!(
+        empty.stdout.starts_with("No sessions for"),
+        "{}",
+        empty.stdout
+    );
+    run(workspace.offcode(&server.base_url(), &["run", "hello there"]));
+    let sessions = run(workspace.offcode(&server.base_url(), &["sessions"]));
+    assert!(
+        sessions
+            .stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .ends_with("2  hello there"),
+        "{}",
+        sessions.stdout
+    );
+    let version = run(workspace.offcode(&server.base_url(), &["--version"]));
+    assert_eq!(
+        version.stdout,
+        format!("offcode {}\n", env!("CARGO_PKG_VERSION"))
+    );
+    let bare = run(workspace.offcode(&server.base_url(), &[]));
+    assert_eq!(bare.code, 2);
+    assert!(
+        bare.stderr.contains("hint: Run a task headless"),
+        "{}",
+        bare.stderr
+    );
+}

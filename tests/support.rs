@@ -1,0 +1,125 @@
+//! Shared test helpers: the mock server, temporary workspaces and a config
+//! with fast retries.
+#![allow(dead_code)]
+
+#[path = "mock_server/chunks.rs"]
+pub mod chunks;
+#[path = "mock_server/demo.rs"]
+pub mod demo;
+#[path = "mock_server/server.rs"]
+pub mod server;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+pub use server::{End, MockServer, Reply};
+
+/// A mock that answers 500 to anything not queued.
+pub fn mock() -> MockServer {
+    MockServer::start(Arc::new(server::unscripted))
+}
+
+/// A mock running the demo model.
+pub fn demo_mock() -> MockServer {
+    MockServer::start(Arc::new(demo::respond))
+}
+
+/// A config pointing at `base_url` with fast retries and short timeouts.
+pub fn fast_config(base_url: &str) -> offcode::config::Config {
+    let mut config = offcode::config::Config {
+        base_url: base_url.to_owned(),
+        model: Some("mock-model".to_owned()),
+        ..Default::default()
+    };
+    config.retry.initial_delay_ms = 10;
+    config.retry.max_delay_ms = 40;
+    config.retry.max_retries = 2;
+    config.timeouts.idle_ms = 5_000;
+    config
+}
+
+/// Concatenated SSE events, as one reply.
+pub fn sse(events: &[String]) -> Reply {
+    Reply::sse(events.concat().into_bytes())
+}
+
+/// A temporary home directory and project directory.
+pub struct Workspace {
+    _dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub root: PathBuf,
+}
+
+impl Workspace {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let root = dir.path().join("project");
+        std::fs::create_dir_all(home.join(".config/offcode")).unwrap();
+        std::fs::create_dir_all(&root).unwrap();
+        std::fs::write(
+            home.join(".config/offcode/offcode.jsonc"),
+            "{\n  // fast retries for tests\n  retry: { initial_delay_ms: 10, max_delay_ms: 40, max_retries: 2 },\n}\n",
+        )
+        .unwrap();
+        Self {
+            _dir: dir,
+            home,
+            root,
+        }
+    }
+
+    /// `offcode ARGS` in the project with a clean environment.
+    pub fn offcode(&self, base_url: &str, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_offcode"));
+        command
+            .args(args)
+            .current_dir(&self.root)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("OFFCODE_BASE_URL", base_url);
+        command
+    }
+
+    /// The session files written so far.
+    pub fn session_files(&self) -> Vec<PathBuf> {
+        let dir = self.home.join(".local/share/offcode/sessions");
+        let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+            .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.sort();
+        files
+    }
+}
+
+/// Waits up to `limit` for `condition`.
+pub fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if condition() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    condition()
+}
+
+/// Output of a finished command as text.
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+pub fn run(mut command: impl std::borrow::BorrowMut<Command>) -> Output {
+    let command = command.borrow_mut();
+    let output = command.output().unwrap();
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
