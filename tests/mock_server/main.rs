@@ -21,9 +21,11 @@ mod server;
 fn main() {
     let mut args = std::env::args().skip(1);
     let mut port = "8787".to_owned();
+    let mut timing_log = None;
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--port" => port = args.next().unwrap_or_else(|| usage()),
+            "--timing-log" => timing_log = Some(args.next().unwrap_or_else(|| usage())),
             _ => usage(),
         }
     }
@@ -35,6 +37,9 @@ fn main() {
                 std::process::exit(2);
             }
         };
+    if let Some(path) = timing_log {
+        server.log_timing_to(std::path::Path::new(&path)).unwrap();
+    }
     let mut stdout = std::io::stdout();
     let _ = writeln!(
         stdout,
@@ -49,6 +54,8 @@ fn main() {
 }
 
 fn usage() -> ! {
-    eprintln!("usage: mock-server [--port PORT]   (default 8787; 0 picks a free port)");
+    eprintln!(
+        "usage: mock-server [--port PORT] [--timing-log FILE]   (port 8787 by default; 0 picks a free one)"
+    );
     std::process::exit(2);
 }

@@ -137,6 +137,20 @@ struct State {
     queue: VecDeque<Reply>,
     requests: Vec<Request>,
     disconnects: Vec<Instant>,
+    timing_log: Option<std::fs::File>,
+}
+
+/// Nanoseconds since the Unix epoch, comparable across processes.
+fn epoch_nanos() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos())
+}
+
+fn log_timing(state: &Mutex<State>, what: &str) {
+    if let Some(file) = state.lock().unwrap().timing_log.as_mut() {
+        let _ = writeln!(file, "{what} {}", epoch_nanos());
+    }
 }
 
 /// A running mock server; it stops with the process.
@@ -181,6 +195,17 @@ impl MockServer {
         self.state.lock().unwrap().queue.push_back(reply);
     }
 
+    /// Appends `request NANOS` and `response_end NANOS` lines (epoch
+    /// nanoseconds) to `path`, for benchmarks.
+    pub fn log_timing_to(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)?;
+        self.state.lock().unwrap().timing_log = Some(file);
+        Ok(())
+    }
+
     /// Every request so far.
     pub fn requests(&self) -> Vec<Request> {
         self.state.lock().unwrap().requests.clone()
@@ -213,13 +238,16 @@ fn serve(stream: TcpStream, state: &Mutex<State>, fallback: &Responder) {
     let mut reader = BufReader::new(stream.try_clone().expect("clone socket"));
     let mut stream = stream;
     while let Some(request) = read_request(&mut reader) {
+        log_timing(state, "request");
         let reply = {
             let mut state = state.lock().unwrap();
             state.requests.push(request.clone());
             state.queue.pop_front()
         }
         .unwrap_or_else(|| fallback(&request));
-        match write_reply(&mut stream, &reply) {
+        let written = write_reply(&mut stream, &reply);
+        log_timing(state, "response_end");
+        match written {
             Ok(true) => {}
             Ok(false) => return,
             Err(_) => {
