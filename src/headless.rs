@@ -314,6 +314,7 @@ impl TextPrinter {
                 self.progress(&format!("{}warning:{} {message}", s.yellow, s.reset));
             }
             EventMsg::Error { message, .. } => {
+                self.flush_partial();
                 self.progress(&format!("{}error:{} {message}", s.red, s.reset));
             }
             EventMsg::TurnComplete(complete) => self.turn_end(complete.status),
@@ -371,11 +372,24 @@ impl TextPrinter {
                 let _ = out.write_all(b"\n");
                 let _ = out.flush();
             }
-            TurnStatus::Aborted => self.progress(&format!(
-                "{}Interrupted; the partial answer is saved in the session{}",
-                self.style.dim, self.style.reset
-            )),
-            TurnStatus::Done | TurnStatus::Failed => {}
+            TurnStatus::Done => {}
+            TurnStatus::Failed => self.flush_partial(),
+            TurnStatus::Aborted => {
+                self.flush_partial();
+                self.progress(&format!(
+                    "{}Interrupted; the partial answer is saved in the session{}",
+                    self.style.dim, self.style.reset
+                ));
+            }
+        }
+    }
+
+    /// Shows text that will not become an answer (the turn failed) on
+    /// stderr, so it is seen but stdout stays clean.
+    fn flush_partial(&mut self) {
+        let partial = std::mem::take(&mut self.pending);
+        if !partial.trim().is_empty() {
+            self.progress(partial.trim_end());
         }
     }
 }

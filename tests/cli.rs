@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{Reply, Workspace, chunks, demo_mock, mock, run, sse, wait_until};
+use crate::support::{End, Reply, Workspace, chunks, demo_mock, mock, run, sse, wait_until};
 
 #[test]
 fn three_step_task_reads_writes_and_answers() {
@@ -253,6 +253,90 @@ fn server_error_ends_the_task_with_exit_1() {
         output.stderr
     );
     assert_eq!(server.chat_bodies().len(), 3, "two retries");
+}
+
+#[test]
+fn every_stream_fault_ends_in_a_clear_error() {
+    let partial = || {
+        [chunks::role(), chunks::text_delta("partial answer ")]
+            .concat()
+            .into_bytes()
+    };
+    let in_band = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/openai-sse/vllm-error-mid-stream.sse"
+    ))
+    .unwrap();
+    let mut malformed = partial();
+    malformed.extend_from_slice(b"data: {not json}\n\n");
+    let cases = [
+        (
+            "reset mid-stream",
+            Reply::sse(partial()).ending(End::Reset),
+            "The connection broke while reading the response",
+        ),
+        (
+            "truncated",
+            Reply::sse(partial()),
+            "The response ended early",
+        ),
+        (
+            "malformed",
+            Reply::sse(malformed),
+            "The server sent a malformed chunk",
+        ),
+        (
+            "in-band error",
+            Reply::sse(in_band),
+            "The server reported an error during the response: Engine core",
+        ),
+        (
+            "silent",
+            Reply::sse(partial()).ending(End::Hang(Duration::from_secs(20))),
+            "No data from the server for 1 s",
+        ),
+        (
+            "bad request",
+            Reply::json(
+                400,
+                &serde_json::json!({"error": {"message": "This model's maximum context length is 32768 tokens.", "code": 400}}),
+            ),
+            "The server answered HTTP 400: This model's maximum context length",
+        ),
+    ];
+    for (name, reply, expected) in cases {
+        let server = mock();
+        server.push(reply);
+        let workspace = Workspace::new();
+        std::fs::write(
+            workspace.root.join("offcode.jsonc"),
+            "{ timeouts: { idle_ms: 1000 } }",
+        )
+        .unwrap();
+        let start = Instant::now();
+        let output = run(workspace.offcode(&server.base_url(), &["run", "--model", "m", "hi"]));
+        assert_eq!(output.code, 1, "{name}: {}", output.stderr);
+        assert!(
+            output.stderr.contains(&format!("error: {expected}")),
+            "{name}: {}",
+            output.stderr
+        );
+        assert!(
+            !output.stderr.contains("panicked"),
+            "{name}: {}",
+            output.stderr
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "{name} took {:?}",
+            start.elapsed()
+        );
+        assert_eq!(
+            server.chat_bodies().len(),
+            1,
+            "{name}: not retried after output or a 400"
+        );
+    }
 }
 
 fn slow_answer(server: &crate::support::MockServer) {

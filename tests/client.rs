@@ -197,6 +197,22 @@ async fn stream_without_done_is_truncated() {
 }
 
 #[tokio::test]
+async fn finished_stream_missing_only_done_is_accepted() {
+    let server = mock();
+    let events = [
+        chunks::role(),
+        chunks::text_delta("complete"),
+        chunks::finish("stop"),
+    ]
+    .concat();
+    server.push(Reply::sse(events.into_bytes()));
+    let client = Client::new(&fast_config(&server.base_url()));
+    let response = stream(&client).await.result.unwrap();
+    assert_eq!(response.content, "complete");
+    assert!(response.truncated && !response.done_marker);
+}
+
+#[tokio::test]
 async fn malformed_chunk_names_the_data() {
     let server = mock();
     server.push(Reply::sse(

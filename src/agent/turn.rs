@@ -353,7 +353,9 @@ impl AgentState {
         if tool_calls.is_empty() {
             return Step::Final(response.content);
         }
-        for (position, call) in tool_calls.iter().enumerate() {
+        // After an abort the remaining calls still get a result, so the
+        // history stays a valid request.
+        for call in &tool_calls {
             let output = if cancel.is_cancelled() {
                 ToolOutput::error("not run: the turn was aborted")
             } else {
@@ -367,9 +369,6 @@ impl AgentState {
             };
             if let Err(status) = self.record(id, EntryBody::Message { message }) {
                 return Step::End(status);
-            }
-            if cancel.is_cancelled() && position + 1 == tool_calls.len() {
-                return Step::End(TurnStatus::Aborted);
             }
         }
         if cancel.is_cancelled() {

@@ -189,7 +189,9 @@ pub fn read_stream(
         let code = super::error::code_text(object.and_then(|o| o.get("code")));
         return Err(Error::InBand { message, code });
     }
-    if response.truncated {
+    // A body that ends after the finishing chunk lost only `[DONE]` (some
+    // proxies drop it); one that ends before it was cut short.
+    if response.truncated && response.finish_reason.is_none() {
         return Err(Error::Truncated);
     }
     Ok(response)
