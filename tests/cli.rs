@@ -65,6 +65,38 @@ fn without_yes_writes_are_denied_and_the_model_is_told() {
 }
 
 #[test]
+fn commands_never_see_the_api_key() {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "b1",
+            "bash",
+            serde_json::json!({"command": "echo \"key=[${OFFCODE_API_KEY-}${OPENAI_API_KEY-}]\""}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("ok")));
+    let workspace = Workspace::new();
+    let mut command = workspace.offcode(
+        &server.base_url(),
+        &["run", "--yes", "--model", "m", "show it"],
+    );
+    command
+        .env("OFFCODE_API_KEY", "sk-very-secret")
+        .env("OPENAI_API_KEY", "sk-also-secret");
+    let output = run(command);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].header("authorization"),
+        Some("Bearer sk-very-secret")
+    );
+    let body = String::from_utf8_lossy(&requests[1].body).into_owned();
+    assert!(body.contains("key=[]"), "{body}");
+    assert!(!body.contains("secret"), "{body}");
+}
+
+#[test]
 fn json_mode_prints_one_event_per_line() {
     let server = demo_mock();
     let workspace = Workspace::new();

@@ -213,6 +213,35 @@ async fn finished_stream_missing_only_done_is_accepted() {
 }
 
 #[tokio::test]
+async fn whole_json_completion_is_accepted() {
+    let server = mock();
+    server.push(Reply::json(
+        200,
+        &serde_json::json!({
+            "id": "chatcmpl-1", "object": "chat.completion", "model": "m",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": "Checking.", "reasoning_content": "think",
+                "tool_calls": [{"id": "call_9", "type": "function", "function": {"name": "read", "arguments": "{\"path\":\"a\"}"}}]
+            }}],
+            "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
+        }),
+    ));
+    let client = Client::new(&fast_config(&server.base_url()));
+    let outcome = stream(&client).await;
+    let response = outcome.result.unwrap();
+    assert_eq!(response.content, "Checking.");
+    assert_eq!(response.reasoning.as_deref(), Some("think"));
+    assert_eq!(response.tool_calls[0].id, "call_9");
+    assert_eq!(response.tool_calls[0].arguments, "{\"path\":\"a\"}");
+    assert_eq!(response.usage.unwrap().total_tokens, 7);
+    assert!(
+        outcome
+            .updates
+            .contains(&Update::Piece(Piece::Content("Checking.".into())))
+    );
+}
+
+#[tokio::test]
 async fn malformed_chunk_names_the_data() {
     let server = mock();
     server.push(Reply::sse(

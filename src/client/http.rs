@@ -125,8 +125,50 @@ fn run(
             retry_after,
         });
     }
+    let whole_json = response
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|t| t.starts_with("application/json"));
     let mut reader = response.into_body().into_reader();
+    if whole_json {
+        return read_completion(&mut reader, sender);
+    }
     read_stream(&mut reader, activity, sender)
+}
+
+/// A server (or proxy) that ignored `stream: true` and sent one
+/// `chat.completion` object: its message becomes a single delta.
+fn read_completion(
+    reader: &mut impl Read,
+    sender: &mpsc::UnboundedSender<WorkerMsg>,
+) -> Result<Assembled, Error> {
+    let mut body = Vec::new();
+    reader
+        .take(64 << 20)
+        .read_to_end(&mut body)
+        .map_err(Error::Read)?;
+    let bad = |reason: String| Error::BadResponse {
+        what: "the chat request (a JSON body instead of a stream)".to_owned(),
+        reason,
+    };
+    let mut completion: serde_json::Value =
+        serde_json::from_slice(&body).map_err(|e| bad(e.to_string()))?;
+    if let Some(choices) = completion
+        .get_mut("choices")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        for choice in choices {
+            if let Some(message) = choice.get_mut("message").map(serde_json::Value::take) {
+                choice["delta"] = message;
+            }
+        }
+    }
+    let chunk = serde_json::to_vec(&completion).map_err(|e| bad(e.to_string()))?;
+    let mut body = b"data: ".to_vec();
+    body.extend_from_slice(&chunk);
+    body.extend_from_slice(b"\n\ndata: [DONE]\n\n");
+    read_stream(&mut &body[..], &Activity::default(), sender)
 }
 
 /// Reads an SSE body to its end, sending pieces as they complete.

@@ -17,6 +17,9 @@ use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// The longest timeout a call may ask for.
 const MAX_TIMEOUT_SECS: u64 = 600;
+/// Variables holding the endpoint's credentials: commands the model runs
+/// never see them.
+const SECRET_VARIABLES: &[&str] = &["OFFCODE_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_API_KEY"];
 /// Output kept from the start and from the end of a long output.
 const KEEP_BYTES: usize = 16 * 1024;
 
@@ -76,6 +79,11 @@ async fn run_command(
     let mut child = tokio::process::Command::new("bash")
         .args(["--noprofile", "--norc", "-c", command])
         .current_dir(&context.root)
+        .env_clear()
+        .envs(
+            std::env::vars_os()
+                .filter(|(name, _)| !SECRET_VARIABLES.iter().any(|secret| name == *secret)),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -126,7 +134,14 @@ async fn run_command(
             false
         }
     };
-    let summary = text.lines().last().unwrap_or_default().to_owned();
+    let summary = format!(
+        "{}, {} lines of output",
+        text.lines()
+            .last()
+            .unwrap_or_default()
+            .trim_matches(['[', ']']),
+        text.lines().count().saturating_sub(2)
+    );
     Ok(ToolOutput {
         ok,
         output: text.trim_start_matches('\n').to_owned(),

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Runs the 3-step task (read, write, answer) and a resume with each built
+# static binary in target/dist/ against the mock model server; the arm64 one
+# runs under qemu-user. Usage: release/smoke.sh   (after release/build.sh)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo build --quiet --example mock-server
+mock=$PWD/target/debug/examples/mock-server
+work=$(mktemp -d)
+cleanup() { kill "$mock_pid" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+"$mock" --port 0 > "$work/mock.out" &
+mock_pid=$!
+for _ in $(seq 100); do grep -q 'http://' "$work/mock.out" 2>/dev/null && break; sleep 0.05; done
+url=$(grep -o 'http://[^ ]*' "$work/mock.out")
+
+repo=$PWD
+status=0
+for bin in target/dist/offcode-*-linux; do
+    arch=${bin#target/dist/offcode-}; arch=${arch%-linux}
+    runner=()
+    if [ "$arch" != "$(uname -m)" ]; then runner=(qemu-"$arch"-static); fi
+    dir=$work/$arch
+    mkdir -p "$dir/project"
+    printf 'smoke input\n' > "$dir/project/input.txt"
+    answer=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --yes "read input.txt then write out.txt" 2>"$dir/stderr") || true
+    again=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --continue "hello again" 2>>"$dir/stderr") || true
+    if [ "$answer" = "Done: I read input.txt and wrote out.txt." ] \
+        && grep -q 'smoke input' "$dir/project/out.txt" 2>/dev/null \
+        && [ "$again" = "Mock model here. You said: hello again" ]; then
+        echo "$bin: task and resume ok"
+    else
+        echo "error: $bin failed the smoke task" >&2
+        echo "answer: $answer / again: $again" >&2
+        cat "$dir/stderr" >&2
+        status=1
+    fi
+done
+exit $status
