@@ -9,7 +9,6 @@
 mod turn;
 
 use std::collections::HashMap;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -19,6 +18,7 @@ use crate::cancel::Cancel;
 use crate::client::Client;
 use crate::config::Config;
 use crate::protocol::{ApprovalDecision, Event, Op, SubmissionId};
+use crate::sandbox::Sandbox;
 use crate::session::Session;
 use crate::tools::Registry;
 
@@ -32,8 +32,8 @@ pub struct AgentSetup {
     pub tools: Registry,
     /// Effective configuration.
     pub config: Config,
-    /// The workspace root.
-    pub root: PathBuf,
+    /// The workspace root, held open; every file tool goes through it.
+    pub sandbox: Arc<Sandbox>,
 }
 
 /// Sends ops to a running core. Cheap to clone.

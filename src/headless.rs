@@ -16,6 +16,7 @@ use crate::client::Client;
 use crate::commands::{client_failure, load_config, session_store};
 use crate::config::{Environment, Flags};
 use crate::protocol::{ApprovalDecision, Event, EventMsg, Op, TurnStatus};
+use crate::sandbox::Sandbox;
 use crate::session::{self, EntryBody, Session};
 use crate::tools::Registry;
 use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
@@ -59,12 +60,16 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
             .create(&environment.cwd, &model, client.base_url())
             .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
     };
+    let sandbox = Sandbox::new(&environment.cwd).map_err(|e| {
+        Failure::new(&e, EXIT_USAGE)
+            .with_hint("offcode works in the directory it starts in; it must be readable")
+    })?;
     let setup = AgentSetup {
         client,
         session,
         tools: Registry::default(),
         config,
-        root: environment.cwd.clone(),
+        sandbox: Arc::new(sandbox),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -207,6 +207,32 @@ pub struct ToolCallEndEvent {
     pub summary: String,
     /// What the model receives.
     pub output: String,
+    /// A richer form for the UI (diffs), never sent to the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display: Option<ToolDisplay>,
+}
+
+/// How a front end can show a tool result beyond its text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ToolDisplay {
+    /// Files the call changed.
+    Diff { files: Vec<FileDiff> },
+}
+
+/// One file's change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileDiff {
+    /// The path as the model gave it.
+    pub path: String,
+    /// `created`, `updated`, `deleted` or `unchanged`.
+    pub operation: String,
+    /// Lines added.
+    pub additions: usize,
+    /// Lines removed.
+    pub deletions: usize,
+    /// A unified diff (cut at a size limit).
+    pub diff: String,
 }
 
 /// Payload of [`EventMsg::ApprovalRequest`].

@@ -1,97 +1,403 @@
-//! Path resolution beneath the workspace root.
+//! Every file the built-in tools touch is resolved beneath the workspace
+//! root, by the kernel.
 //!
-//! This first version checks paths lexically, component by component: it
-//! refuses empty paths, NUL bytes, `..` that climbs above the root and
-//! absolute paths outside it. It does not yet resolve symlinks in the
-//! kernel; `openat2(RESOLVE_BENEATH)` resolution replaces it (see issue 3).
+//! The root is opened once. Each lookup is `openat2(root, path,
+//! RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)`, and reads and writes go through
+//! the descriptor it returns, so `..`, absolute paths, and symlinks that lead
+//! outside (at any depth, or swapped in between a check and a use) are
+//! refused with `outside_workspace`. Where `openat2` is missing (old kernels,
+//! seccomp filters, qemu-user), a component-by-component `O_NOFOLLOW` walk
+//! ([`walk`]) gives the same answers. Paths are never compared as strings.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod walk;
+
+use std::ffi::OsStr;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-/// A path that may not be used.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
+
+/// Longest path accepted, in bytes (Linux `PATH_MAX`).
+const PATH_MAX: usize = 4096;
+/// Symlinks followed at most when a write goes through one.
+const MAX_WRITE_LINKS: usize = 40;
+
+/// Why a path was refused or could not be used.
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// The path leaves the workspace.
-    #[error("outside_workspace: `{path}` is outside the workspace `{root}`")]
-    OutsideWorkspace { path: String, root: String },
-    /// The path is empty or contains NUL.
-    #[error("invalid_path: {reason}")]
-    Invalid { reason: String },
+    /// The path leads outside the workspace.
+    #[error("outside_workspace: `{path}` is outside the workspace: {reason}")]
+    OutsideWorkspace { path: String, reason: String },
+    /// The path is malformed.
+    #[error("invalid_path: `{path}`: {reason}")]
+    Invalid { path: String, reason: String },
+    /// Nothing exists at the path.
+    #[error("not_found: `{path}` does not exist")]
+    NotFound { path: String },
+    /// A directory where a file was needed.
+    #[error("is_a_directory: `{path}` is a directory")]
+    IsADirectory { path: String },
+    /// A file where a directory was needed.
+    #[error("not_a_directory: `{path}` (or a part of it) is not a directory")]
+    NotADirectory { path: String },
+    /// Any other failure.
+    #[error("io_error: `{path}`: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
 }
 
-/// Resolves `path` (relative to `root`, or absolute inside it) to a path
-/// beneath `root`.
-pub fn resolve(root: &Path, path: &str) -> Result<PathBuf, Error> {
-    if path.is_empty() {
-        return Err(Error::Invalid {
-            reason: "the path is empty".to_owned(),
-        });
+/// What a write replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Previous {
+    /// The file did not exist.
+    Created,
+    /// The file's earlier content.
+    Replaced(Vec<u8>),
+}
+
+/// The workspace root, held open.
+#[derive(Debug)]
+pub struct Sandbox {
+    root: PathBuf,
+    root_fd: OwnedFd,
+    kernel: bool,
+}
+
+impl Sandbox {
+    /// Opens `root` and probes for `openat2`.
+    pub fn new(root: &Path) -> std::io::Result<Self> {
+        let mut sandbox = Self::open_root(root)?;
+        sandbox.kernel = rustix::fs::openat2(
+            &sandbox.root_fd,
+            ".",
+            OFlags::PATH | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        )
+        .is_ok();
+        Ok(sandbox)
     }
-    if path.contains('\0') {
-        return Err(Error::Invalid {
-            reason: "the path contains a NUL byte".to_owned(),
-        });
+
+    /// Like [`Sandbox::new`] but always uses the userspace walk (for tests
+    /// and for comparing both resolvers).
+    pub fn with_fallback(root: &Path) -> std::io::Result<Self> {
+        Self::open_root(root)
     }
-    let outside = || Error::OutsideWorkspace {
-        path: path.to_owned(),
-        root: root.display().to_string(),
-    };
-    let given = Path::new(path);
-    let relative = if given.is_absolute() {
-        given.strip_prefix(root).map_err(|_| outside())?
-    } else {
+
+    fn open_root(root: &Path) -> std::io::Result<Self> {
+        let root_fd = rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?;
+        Ok(Self {
+            root: root.to_path_buf(),
+            root_fd,
+            kernel: false,
+        })
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether lookups use the kernel's `openat2`.
+    pub fn uses_openat2(&self) -> bool {
+        self.kernel
+    }
+
+    /// The argument as a path relative to the root, checked lexically:
+    /// non-empty, no NUL, not too long, and if absolute then under the root
+    /// (by components). `..` is left for the kernel to resolve.
+    pub fn relative(&self, path: &str) -> Result<PathBuf, Error> {
+        let invalid = |reason: &str| Error::Invalid {
+            path: path.to_owned(),
+            reason: reason.to_owned(),
+        };
+        if path.is_empty() {
+            return Err(invalid("the path is empty"));
+        }
+        if path.contains('\0') {
+            return Err(invalid("the path contains a NUL byte"));
+        }
+        if path.len() >= PATH_MAX {
+            return Err(invalid("the path is too long"));
+        }
+        let given = Path::new(path);
+        if !given.is_absolute() {
+            return Ok(given.to_path_buf());
+        }
         given
-    };
-    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
-    for component in relative.components() {
-        match component {
-            Component::Normal(part) => parts.push(part),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                parts.pop().ok_or_else(outside)?;
+            .strip_prefix(&self.root)
+            .map(|rest| {
+                if rest.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    rest.to_path_buf()
+                }
+            })
+            .map_err(|_| Error::OutsideWorkspace {
+                path: path.to_owned(),
+                reason: format!("absolute paths must lie under `{}`", self.root.display()),
+            })
+    }
+
+    fn resolve(&self, relative: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Errno> {
+        let relative = if relative.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            relative
+        };
+        if !self.kernel {
+            return walk::open_beneath(&self.root_fd, relative, flags, mode);
+        }
+        let mut attempts = 0;
+        loop {
+            match rustix::fs::openat2(
+                &self.root_fd,
+                relative,
+                flags | OFlags::CLOEXEC,
+                mode,
+                ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+            ) {
+                // The kernel asks for a retry when a rename raced the lookup.
+                Err(Errno::AGAIN) if attempts < 16 => attempts += 1,
+                result => return result,
             }
-            Component::RootDir | Component::Prefix(_) => return Err(outside()),
         }
     }
-    Ok(parts
-        .iter()
-        .fold(root.to_path_buf(), |acc, part| acc.join(part)))
+
+    fn error(path: &str, errno: Errno) -> Error {
+        let path = path.to_owned();
+        match errno {
+            Errno::XDEV => Error::OutsideWorkspace {
+                path,
+                reason: "it leads out of the workspace through `..`, an absolute path or a symlink"
+                    .to_owned(),
+            },
+            Errno::LOOP => Error::OutsideWorkspace {
+                path,
+                reason: "it goes through a symlink that cannot be followed here (a loop, or a link where none is allowed)"
+                    .to_owned(),
+            },
+            Errno::NOENT => Error::NotFound { path },
+            Errno::ISDIR => Error::IsADirectory { path },
+            Errno::NOTDIR => Error::NotADirectory { path },
+            other => Error::Io {
+                path,
+                source: other.into(),
+            },
+        }
+    }
+
+    /// Opens an existing path with `flags` (e.g. `O_RDONLY`, `O_DIRECTORY`).
+    pub fn open(&self, path: &str, flags: OFlags) -> Result<OwnedFd, Error> {
+        let relative = self.relative(path)?;
+        self.resolve(&relative, flags, Mode::empty())
+            .map_err(|e| Self::error(path, e))
+    }
+
+    /// Whether `path` resolves beneath the root without following a final
+    /// symlink (used to re-check every entry a directory walk returns).
+    pub fn contains(&self, path: &str) -> bool {
+        self.open(path, OFlags::PATH | OFlags::NOFOLLOW).is_ok()
+    }
+
+    /// A regular file's content.
+    pub fn read(&self, path: &str) -> Result<Vec<u8>, Error> {
+        let fd = self.open(path, OFlags::RDONLY)?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, e))?;
+        if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
+            return Err(Error::IsADirectory {
+                path: path.to_owned(),
+            });
+        }
+        let mut content = Vec::with_capacity(usize::try_from(stat.st_size).unwrap_or(0));
+        File::from(fd)
+            .read_to_end(&mut content)
+            .map_err(|source| Error::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+        Ok(content)
+    }
+
+    /// The directory holding `relative`'s last component, created (one
+    /// component at a time, never through a symlink) when missing.
+    fn parent_dir(
+        &self,
+        path: &str,
+        relative: &Path,
+    ) -> Result<(OwnedFd, std::ffi::OsString), Error> {
+        let name = match relative.components().next_back() {
+            Some(Component::Normal(name)) => name.to_owned(),
+            _ => {
+                return Err(Error::Invalid {
+                    path: path.to_owned(),
+                    reason: "the path must end in a file name".to_owned(),
+                });
+            }
+        };
+        let parent = relative.parent().unwrap_or(Path::new("."));
+        let directory = OFlags::PATH | OFlags::DIRECTORY;
+        match self.resolve(parent, directory, Mode::empty()) {
+            Ok(fd) => return Ok((fd, name)),
+            Err(Errno::NOENT) => {}
+            Err(errno) => return Err(Self::error(path, errno)),
+        }
+        let components: Vec<Component> = parent.components().collect();
+        let (mut current, missing) = (0..components.len())
+            .rev()
+            .find_map(|split| {
+                let prefix: PathBuf = components[..split].iter().collect();
+                match self.resolve(&prefix, directory, Mode::empty()) {
+                    Err(Errno::NOENT) => None,
+                    result => Some(result.map(|fd| (fd, &components[split..]))),
+                }
+            })
+            .unwrap_or_else(|| Err(Errno::NOENT))
+            .map_err(|errno| Self::error(path, errno))?;
+        for component in missing {
+            let Component::Normal(part) = component else {
+                return Err(Error::Invalid {
+                    path: path.to_owned(),
+                    reason: "`..` or `.` in directories that do not exist yet".to_owned(),
+                });
+            };
+            match rustix::fs::mkdirat(&current, *part, Mode::from_raw_mode(0o777)) {
+                Ok(()) | Err(Errno::EXIST) => {}
+                Err(errno) => return Err(Self::error(path, errno)),
+            }
+            current = rustix::fs::openat(
+                &current,
+                *part,
+                directory | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(|errno| Self::error(path, errno))?;
+        }
+        Ok((current, name))
+    }
+
+    /// Replaces (or creates) a file atomically: the content goes to a
+    /// temporary file in the same directory, which is synced and renamed over
+    /// the target; an existing file keeps its permissions. Writing through a
+    /// symlink writes its target, if that lies in the workspace.
+    pub fn write(&self, path: &str, content: &[u8]) -> Result<Previous, Error> {
+        let mut relative = self.relative(path)?;
+        for _ in 0..MAX_WRITE_LINKS {
+            let (parent, name) = self.parent_dir(path, &relative)?;
+            let existing = match rustix::fs::statat(&parent, &name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(stat) => Some(stat),
+                Err(Errno::NOENT) => None,
+                Err(errno) => return Err(Self::error(path, errno)),
+            };
+            let kind = existing.map(|s| FileType::from_raw_mode(s.st_mode));
+            match kind {
+                Some(FileType::Symlink) => {
+                    let target = rustix::fs::readlinkat(&parent, &name, Vec::new())
+                        .map_err(|errno| Self::error(path, errno))?;
+                    let target = Path::new(OsStr::from_bytes(target.as_bytes())).to_path_buf();
+                    if target.is_absolute() {
+                        return Err(Self::error(path, Errno::XDEV));
+                    }
+                    relative = relative.parent().unwrap_or(Path::new("")).join(target);
+                    continue;
+                }
+                Some(FileType::Directory) => {
+                    return Err(Error::IsADirectory {
+                        path: path.to_owned(),
+                    });
+                }
+                _ => {}
+            }
+            let previous = if existing.is_none() {
+                Previous::Created
+            } else {
+                let fd = rustix::fs::openat(
+                    &parent,
+                    &name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(|errno| Self::error(path, errno))?;
+                let mut old = Vec::new();
+                File::from(fd)
+                    .read_to_end(&mut old)
+                    .map_err(|source| Error::Io {
+                        path: path.to_owned(),
+                        source,
+                    })?;
+                Previous::Replaced(old)
+            };
+            let mode = existing.map(|s| Mode::from_raw_mode(s.st_mode & 0o7777));
+            replace(&parent, &name, content, mode).map_err(|source| Error::Io {
+                path: path.to_owned(),
+                source,
+            })?;
+            return Ok(previous);
+        }
+        Err(Self::error(path, Errno::LOOP))
+    }
+
+    /// Removes a file (not a directory).
+    pub fn remove(&self, path: &str) -> Result<(), Error> {
+        let relative = self.relative(path)?;
+        let (parent, name) = self.parent_dir(path, &relative)?;
+        rustix::fs::unlinkat(&parent, &name, AtFlags::empty())
+            .map_err(|errno| Self::error(path, errno))
+    }
+
+    /// `path` relative to the root, for display, or as given when it is not
+    /// under it.
+    pub fn display(&self, path: &Path) -> String {
+        path.strip_prefix(&self.root)
+            .unwrap_or(path)
+            .display()
+            .to_string()
+    }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    #[test]
-    fn inside_paths_resolve() {
-        let root = Path::new("/w");
-        assert_eq!(resolve(root, "a/./b").unwrap(), PathBuf::from("/w/a/b"));
-        assert_eq!(resolve(root, "a/../b").unwrap(), PathBuf::from("/w/b"));
-        assert_eq!(
-            resolve(root, "/w/x y/文件.txt").unwrap(),
-            PathBuf::from("/w/x y/文件.txt")
-        );
-        assert_eq!(resolve(root, ".").unwrap(), PathBuf::from("/w"));
-    }
-
-    #[test]
-    fn escapes_are_refused() {
-        let root = Path::new("/w");
-        for path in [
-            "..",
-            "../w/x",
-            "a/../../etc",
-            "/etc/passwd",
-            "/wx/y",
-            "~/../../etc",
-        ] {
-            assert!(
-                matches!(resolve(root, path), Err(Error::OutsideWorkspace { .. })),
-                "{path}"
-            );
+/// Writes `content` to a temporary file in `parent` and renames it to `name`.
+fn replace(
+    parent: &OwnedFd,
+    name: &OsStr,
+    content: &[u8],
+    mode: Option<Mode>,
+) -> std::io::Result<()> {
+    let temporary = format!(
+        ".{}.offcode-{}-{:08x}",
+        name.to_string_lossy(),
+        std::process::id(),
+        crate::client::random_u64() & 0xffff_ffff
+    );
+    let fd = rustix::fs::openat(
+        parent,
+        temporary.as_str(),
+        OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o666),
+    )?;
+    let result = (|| {
+        let mut file = File::from(fd);
+        file.write_all(content)?;
+        if let Some(mode) = mode {
+            rustix::fs::fchmod(&file, mode)?;
         }
-        assert!(matches!(resolve(root, ""), Err(Error::Invalid { .. })));
-        assert!(matches!(resolve(root, "a\0b"), Err(Error::Invalid { .. })));
+        file.sync_data()?;
+        rustix::fs::renameat(parent, temporary.as_str(), parent, name)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = rustix::fs::unlinkat(parent, temporary.as_str(), AtFlags::empty());
     }
+    result
 }

@@ -6,24 +6,33 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod bash;
+mod diff;
+mod edit;
+mod glob;
+mod grep;
+mod list;
+mod patch;
 mod read;
+mod walk;
 mod write;
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::cancel::Cancel;
 use crate::client::wire::{FunctionSpec, ToolSpec};
+use crate::protocol::ToolDisplay;
+use crate::sandbox::Sandbox;
 
 /// What a tool run needs from its surroundings.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
-    /// The workspace root (the startup directory).
-    pub root: PathBuf,
+    /// The workspace root (the startup directory), held open.
+    pub sandbox: Arc<Sandbox>,
     /// Fires when the turn is aborted.
     pub cancel: Cancel,
 }
@@ -37,6 +46,8 @@ pub struct ToolOutput {
     pub output: String,
     /// One line for progress displays.
     pub summary: String,
+    /// A richer form for the UI, never sent to the model.
+    pub display: Option<ToolDisplay>,
 }
 
 impl ToolOutput {
@@ -46,7 +57,15 @@ impl ToolOutput {
             ok: true,
             output: output.into(),
             summary: summary.into(),
+            display: None,
         }
+    }
+
+    /// Adds the display form.
+    #[must_use]
+    pub fn with_display(mut self, display: ToolDisplay) -> Self {
+        self.display = Some(display);
+        self
     }
 
     /// A failed result whose text is the reason.
@@ -56,6 +75,7 @@ impl ToolOutput {
             ok: false,
             summary: reason.lines().next().unwrap_or_default().to_owned(),
             output: format!("Error: {reason}"),
+            display: None,
         }
     }
 }
@@ -69,7 +89,7 @@ pub enum Error {
     /// A path is not acceptable.
     #[error("{0}")]
     Path(#[from] crate::sandbox::Error),
-    /// A file operation failed.
+    /// A process could not be started or waited for.
     #[error("Could not {action} `{path}`: {source}")]
     Io {
         action: &'static str,
@@ -80,6 +100,10 @@ pub enum Error {
     /// The file is not text.
     #[error("`{0}` is a binary file; only text files can be read")]
     Binary(String),
+    /// The call cannot be carried out as asked; the text says why and what
+    /// to do instead.
+    #[error("{0}")]
+    Rejected(String),
     /// The turn was aborted while the tool ran.
     #[error("Aborted by the user")]
     Aborted,
@@ -123,6 +147,11 @@ impl Default for Registry {
             tools: vec![
                 Box::new(read::Read),
                 Box::new(write::Write),
+                Box::new(edit::Edit),
+                Box::new(patch::Patch),
+                Box::new(list::List),
+                Box::new(grep::Grep),
+                Box::new(glob::Glob),
                 Box::new(bash::Bash),
             ],
         }
@@ -199,10 +228,10 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
 
-    fn context() -> (tempfile::TempDir, ToolContext) {
+    pub(super) fn context() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
         let context = ToolContext {
-            root: dir.path().to_path_buf(),
+            sandbox: Arc::new(Sandbox::new(dir.path()).unwrap()),
             cancel: Cancel::default(),
         };
         (dir, context)
@@ -214,7 +243,9 @@ mod tests {
         let registry = Registry::default();
         assert_eq!(
             registry.call("rm_rf", "{}", &context).await,
-            ToolOutput::error("Unknown tool `rm_rf`. Available tools: read, write, bash")
+            ToolOutput::error(
+                "Unknown tool `rm_rf`. Available tools: read, write, edit, patch, list, grep, glob, bash"
+            )
         );
         let output = registry.call("read", "{\"path\": ", &context).await;
         assert!(!output.ok);
@@ -229,6 +260,14 @@ mod tests {
             output.output,
             "Error: Invalid arguments for `read`: missing field `path`"
         );
+    }
+
+    #[test]
+    fn tool_schemas_and_system_prompt_fit_in_10_kb() {
+        let specs = serde_json::to_string(&Registry::default().specs()).unwrap();
+        let prompt = crate::context::system_prompt(std::path::Path::new("/home/user/project"));
+        let total = specs.len() + prompt.len();
+        assert!(total < 10 * 1024, "{total} bytes");
     }
 
     #[test]

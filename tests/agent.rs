@@ -33,7 +33,7 @@ fn start(server: &MockServer, max_steps: u32) -> Harness {
         session,
         tools: Registry::default(),
         config,
-        root: root.clone(),
+        sandbox: Arc::new(offcode::sandbox::Sandbox::new(&root).unwrap()),
     });
     Harness {
         _dir: dir,
@@ -132,7 +132,7 @@ async fn tool_result_goes_back_with_its_call_id() {
         &bodies[1]["messages"].as_array().unwrap()[..first.len()],
         &first[..]
     );
-    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 3);
+    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 8);
     let names: Vec<String> = events
         .iter()
         .map(|e| {

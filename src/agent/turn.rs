@@ -6,7 +6,6 @@
 //! aborts. Every message is in the session before the next step starts.
 
 use std::collections::HashSet;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -24,6 +23,7 @@ use crate::protocol::{
     PermissionDecisionEvent, SessionConfiguredEvent, SubmissionId, TokenUsage, ToolCallBeginEvent,
     ToolCallEndEvent, TurnCompleteEvent, TurnState, TurnStatus,
 };
+use crate::sandbox::Sandbox;
 use crate::session::{EntryBody, Message, Session, ToolCall};
 use crate::tools::{Registry, ToolContext, ToolOutput, parse_argument_text};
 
@@ -44,7 +44,7 @@ pub(super) struct AgentState {
     tools: Registry,
     specs: Vec<ToolSpec>,
     config: Config,
-    root: PathBuf,
+    sandbox: Arc<Sandbox>,
     system: String,
     events: mpsc::UnboundedSender<Event>,
     shared: Arc<Shared>,
@@ -59,13 +59,13 @@ impl AgentState {
     ) -> Self {
         let specs = setup.tools.specs();
         Self {
-            system: system_prompt(&setup.root),
+            system: system_prompt(setup.sandbox.root()),
             client: setup.client,
             session: setup.session,
             tools: setup.tools,
             specs,
             config: setup.config,
-            root: setup.root,
+            sandbox: setup.sandbox,
             events,
             shared,
             session_allowed: HashSet::new(),
@@ -402,7 +402,7 @@ impl AgentState {
             Ok(()) => {
                 self.set_state(id, TurnState::ToolRunning);
                 let context = ToolContext {
-                    root: self.root.clone(),
+                    sandbox: Arc::clone(&self.sandbox),
                     cancel: cancel.clone(),
                 };
                 self.tools.call(&call.name, &call.arguments, &context).await
@@ -417,6 +417,7 @@ impl AgentState {
                 ok: output.ok,
                 summary: output.summary.clone(),
                 output: output.output.clone(),
+                display: output.display.clone(),
             }),
         );
         output

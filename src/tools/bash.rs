@@ -78,7 +78,7 @@ async fn run_command(
 ) -> Result<ToolOutput, Error> {
     let mut child = tokio::process::Command::new("bash")
         .args(["--noprofile", "--norc", "-c", command])
-        .current_dir(&context.root)
+        .current_dir(context.sandbox.root())
         .env_clear()
         .envs(
             std::env::vars_os()
@@ -146,6 +146,7 @@ async fn run_command(
         ok,
         output: text.trim_start_matches('\n').to_owned(),
         summary,
+        display: None,
     })
 }
 
@@ -233,7 +234,7 @@ mod tests {
 
     fn context(dir: &tempfile::TempDir) -> ToolContext {
         ToolContext {
-            root: dir.path().to_path_buf(),
+            sandbox: std::sync::Arc::new(crate::sandbox::Sandbox::new(dir.path()).unwrap()),
             cancel: Cancel::default(),
         }
     }

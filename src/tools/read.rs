@@ -6,7 +6,6 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
-use crate::sandbox;
 
 /// Lines returned when no `limit` is given.
 const DEFAULT_LIMIT: usize = 2000;
@@ -53,12 +52,7 @@ impl Tool for Read {
     ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
         Box::pin(async move {
             let arguments: Arguments = parse_arguments("read", arguments)?;
-            let path = sandbox::resolve(&context.root, &arguments.path)?;
-            let bytes = std::fs::read(&path).map_err(|source| Error::Io {
-                action: "read",
-                path: arguments.path.clone(),
-                source,
-            })?;
+            let bytes = context.sandbox.read(&arguments.path)?;
             if bytes[..bytes.len().min(8192)].contains(&0) {
                 return Err(Error::Binary(arguments.path));
             }

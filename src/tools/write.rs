@@ -1,14 +1,12 @@
-//! `write`: create or replace a file, atomically.
-
-use std::io::Write as _;
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+//! `write`: create or replace a file, atomically, inside the workspace.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::diff::{counts, file_diff};
 use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
-use crate::sandbox;
+use crate::protocol::ToolDisplay;
+use crate::sandbox::{Previous, Sandbox};
 
 /// The `write` tool.
 pub struct Write;
@@ -46,100 +44,63 @@ impl Tool for Write {
     ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
         Box::pin(async move {
             let arguments: Arguments = parse_arguments("write", arguments)?;
-            let path = sandbox::resolve(&context.root, &arguments.path)?;
-            let io = |action: &'static str| {
-                let shown = arguments.path.clone();
-                move |source| Error::Io {
-                    action,
-                    path: shown,
-                    source,
-                }
-            };
-            let previous = match std::fs::read(&path) {
-                Ok(bytes) => Some(bytes),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-                Err(e) => return Err(io("read")(e)),
-            };
-            let lines = arguments.content.lines().count();
-            let operation = match &previous {
-                Some(old) if old == arguments.content.as_bytes() => {
-                    return Ok(ToolOutput::ok(
-                        format!("{} is unchanged", arguments.path),
-                        format!("{}: unchanged", arguments.path),
-                    ));
-                }
-                Some(_) => "updated",
-                None => "created",
-            };
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(io("create the parent of"))?;
-            }
-            write_atomically(&path, arguments.content.as_bytes()).map_err(io("write"))?;
-            Ok(ToolOutput::ok(
-                format!("{operation} {} ({lines} lines)", arguments.path),
-                format!("{}: {operation}, {lines} lines", arguments.path),
-            ))
+            write_file(&context.sandbox, &arguments.path, &arguments.content)
         })
     }
 }
 
-/// Writes through a temporary file in the same directory and renames it over
-/// `path`, keeping an existing file's permissions: a crash leaves either the
-/// old or the new content, never a mix.
-pub fn write_atomically(path: &Path, content: &[u8]) -> std::io::Result<()> {
-    let directory = path.parent().unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned());
-    let temporary = directory.join(format!(
-        ".{name}.offcode-{}-{:x}",
-        std::process::id(),
-        crate::client::random_u64() & 0xffff_ffff
-    ));
-    let result = (|| {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&temporary)?;
-        file.write_all(content)?;
-        if let Ok(metadata) = std::fs::metadata(path) {
-            file.set_permissions(std::fs::Permissions::from_mode(
-                metadata.permissions().mode(),
-            ))?;
-        }
-        file.sync_data()?;
-        std::fs::rename(&temporary, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&temporary);
+/// Writes `content` to `path` and describes the change (shared by `write`
+/// and `edit`).
+pub fn write_file(sandbox: &Sandbox, path: &str, content: &str) -> Result<ToolOutput, Error> {
+    let unchanged = matches!(sandbox.read(path), Ok(old) if old == content.as_bytes());
+    if unchanged {
+        let diff = file_diff(path, "unchanged", content, content);
+        return Ok(ToolOutput::ok(
+            format!("{path} is unchanged (the content was already the same)"),
+            format!("{path}: unchanged"),
+        )
+        .with_display(ToolDisplay::Diff { files: vec![diff] }));
     }
-    result
+    let previous = sandbox.write(path, content.as_bytes())?;
+    let (operation, old) = match &previous {
+        Previous::Created => ("created", String::new()),
+        Previous::Replaced(old) => ("updated", String::from_utf8_lossy(old).into_owned()),
+    };
+    let diff = file_diff(path, operation, &old, content);
+    let lines = content.lines().count();
+    Ok(ToolOutput::ok(
+        format!("{operation} {path} ({lines} lines, {})", counts(&diff)),
+        format!("{path}: {operation}, {}", counts(&diff)),
+    )
+    .with_display(ToolDisplay::Diff { files: vec![diff] }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cancel::Cancel;
+    use crate::tools::tests::context;
     use pretty_assertions::assert_eq;
+    use std::os::unix::fs::PermissionsExt;
 
     #[tokio::test]
     async fn creates_updates_and_keeps_mode() {
-        let dir = tempfile::tempdir().unwrap();
-        let context = ToolContext {
-            root: dir.path().to_path_buf(),
-            cancel: Cancel::default(),
-        };
+        let (dir, context) = context();
         let run =
             |content: &str| Write.run(json!({"path": "sub/a.sh", "content": content}), &context);
         assert_eq!(
             run("x\n").await.unwrap().summary,
-            "sub/a.sh: created, 1 lines"
+            "sub/a.sh: created, +1 -0"
         );
         let file = dir.path().join("sub/a.sh");
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let updated = run("x\ny\n").await.unwrap();
+        assert_eq!(updated.summary, "sub/a.sh: updated, +1 -0");
+        let Some(ToolDisplay::Diff { files }) = updated.display else {
+            panic!("a diff")
+        };
         assert_eq!(
-            run("x\ny\n").await.unwrap().summary,
-            "sub/a.sh: updated, 2 lines"
+            files[0].diff,
+            "--- a/sub/a.sh\n+++ b/sub/a.sh\n@@ -1 +1,2 @@\n x\n+y\n"
         );
         assert_eq!(run("x\ny\n").await.unwrap().summary, "sub/a.sh: unchanged");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "x\ny\n");
@@ -151,11 +112,7 @@ mod tests {
 
     #[tokio::test]
     async fn escaping_path_is_refused() {
-        let dir = tempfile::tempdir().unwrap();
-        let context = ToolContext {
-            root: dir.path().join("root"),
-            cancel: Cancel::default(),
-        };
+        let (dir, context) = context();
         let error = Write
             .run(json!({"path": "../evil", "content": "x"}), &context)
             .await
@@ -164,6 +121,6 @@ mod tests {
             error.to_string().starts_with("outside_workspace"),
             "{error}"
         );
-        assert!(!dir.path().join("evil").exists());
+        assert!(!dir.path().parent().unwrap().join("evil").exists());
     }
 }

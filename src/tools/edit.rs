@@ -1,0 +1,215 @@
+//! `edit`: replace an exact string in a file.
+
+use std::fmt::Write as _;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::write::write_file;
+use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+
+/// The `edit` tool.
+pub struct Edit;
+
+#[derive(Deserialize)]
+struct Arguments {
+    path: String,
+    old_string: String,
+    new_string: String,
+    #[serde(default)]
+    replace_all: bool,
+}
+
+impl Tool for Edit {
+    fn name(&self) -> &'static str {
+        "edit"
+    }
+
+    fn description(&self) -> &'static str {
+        "Replace old_string with new_string in a file. old_string must match exactly (with indentation) and be unique unless replace_all is true."
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "old_string": {"type": "string", "description": "Exact text to replace"},
+                "new_string": {"type": "string"},
+                "replace_all": {"type": "boolean", "description": "Replace every occurrence"}
+            },
+            "required": ["path", "old_string", "new_string"]
+        })
+    }
+
+    fn run<'a>(
+        &'a self,
+        arguments: Value,
+        context: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
+        Box::pin(async move {
+            let arguments: Arguments = parse_arguments("edit", arguments)?;
+            let bytes = context.sandbox.read(&arguments.path)?;
+            let text = String::from_utf8(bytes).map_err(|_| {
+                Error::Rejected(format!(
+                    "`{}` is not UTF-8 text; use write to replace it",
+                    arguments.path
+                ))
+            })?;
+            let updated = replace(&text, &arguments)?;
+            write_file(&context.sandbox, &arguments.path, &updated)
+        })
+    }
+}
+
+/// The file's text with the replacement made, or why it cannot be made.
+fn replace(text: &str, arguments: &Arguments) -> Result<String, Error> {
+    let path = &arguments.path;
+    if arguments.old_string.is_empty() {
+        return Err(Error::Rejected(format!(
+            "old_string is empty; to create `{path}` use write"
+        )));
+    }
+    if arguments.old_string == arguments.new_string {
+        return Err(Error::Rejected(
+            "old_string and new_string are the same".to_owned(),
+        ));
+    }
+    // A CRLF file and LF arguments (what models send): match and write CRLF.
+    let crlf = text.contains("\r\n") && !arguments.old_string.contains("\r\n");
+    let convert = |s: &str| {
+        if crlf {
+            s.replace('\n', "\r\n")
+        } else {
+            s.to_owned()
+        }
+    };
+    let (old, new) = (
+        convert(&arguments.old_string),
+        convert(&arguments.new_string),
+    );
+    let starts: Vec<usize> = text.match_indices(&old).map(|(at, _)| at).collect();
+    let line_of = |at: usize| text[..at].matches('\n').count() + 1;
+    match starts.len() {
+        0 => Err(Error::Rejected(not_found_message(
+            text,
+            &arguments.old_string,
+            path,
+        ))),
+        1 => Ok(text.replacen(&old, &new, 1)),
+        count if arguments.replace_all => {
+            let _ = count;
+            Ok(text.replace(&old, &new))
+        }
+        count => {
+            let lines: Vec<String> = starts.iter().map(|&at| line_of(at).to_string()).collect();
+            Err(Error::Rejected(format!(
+                "old_string matches {count} places in `{path}` (lines {}); include more surrounding lines to make it unique, or set replace_all",
+                lines.join(", ")
+            )))
+        }
+    }
+}
+
+/// Says the string is missing, and where a whitespace-insensitive match of
+/// its first line is, if anywhere.
+fn not_found_message(text: &str, old: &str, path: &str) -> String {
+    let mut message = format!("old_string was not found in `{path}`");
+    let first = old
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let near: Vec<usize> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, line)| !first.is_empty() && line.trim() == first)
+        .map(|(number, _)| number + 1)
+        .take(5)
+        .collect();
+    if near.is_empty() {
+        message.push_str("; read the file to see its current text");
+    } else {
+        let lines: Vec<String> = near.iter().map(ToString::to_string).collect();
+        let _ = write!(
+            message,
+            "; a line matching its first line apart from whitespace is at line {}: check indentation and the following lines",
+            lines.join(", ")
+        );
+    }
+    message
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::tests::context;
+    use pretty_assertions::assert_eq;
+
+    fn arguments(old: &str, new: &str, replace_all: bool) -> Arguments {
+        Arguments {
+            path: "f.rs".into(),
+            old_string: old.into(),
+            new_string: new.into(),
+            replace_all,
+        }
+    }
+
+    #[test]
+    fn unique_match_is_replaced_and_duplicates_are_reported_with_lines() {
+        let text = "a\nfoo\nb\nfoo\n";
+        assert_eq!(
+            replace(text, &arguments("b\n", "c\n", false)).unwrap(),
+            "a\nfoo\nc\nfoo\n"
+        );
+        let error = replace(text, &arguments("foo", "bar", false)).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "old_string matches 2 places in `f.rs` (lines 2, 4); include more surrounding lines to make it unique, or set replace_all"
+        );
+        assert_eq!(
+            replace(text, &arguments("foo", "bar", true)).unwrap(),
+            "a\nbar\nb\nbar\n"
+        );
+    }
+
+    #[test]
+    fn crlf_files_keep_their_line_endings() {
+        let text = "one\r\ntwo\r\nthree\r\n";
+        assert_eq!(
+            replace(text, &arguments("two\nthree", "2\n3", false)).unwrap(),
+            "one\r\n2\r\n3\r\n"
+        );
+    }
+
+    #[test]
+    fn missing_string_points_at_a_whitespace_near_miss() {
+        let error = replace(
+            "fn a() {\n    let x = 1;\n}\n",
+            &arguments("let x = 1;\n  }", "", false),
+        )
+        .unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "old_string was not found in `f.rs`; a line matching its first line apart from whitespace is at line 2: check indentation and the following lines"
+        );
+    }
+
+    #[tokio::test]
+    async fn edits_a_file_through_the_tool() {
+        let (dir, context) = context();
+        std::fs::write(dir.path().join("f.rs"), "let a = 1;\n").unwrap();
+        let output = Edit
+            .run(
+                json!({"path": "f.rs", "old_string": "1", "new_string": "2"}),
+                &context,
+            )
+            .await
+            .unwrap();
+        assert_eq!(output.summary, "f.rs: updated, +1 -1");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f.rs")).unwrap(),
+            "let a = 2;\n"
+        );
+    }
+}
