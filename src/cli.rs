@@ -26,6 +26,25 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Show the effective configuration and where each value came from.
     Config(JsonArg),
+    /// Run one built-in tool in this directory, as the agent would, and
+    /// print what the model would receive.
+    Tool(ToolArgs),
+}
+
+/// `offcode tool`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example: offcode tool grep '{\"pattern\": \"fn main\", \"include\": \"*.rs\"}'\n\
+Exit status: 0 when the tool succeeded, 1 when it failed or was refused, 2 for usage errors."
+)]
+pub struct ToolArgs {
+    /// The tool: read, write, edit, patch, list, grep, glob, bash.
+    pub name: String,
+    /// The arguments as a JSON object (default `{}`); `-` reads them from stdin.
+    pub arguments: Option<String>,
+    /// Run a tool that would ask for approval (write, edit, patch, bash).
+    #[arg(long, short = 'y')]
+    pub yes: bool,
 }
 
 /// `offcode run`.

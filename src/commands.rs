@@ -7,7 +7,7 @@ use std::io::Write;
 
 use serde_json::json;
 
-use crate::cli::SessionsArgs;
+use crate::cli::{SessionsArgs, ToolArgs};
 use crate::client::{self, Client};
 use crate::config::{self, Environment, Flags, Loaded};
 use crate::session::Store;
@@ -190,4 +190,60 @@ pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
     }
     out(&text)?;
     Ok(0)
+}
+
+/// `offcode tool NAME 'JSON'`.
+pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
+    load_config(environment, &Flags::default())?;
+    let registry = crate::tools::Registry::default();
+    if registry.get(&args.name).is_none() {
+        return Err(
+            Failure::message(format!("Unknown tool `{}`", args.name), EXIT_USAGE)
+                .with_hint(format!("Available tools: {}", registry.names().join(", "))),
+        );
+    }
+    let text = match args.arguments.as_deref() {
+        Some("-") => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+                .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
+            text
+        }
+        Some(text) => text.to_owned(),
+        None => String::new(),
+    };
+    if let Err(reason) = crate::tools::parse_argument_text(&text) {
+        return Err(Failure::message(
+            format!("The arguments are not a JSON object: {reason}"),
+            EXIT_USAGE,
+        )
+        .with_hint(format!(
+            "For example: offcode tool {} '{{\"path\": \"src/main.rs\"}}'",
+            args.name
+        )));
+    }
+    if let crate::policy::Decision::Ask { rule } = crate::policy::decide(&args.name)
+        && !args.yes
+    {
+        return Err(Failure::message(format!("Not run: {rule}"), EXIT_FAILED)
+            .with_hint("Pass --yes to run it"));
+    }
+    let sandbox =
+        crate::sandbox::Sandbox::new(&environment.cwd).map_err(|e| Failure::new(&e, EXIT_USAGE))?;
+    let context = crate::tools::ToolContext {
+        sandbox: std::sync::Arc::new(sandbox),
+        cancel: crate::cancel::Cancel::default(),
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+    let output = runtime.block_on(registry.call(&args.name, &text, &context));
+    let newline = if output.output.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    out(&format!("{}{newline}", output.output))?;
+    Ok(if output.ok { 0 } else { EXIT_FAILED })
 }

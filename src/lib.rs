@@ -90,6 +90,7 @@ pub fn run(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Models(args)) => commands::models(args.json, environment),
         Some(Command::Sessions(args)) => commands::sessions(&args, environment),
         Some(Command::Config(args)) => commands::config(args.json, environment),
+        Some(Command::Tool(args)) => commands::tool(&args, environment),
         None => Err(Failure::message(
             "The interactive terminal UI is not in this build yet",
             EXIT_USAGE,

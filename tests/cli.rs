@@ -516,3 +516,133 @@ fn models_config_sessions_and_version() {
         bare.stderr
     );
 }
+
+#[test]
+fn every_tool_works_inside_an_agent_run() {
+    let server = mock();
+    let workspace = Workspace::new();
+    std::fs::create_dir_all(workspace.root.join("src")).unwrap();
+    std::fs::write(
+        workspace.root.join("src/lib.rs"),
+        "pub fn answer() -> u32 {\n    41\n}\n",
+    )
+    .unwrap();
+    std::fs::write(workspace.root.join("old.txt"), "remove me\n").unwrap();
+    let patch = "--- a/src/lib.rs\n+++ b/src/lib.rs\n@@ -1,3 +1,3 @@\n pub fn answer() -> u32 {\n-    41\n+    42\n }\n--- a/old.txt\n+++ /dev/null\n@@ -1 +0,0 @@\n-remove me\n";
+    let calls = [
+        ("list", serde_json::json!({})),
+        ("glob", serde_json::json!({"pattern": "**/*.rs"})),
+        (
+            "grep",
+            serde_json::json!({"pattern": "fn answer", "include": "*.rs"}),
+        ),
+        ("read", serde_json::json!({"path": "src/lib.rs"})),
+        ("patch", serde_json::json!({"patch": patch})),
+        (
+            "edit",
+            serde_json::json!({"path": "src/lib.rs", "old_string": "u32", "new_string": "u64"}),
+        ),
+        (
+            "write",
+            serde_json::json!({"path": "docs/NOTES.md", "content": "# Notes\n"}),
+        ),
+        ("bash", serde_json::json!({"command": "cat src/lib.rs"})),
+    ];
+    for (index, (name, arguments)) in calls.iter().enumerate() {
+        server.push(sse(&chunks::tool_answer(
+            "",
+            &[(&format!("c{index}"), name, arguments.clone())],
+        )));
+    }
+    server.push(sse(&chunks::text_answer("All done.")));
+    let output = run(workspace.offcode(
+        &server.base_url(),
+        &["run", "--yes", "--model", "m", "do everything"],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.stdout, "All done.\n");
+    assert_eq!(
+        std::fs::read_to_string(workspace.root.join("src/lib.rs")).unwrap(),
+        "pub fn answer() -> u64 {\n    42\n}\n"
+    );
+    assert!(!workspace.root.join("old.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(workspace.root.join("docs/NOTES.md")).unwrap(),
+        "# Notes\n"
+    );
+    let last = server.chat_bodies().pop().unwrap();
+    let results: Vec<String> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(results.len(), calls.len());
+    assert!(
+        results.iter().all(|r| !r.starts_with("Error")),
+        "{results:#?}"
+    );
+    assert_eq!(results[1], "src/lib.rs");
+    assert_eq!(results[2], "src/lib.rs:1:pub fn answer() -> u32 {");
+    assert!(
+        results[4].contains("updated src/lib.rs (+1 -1)") && results[4].contains("deleted old.txt"),
+        "{}",
+        results[4]
+    );
+    assert!(
+        results[7].contains("-> u64") && results[7].ends_with("[exit code: 0]"),
+        "{}",
+        results[7]
+    );
+}
+
+#[test]
+fn tool_command_runs_one_tool_with_exit_codes() {
+    let workspace = Workspace::new();
+    std::fs::write(workspace.root.join("a.txt"), "alpha\nbeta\n").unwrap();
+    let url = "http://127.0.0.1:9/v1";
+    let read = run(workspace.offcode(url, &["tool", "read", r#"{"path": "a.txt", "offset": 2}"#]));
+    assert_eq!((read.code, read.stdout.as_str()), (0, "     2\tbeta\n"));
+    let escape = run(workspace.offcode(url, &["tool", "read", r#"{"path": "../x"}"#]));
+    assert_eq!(escape.code, 1);
+    assert!(
+        escape.stdout.starts_with("Error: outside_workspace: "),
+        "{}",
+        escape.stdout
+    );
+    let refused = run(workspace.offcode(
+        url,
+        &["tool", "write", r#"{"path": "b.txt", "content": "x"}"#],
+    ));
+    assert_eq!(refused.code, 1);
+    assert!(
+        refused.stderr.contains("hint: Pass --yes"),
+        "{}",
+        refused.stderr
+    );
+    assert!(!workspace.root.join("b.txt").exists());
+    let written = run(workspace.offcode(
+        url,
+        &[
+            "tool",
+            "--yes",
+            "write",
+            r#"{"path": "b.txt", "content": "x"}"#,
+        ],
+    ));
+    assert_eq!(written.code, 0, "{}", written.stderr);
+    assert_eq!(
+        std::fs::read_to_string(workspace.root.join("b.txt")).unwrap(),
+        "x"
+    );
+    let unknown = run(workspace.offcode(url, &["tool", "rm", "{}"]));
+    assert_eq!(unknown.code, 2);
+    let bad_json = run(workspace.offcode(url, &["tool", "read", "{path"]));
+    assert_eq!(bad_json.code, 2);
+    assert!(
+        bad_json.stderr.contains("not a JSON object"),
+        "{}",
+        bad_json.stderr
+    );
+}

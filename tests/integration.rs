@@ -11,4 +11,5 @@ mod cli;
 mod client;
 mod fixtures;
 mod layout;
+mod sandbox;
 mod support;
