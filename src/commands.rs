@@ -196,15 +196,17 @@ pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
 pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
     load_config(environment, &Flags::default())?;
     let registry = crate::tools::Registry::default();
-    if registry.get(&args.name).is_none() {
+    let Some(tool) = registry.get(&args.name) else {
         return Err(
             Failure::message(format!("Unknown tool `{}`", args.name), EXIT_USAGE)
                 .with_hint(format!("Available tools: {}", registry.names().join(", "))),
         );
-    }
+    };
     let text = match args.arguments.as_deref() {
         Some("-") => {
-            let mut text = String::new();
+            // A redirected file says how big it is: read it in one go.
+            let size = rustix::fs::fstat(std::io::stdin()).map_or(0, |s| s.st_size);
+            let mut text = String::with_capacity(usize::try_from(size).unwrap_or(0));
             std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
                 .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
             text
@@ -212,16 +214,16 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
         Some(text) => text.to_owned(),
         None => String::new(),
     };
-    if let Err(reason) = crate::tools::parse_argument_text(&text) {
-        return Err(Failure::message(
+    let arguments = crate::tools::parse_argument_text(&text).map_err(|reason| {
+        Failure::message(
             format!("The arguments are not a JSON object: {reason}"),
             EXIT_USAGE,
         )
         .with_hint(format!(
             "For example: offcode tool {} '{{\"path\": \"src/main.rs\"}}'",
             args.name
-        )));
-    }
+        ))
+    })?;
     if let crate::policy::Decision::Ask { rule } = crate::policy::decide(&args.name)
         && !args.yes
     {
@@ -238,7 +240,7 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
         .enable_all()
         .build()
         .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
-    let output = runtime.block_on(registry.call(&args.name, &text, &context));
+    let output = runtime.block_on(registry.call_parsed(tool, arguments, &context));
     let newline = if output.output.ends_with('\n') {
         ""
     } else {

@@ -54,13 +54,13 @@ pub enum Error {
     },
 }
 
-/// What a write replaced.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Previous {
+/// What a write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Written {
     /// The file did not exist.
     Created,
-    /// The file's earlier content.
-    Replaced(Vec<u8>),
+    /// An existing file was replaced.
+    Replaced,
 }
 
 /// The workspace root, held open.
@@ -292,7 +292,7 @@ impl Sandbox {
     /// temporary file in the same directory, which is synced and renamed over
     /// the target; an existing file keeps its permissions. Writing through a
     /// symlink writes its target, if that lies in the workspace.
-    pub fn write(&self, path: &str, content: &[u8]) -> Result<Previous, Error> {
+    pub fn write(&self, path: &str, content: &[u8]) -> Result<Written, Error> {
         let mut relative = self.relative(path)?;
         for _ in 0..MAX_WRITE_LINKS {
             let (parent, name) = self.parent_dir(path, &relative)?;
@@ -320,31 +320,17 @@ impl Sandbox {
                 }
                 _ => {}
             }
-            let previous = if existing.is_none() {
-                Previous::Created
+            let written = if existing.is_none() {
+                Written::Created
             } else {
-                let fd = rustix::fs::openat(
-                    &parent,
-                    &name,
-                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(|errno| Self::error(path, errno))?;
-                let mut old = Vec::new();
-                File::from(fd)
-                    .read_to_end(&mut old)
-                    .map_err(|source| Error::Io {
-                        path: path.to_owned(),
-                        source,
-                    })?;
-                Previous::Replaced(old)
+                Written::Replaced
             };
             let mode = existing.map(|s| Mode::from_raw_mode(s.st_mode & 0o7777));
             replace(&parent, &name, content, mode).map_err(|source| Error::Io {
                 path: path.to_owned(),
                 source,
             })?;
-            return Ok(previous);
+            return Ok(written);
         }
         Err(Self::error(path, Errno::LOOP))
     }

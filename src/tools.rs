@@ -204,6 +204,16 @@ impl Registry {
                 ));
             }
         };
+        self.call_parsed(tool, arguments, context).await
+    }
+
+    /// Runs a tool with arguments already parsed.
+    pub async fn call_parsed(
+        &self,
+        tool: &dyn Tool,
+        arguments: Value,
+        context: &ToolContext,
+    ) -> ToolOutput {
         match tool.run(arguments, context).await {
             Ok(output) => output,
             Err(error) => ToolOutput::error(error.to_string()),

@@ -387,7 +387,11 @@ fn flip_while(root: &Path, name: &str, inside: &str, outside: &str, body: impl F
         std::thread::spawn(move || {
             let mut flips = 0u32;
             while !stop.load(Ordering::Relaxed) || flips < 2000 {
-                let target = if flips.is_multiple_of(2) { &inside } else { &outside };
+                let target = if flips.is_multiple_of(2) {
+                    &inside
+                } else {
+                    &outside
+                };
                 let temporary = root.join(format!(".{name}.tmp"));
                 let _ = std::fs::remove_file(&temporary);
                 symlink(target, &temporary).unwrap();

@@ -57,7 +57,7 @@ impl Tool for Edit {
                 ))
             })?;
             let updated = replace(&text, &arguments)?;
-            write_file(&context.sandbox, &arguments.path, &updated)
+            write_file(&context.sandbox, &arguments.path, &updated, Some(&text))
         })
     }
 }

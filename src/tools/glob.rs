@@ -1,9 +1,11 @@
 //! `glob`: files matching a pattern, newest first or by path.
 
 use std::fmt::Write as _;
+use std::sync::Mutex;
 use std::time::SystemTime;
 
 use globset::GlobBuilder;
+use ignore::WalkState;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -79,29 +81,44 @@ impl Tool for Glob {
             let path = arguments.path.unwrap_or_else(|| ".".to_owned());
             let hidden = arguments.pattern.starts_with('.') || arguments.pattern.contains("/.");
             let sandbox = &context.sandbox;
-            let (walk, start) = builder(sandbox, &path, hidden)?;
-            let mut found: Vec<(SystemTime, String)> = Vec::new();
-            for entry in walk.build().filter_map(Result::ok) {
-                if !entry.file_type().is_some_and(|t| t.is_file()) {
-                    continue;
-                }
-                let candidate = entry.path().strip_prefix(&start).unwrap_or(entry.path());
-                let hit = if by_name {
-                    entry
-                        .file_name()
-                        .to_str()
-                        .is_some_and(|name| matcher.is_match(name))
-                } else {
-                    matcher.is_match(candidate)
-                };
-                if hit {
-                    let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
-                    found.push((
-                        modified.unwrap_or(SystemTime::UNIX_EPOCH),
-                        relative(sandbox, entry.path()),
-                    ));
-                }
-            }
+            let (mut walk, start) = builder(sandbox, &path, hidden)?;
+            let found: Mutex<Vec<(SystemTime, String)>> = Mutex::new(Vec::new());
+            walk.threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(8)));
+            walk.build_parallel().run(|| {
+                let (matcher, found, start) = (&matcher, &found, &start);
+                Box::new(move |entry| {
+                    let Ok(entry) = entry else {
+                        return WalkState::Continue;
+                    };
+                    if !entry.file_type().is_some_and(|t| t.is_file()) {
+                        return WalkState::Continue;
+                    }
+                    let hit = if by_name {
+                        entry
+                            .file_name()
+                            .to_str()
+                            .is_some_and(|name| matcher.is_match(name))
+                    } else {
+                        matcher.is_match(entry.path().strip_prefix(start).unwrap_or(entry.path()))
+                    };
+                    if hit {
+                        let modified = if by_path {
+                            None
+                        } else {
+                            entry.metadata().ok().and_then(|m| m.modified().ok())
+                        };
+                        let item = (
+                            modified.unwrap_or(SystemTime::UNIX_EPOCH),
+                            relative(sandbox, entry.path()),
+                        );
+                        if let Ok(mut found) = found.lock() {
+                            found.push(item);
+                        }
+                    }
+                    WalkState::Continue
+                })
+            });
+            let mut found = found.into_inner().unwrap_or_default();
             if by_path {
                 found.sort_by(|a, b| a.1.cmp(&b.1));
             } else {

@@ -5,8 +5,13 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::walk::{builder, more_marker, relative};
+use ignore::Match;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+use rustix::fs::{AtFlags, Dir, FileType, OFlags, readlinkat, statat};
+
+use super::walk::more_marker;
 use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use crate::sandbox::Sandbox;
 
 /// Entries listed at most.
 const MAX_ENTRIES: usize = 500;
@@ -44,33 +49,7 @@ impl Tool for List {
         Box::pin(async move {
             let arguments: Arguments = parse_arguments("list", arguments)?;
             let path = arguments.path.unwrap_or_else(|| ".".to_owned());
-            let sandbox = &context.sandbox;
-            let (mut walk, start) = builder(sandbox, &path, true)?;
-            walk.max_depth(Some(1));
-            let mut entries: Vec<(bool, String, String)> = Vec::new();
-            for entry in walk.build().filter_map(Result::ok) {
-                if entry.path() == start {
-                    continue;
-                }
-                let shown = relative(sandbox, entry.path());
-                if !sandbox.contains(&shown) {
-                    continue;
-                }
-                let name = entry.file_name().to_string_lossy().into_owned();
-                let Ok(metadata) = entry.path().symlink_metadata() else {
-                    continue;
-                };
-                let file_type = metadata.file_type();
-                let (is_dir, text) = if file_type.is_dir() {
-                    (true, format!("{name}/"))
-                } else if file_type.is_symlink() {
-                    let target = std::fs::read_link(entry.path()).unwrap_or_default();
-                    (false, format!("{name} -> {}", target.display()))
-                } else {
-                    (false, format!("{name}  {}", human_size(metadata.len())))
-                };
-                entries.push((is_dir, name, text));
-            }
+            let mut entries = read_entries(&context.sandbox, &path)?;
             if entries.is_empty() {
                 return Ok(ToolOutput::ok(
                     format!("{path} is empty"),
@@ -96,6 +75,94 @@ impl Tool for List {
             ))
         })
     }
+}
+
+/// `(is a directory, name, line)` for each entry not ignored. The directory
+/// is read through the descriptor the sandbox opened, so what is listed is
+/// the directory that was checked, even if its path is swapped meanwhile.
+fn read_entries(sandbox: &Sandbox, path: &str) -> Result<Vec<(bool, String, String)>, Error> {
+    let directory = sandbox.open(path, OFlags::RDONLY | OFlags::DIRECTORY)?;
+    let ignores = ignore_rules(sandbox, path)?;
+    let absolute = sandbox.root().join(sandbox.relative(path)?);
+    let io = |source: rustix::io::Errno| Error::Io {
+        action: "list",
+        path: path.to_owned(),
+        source: source.into(),
+    };
+    let mut entries = Vec::new();
+    for entry in Dir::read_from(&directory).map_err(io)? {
+        let entry = entry.map_err(io)?;
+        let raw = entry.file_name().to_bytes();
+        if raw == b"." || raw == b".." || raw == b".git" {
+            continue;
+        }
+        let name = String::from_utf8_lossy(raw).into_owned();
+        let Ok(stat) = statat(&directory, entry.file_name(), AtFlags::SYMLINK_NOFOLLOW) else {
+            continue; // removed meanwhile
+        };
+        let kind = FileType::from_raw_mode(stat.st_mode);
+        let is_dir = kind == FileType::Directory;
+        if is_ignored(&ignores, &absolute.join(&name), is_dir) {
+            continue;
+        }
+        let text = match kind {
+            FileType::Directory => format!("{name}/"),
+            FileType::Symlink => {
+                let target = readlinkat(&directory, entry.file_name(), Vec::new()).map_err(io)?;
+                format!("{name} -> {}", target.to_string_lossy())
+            }
+            _ => format!(
+                "{name}  {}",
+                human_size(u64::try_from(stat.st_size).unwrap_or(0))
+            ),
+        };
+        entries.push((is_dir, name, text));
+    }
+    Ok(entries)
+}
+
+/// `.gitignore` and `.ignore` rules of the root and every directory down to
+/// `path`, deepest last.
+fn ignore_rules(sandbox: &Sandbox, path: &str) -> Result<Vec<Gitignore>, Error> {
+    let relative = sandbox.relative(path)?;
+    let mut directory = std::path::PathBuf::new();
+    let mut levels = vec![directory.clone()];
+    for component in relative.components() {
+        if let std::path::Component::Normal(part) = component {
+            directory.push(part);
+            levels.push(directory.clone());
+        }
+    }
+    let mut rules = Vec::new();
+    for level in levels {
+        let mut builder = GitignoreBuilder::new(sandbox.root().join(&level));
+        let mut any = false;
+        for file in [".gitignore", ".ignore"] {
+            let candidate = level.join(file);
+            if let Ok(bytes) = sandbox.read(&candidate.to_string_lossy()) {
+                for line in String::from_utf8_lossy(&bytes).lines() {
+                    any |= builder
+                        .add_line(Some(sandbox.root().join(&candidate)), line)
+                        .is_ok();
+                }
+            }
+        }
+        if any && let Ok(matcher) = builder.build() {
+            rules.push(matcher);
+        }
+    }
+    Ok(rules)
+}
+
+fn is_ignored(rules: &[Gitignore], path: &std::path::Path, is_dir: bool) -> bool {
+    for rules in rules.iter().rev() {
+        match rules.matched(path, is_dir) {
+            Match::Ignore(_) => return true,
+            Match::Whitelist(_) => return false,
+            Match::None => {}
+        }
+    }
+    false
 }
 
 fn human_size(bytes: u64) -> String {

@@ -3,10 +3,10 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::diff::{counts, file_diff};
+use super::diff::{count_lines, counts, file_diff};
 use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
 use crate::protocol::ToolDisplay;
-use crate::sandbox::{Previous, Sandbox};
+use crate::sandbox::{self, Sandbox, Written};
 
 /// The `write` tool.
 pub struct Write;
@@ -44,30 +44,47 @@ impl Tool for Write {
     ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
         Box::pin(async move {
             let arguments: Arguments = parse_arguments("write", arguments)?;
-            write_file(&context.sandbox, &arguments.path, &arguments.content)
+            write_file(&context.sandbox, &arguments.path, &arguments.content, None)
         })
     }
 }
 
 /// Writes `content` to `path` and describes the change (shared by `write`
-/// and `edit`).
-pub fn write_file(sandbox: &Sandbox, path: &str, content: &str) -> Result<ToolOutput, Error> {
-    let unchanged = matches!(sandbox.read(path), Ok(old) if old == content.as_bytes());
-    if unchanged {
-        let diff = file_diff(path, "unchanged", content, content);
+/// and `edit`). `known_old` is the current content when the caller has read
+/// it already.
+pub fn write_file(
+    sandbox: &Sandbox,
+    path: &str,
+    content: &str,
+    known_old: Option<&str>,
+) -> Result<ToolOutput, Error> {
+    let read_old;
+    let old = match known_old {
+        Some(old) => Some(old),
+        None => match sandbox.read(path) {
+            Ok(bytes) => {
+                read_old = String::from_utf8_lossy(&bytes).into_owned();
+                Some(read_old.as_str())
+            }
+            Err(sandbox::Error::NotFound { .. }) => None,
+            Err(error) => return Err(error.into()),
+        },
+    };
+    if old == Some(content) {
         return Ok(ToolOutput::ok(
             format!("{path} is unchanged (the content was already the same)"),
             format!("{path}: unchanged"),
         )
-        .with_display(ToolDisplay::Diff { files: vec![diff] }));
+        .with_display(ToolDisplay::Diff {
+            files: vec![file_diff(path, "unchanged", "", "")],
+        }));
     }
-    let previous = sandbox.write(path, content.as_bytes())?;
-    let (operation, old) = match &previous {
-        Previous::Created => ("created", String::new()),
-        Previous::Replaced(old) => ("updated", String::from_utf8_lossy(old).into_owned()),
+    let operation = match sandbox.write(path, content.as_bytes())? {
+        Written::Created => "created",
+        Written::Replaced => "updated",
     };
-    let diff = file_diff(path, operation, &old, content);
-    let lines = content.lines().count();
+    let diff = file_diff(path, operation, old.unwrap_or(""), content);
+    let lines = count_lines(content);
     Ok(ToolOutput::ok(
         format!("{operation} {path} ({lines} lines, {})", counts(&diff)),
         format!("{path}: {operation}, {}", counts(&diff)),
