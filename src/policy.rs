@@ -1,6 +1,7 @@
 //! Which tool calls need a human's yes.
 //!
-//! This first rule set is fixed: `read` runs freely; `write` and `bash` ask.
+//! This first rule set is fixed: reading and searching run freely; tools
+//! that change files or run commands (`write`, `edit`, `patch`, `bash`) ask.
 //! The permission engine and the dangerous-command gate (issue 4) replace it
 //! with configurable, layered rules.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
@@ -17,7 +18,7 @@ pub enum Decision {
 /// Decides whether `tool` may run without asking.
 pub fn decide(tool: &str) -> Decision {
     match tool {
-        "write" | "bash" => Decision::Ask {
+        "write" | "edit" | "patch" | "bash" => Decision::Ask {
             rule: format!("`{tool}` asks for approval by default"),
         },
         _ => Decision::Allow,
@@ -30,7 +31,11 @@ mod tests {
 
     #[test]
     fn reads_run_and_changes_ask() {
-        assert_eq!(decide("read"), Decision::Allow);
+        for tool in ["read", "list", "grep", "glob"] {
+            assert_eq!(decide(tool), Decision::Allow, "{tool}");
+        }
+        assert!(matches!(decide("edit"), Decision::Ask { .. }));
+        assert!(matches!(decide("patch"), Decision::Ask { .. }));
         assert!(matches!(decide("write"), Decision::Ask { .. }));
         assert!(matches!(decide("bash"), Decision::Ask { .. }));
     }

@@ -646,3 +646,34 @@ fn tool_command_runs_one_tool_with_exit_codes() {
         bad_json.stderr
     );
 }
+
+#[test]
+fn edit_and_patch_need_approval_like_write() {
+    let server = mock();
+    let workspace = Workspace::new();
+    std::fs::write(workspace.root.join("f.txt"), "one\n").unwrap();
+    let patch = "--- a/f.txt\n+++ b/f.txt\n@@ -1 +1 @@\n-one\n+three\n";
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[
+            (
+                "e1",
+                "edit",
+                serde_json::json!({"path": "f.txt", "old_string": "one", "new_string": "two"}),
+            ),
+            ("p1", "patch", serde_json::json!({"patch": patch})),
+        ],
+    )));
+    server.push(sse(&chunks::text_answer("ok")));
+    let output = run(workspace.offcode(&server.base_url(), &["run", "--model", "m", "change it"]));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(workspace.root.join("f.txt")).unwrap(),
+        "one\n"
+    );
+    assert!(
+        output.stderr.contains("denied: edit") && output.stderr.contains("denied: patch"),
+        "{}",
+        output.stderr
+    );
+}
