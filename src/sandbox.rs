@@ -7,7 +7,8 @@
 //! outside (at any depth, or swapped in between a check and a use) are
 //! refused with `outside_workspace`. Where `openat2` is missing (old kernels,
 //! seccomp filters, qemu-user), a component-by-component `O_NOFOLLOW` walk
-//! ([`walk`]) gives the same answers. Paths are never compared as strings.
+//! (the `walk` module) gives the same answers. Paths are never compared as
+//! strings.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod walk;
