@@ -232,6 +232,10 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
     }
     let sandbox =
         crate::sandbox::Sandbox::new(&environment.cwd).map_err(|e| Failure::new(&e, EXIT_USAGE))?;
+    let sandbox = match environment.var("PWD") {
+        Some(pwd) => sandbox.with_alias(std::path::Path::new(pwd)),
+        None => sandbox,
+    };
     let context = crate::tools::ToolContext {
         sandbox: std::sync::Arc::new(sandbox),
         cancel: crate::cancel::Cancel::default(),

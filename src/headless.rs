@@ -60,7 +60,11 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
             .create(&environment.cwd, &model, client.base_url())
             .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
     };
-    let sandbox = Sandbox::new(&environment.cwd).map_err(|e| {
+    let sandbox = Sandbox::new(&environment.cwd).map(|s| match environment.var("PWD") {
+        Some(pwd) => s.with_alias(std::path::Path::new(pwd)),
+        None => s,
+    });
+    let sandbox = sandbox.map_err(|e| {
         Failure::new(&e, EXIT_USAGE)
             .with_hint("offcode works in the directory it starts in; it must be readable")
     })?;

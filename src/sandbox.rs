@@ -68,6 +68,9 @@ pub enum Written {
 #[derive(Debug)]
 pub struct Sandbox {
     root: PathBuf,
+    /// Other absolute spellings of the root (a logical `$PWD` through a
+    /// symlink), accepted in absolute paths.
+    aliases: Vec<PathBuf>,
     root_fd: OwnedFd,
     kernel: bool,
 }
@@ -101,9 +104,27 @@ impl Sandbox {
         )?;
         Ok(Self {
             root: root.to_path_buf(),
+            aliases: Vec::new(),
             root_fd,
             kernel: false,
         })
+    }
+
+    /// Also accepts absolute paths under `alias` when it names the same
+    /// directory as the root (same device and inode); otherwise ignores it.
+    #[must_use]
+    pub fn with_alias(mut self, alias: &Path) -> Self {
+        let same = |a: &rustix::fs::Stat, b: &rustix::fs::Stat| {
+            a.st_dev == b.st_dev && a.st_ino == b.st_ino
+        };
+        if alias != self.root
+            && let (Ok(root), Ok(other)) =
+                (rustix::fs::fstat(&self.root_fd), rustix::fs::stat(alias))
+            && same(&root, &other)
+        {
+            self.aliases.push(alias.to_path_buf());
+        }
+        self
     }
 
     /// The workspace root.
@@ -137,8 +158,9 @@ impl Sandbox {
         if !given.is_absolute() {
             return Ok(given.to_path_buf());
         }
-        given
-            .strip_prefix(&self.root)
+        std::iter::once(&self.root)
+            .chain(&self.aliases)
+            .find_map(|root| given.strip_prefix(root).ok())
             .map(|rest| {
                 if rest.as_os_str().is_empty() {
                     PathBuf::from(".")
@@ -146,7 +168,7 @@ impl Sandbox {
                     rest.to_path_buf()
                 }
             })
-            .map_err(|_| Error::OutsideWorkspace {
+            .ok_or_else(|| Error::OutsideWorkspace {
                 path: path.to_owned(),
                 reason: format!("absolute paths must lie under `{}`", self.root.display()),
             })

@@ -35,6 +35,9 @@ pub enum Error {
     /// No session was started in this directory.
     #[error("No earlier session for `{cwd}`")]
     NoneForDirectory { cwd: PathBuf },
+    /// Another offcode process has the session open.
+    #[error("Session `{id}` is in use by another offcode process")]
+    InUse { id: String },
     /// The file does not start with a session entry.
     #[error("`{path}` is not a session file: {reason}")]
     NotASession { path: PathBuf, reason: String },
@@ -124,6 +127,7 @@ impl Store {
             .create_new(true)
             .open(&path)
             .map_err(io("create", &path))?;
+        lock(&file, &id)?;
         let meta = Meta {
             version: FORMAT_VERSION,
             session_id: id.clone(),
@@ -157,13 +161,14 @@ impl Store {
                 dir: self.dir.clone(),
             });
         }
-        let text = std::fs::read(&path).map_err(io("read", &path))?;
-        // A line without its newline was cut off by a crash: drop it.
-        let complete = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         let file = OpenOptions::new()
             .append(true)
             .open(&path)
             .map_err(io("open", &path))?;
+        lock(&file, id)?;
+        let text = std::fs::read(&path).map_err(io("read", &path))?;
+        // A line without its newline was cut off by a crash: drop it.
+        let complete = text.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         if complete < text.len() {
             file.set_len(complete as u64).map_err(io("repair", &path))?;
         }
@@ -206,6 +211,21 @@ impl Store {
         Ok(session)
     }
 
+    /// A session's metadata and conversation, read without taking its lock
+    /// (for inspection while another process may be writing it).
+    pub fn load(&self, id: &str) -> Result<(Meta, Vec<Message>), Error> {
+        let path = self.path_of(id);
+        if id.contains('/') || !path.is_file() {
+            return Err(Error::NotFound {
+                id: id.to_owned(),
+                dir: self.dir.clone(),
+            });
+        }
+        let (meta, entries) = read_entries(&path)?;
+        let (messages, _) = rebuild(&entries, &meta);
+        Ok((meta, messages))
+    }
+
     /// The most recently updated session started in `cwd`.
     pub fn latest_for(&self, cwd: &Path) -> Result<String, Error> {
         let cwd_text = cwd.display().to_string();
@@ -243,21 +263,10 @@ impl Store {
         files.sort_by_key(|file| std::cmp::Reverse(file.1));
         let mut summaries = Vec::new();
         for (path, _) in files {
-            let Ok(text) = std::fs::read_to_string(&path) else {
+            let Ok((meta, entries)) = read_entries(&path) else {
                 continue;
             };
-            let entries: Vec<Entry> = text
-                .lines()
-                .filter_map(|line| serde_json::from_str(line).ok())
-                .collect();
-            let Some(Entry {
-                body: EntryBody::Session(meta),
-                ..
-            }) = entries.first()
-            else {
-                continue;
-            };
-            let (messages, _) = rebuild(&entries, meta);
+            let (messages, _) = rebuild(&entries, &meta);
             let title = messages
                 .iter()
                 .find_map(|m| match m {
@@ -268,7 +277,7 @@ impl Store {
             let title: String = title.split_whitespace().collect::<Vec<_>>().join(" ");
             summaries.push(Summary {
                 id: meta.session_id.clone(),
-                meta: meta.clone(),
+                meta,
                 updated: entries.last().map(|e| e.ts.clone()).unwrap_or_default(),
                 title: title.chars().take(60).collect(),
                 messages: messages.len(),
@@ -276,6 +285,32 @@ impl Store {
         }
         Ok(summaries)
     }
+}
+
+/// Every readable entry of a session file, and its metadata.
+fn read_entries(path: &Path) -> Result<(Meta, Vec<Entry>), Error> {
+    let text = std::fs::read_to_string(path).map_err(io("read", path))?;
+    let entries: Vec<Entry> = text
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    match entries.first() {
+        Some(Entry {
+            body: EntryBody::Session(meta),
+            ..
+        }) => Ok((meta.clone(), entries)),
+        _ => Err(Error::NotASession {
+            path: path.to_path_buf(),
+            reason: "the first entry is not a session entry".to_owned(),
+        }),
+    }
+}
+
+/// Takes the session's lock for as long as the file stays open, so two
+/// processes never append to one session.
+fn lock(file: &File, id: &str) -> Result<(), Error> {
+    rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
+        .map_err(|_| Error::InUse { id: id.to_owned() })
 }
 
 fn read_meta(path: &Path) -> Option<Meta> {
@@ -471,6 +506,17 @@ mod tests {
             "{text}"
         );
         assert_eq!(store.list().unwrap()[0].messages, 4);
+    }
+
+    #[test]
+    fn an_open_session_cannot_be_opened_twice() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::new(dir.path().to_path_buf());
+        let session = store.create(Path::new("/w"), "m", "http://x/v1").unwrap();
+        let id = session.id.clone();
+        assert!(matches!(store.open(&id), Err(Error::InUse { .. })));
+        drop(session);
+        assert!(store.open(&id).is_ok());
     }
 
     #[test]

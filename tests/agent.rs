@@ -82,7 +82,7 @@ impl Harness {
             .unwrap()
             .path();
         let id = id.file_stem().unwrap().to_string_lossy().into_owned();
-        self.store.open(&id).unwrap().messages
+        self.store.load(&id).unwrap().1
     }
 }
 

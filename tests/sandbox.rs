@@ -375,6 +375,31 @@ fn legitimate_paths_work() {
     }
 }
 
+#[test]
+fn a_logical_pwd_through_a_symlink_is_an_alias_of_the_root() {
+    let tree = tree();
+    let logical = tree.base.join("logical");
+    symlink(&tree.root, &logical).unwrap();
+    let sandbox = Arc::new(Sandbox::new(&tree.root).unwrap().with_alias(&logical));
+    let inside = logical.join("inside.txt").display().to_string();
+    assert!(call(&sandbox, "read", &json!({"path": inside})).ok);
+    let escape = logical.join("../outside/secret.txt").display().to_string();
+    assert!(!call(&sandbox, "read", &json!({"path": escape})).ok);
+    // A path that is not the same directory is not taken as an alias.
+    let other = Arc::new(
+        Sandbox::new(&tree.root)
+            .unwrap()
+            .with_alias(&tree.base.join("outside")),
+    );
+    let outside = tree.base.join("outside/secret.txt").display().to_string();
+    let output = call(&other, "read", &json!({"path": outside}));
+    assert!(
+        output.output.starts_with("Error: outside_workspace"),
+        "{}",
+        output.output
+    );
+}
+
 /// Flips `race` between an inside target and an outside one while tools use
 /// it: no read or write may ever reach the outside.
 fn flip_while(root: &Path, name: &str, inside: &str, outside: &str, body: impl FnOnce()) {
