@@ -158,7 +158,10 @@ impl Client {
                 message = receiver.recv() => match message {
                     Some(WorkerMsg::Pieces(pieces)) => pieces.into_iter().for_each(&mut *on_piece),
                     Some(WorkerMsg::Finished(result)) => return *result,
-                    None => return Err(Error::Cancelled),
+                    None => return Err(Error::BadResponse {
+                        what: "the request".to_owned(),
+                        reason: "the thread reading the response stopped unexpectedly".to_owned(),
+                    }),
                 },
                 () = cancel.cancelled() => {
                     self.drop_connections();

@@ -235,15 +235,30 @@ impl Sandbox {
         self.open(path, OFlags::PATH | OFlags::NOFOLLOW).is_ok()
     }
 
+    /// Opens a regular file for reading. `O_NONBLOCK` keeps a FIFO or a
+    /// device from blocking the open; anything but a regular file is refused.
+    pub fn open_file(
+        &self,
+        path: &str,
+        flags: OFlags,
+    ) -> Result<(OwnedFd, rustix::fs::Stat), Error> {
+        let fd = self.open(path, flags | OFlags::RDONLY | OFlags::NONBLOCK)?;
+        let stat = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, e))?;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => Ok((fd, stat)),
+            FileType::Directory => Err(Error::IsADirectory {
+                path: path.to_owned(),
+            }),
+            _ => Err(Error::Invalid {
+                path: path.to_owned(),
+                reason: "not a regular file (a pipe, socket or device)".to_owned(),
+            }),
+        }
+    }
+
     /// A regular file's content.
     pub fn read(&self, path: &str) -> Result<Vec<u8>, Error> {
-        let fd = self.open(path, OFlags::RDONLY)?;
-        let stat = rustix::fs::fstat(&fd).map_err(|e| Self::error(path, e))?;
-        if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
-            return Err(Error::IsADirectory {
-                path: path.to_owned(),
-            });
-        }
+        let (fd, stat) = self.open_file(path, OFlags::empty())?;
         let mut content = Vec::with_capacity(usize::try_from(stat.st_size).unwrap_or(0));
         File::from(fd)
             .read_to_end(&mut content)
@@ -289,12 +304,15 @@ impl Sandbox {
             })
             .unwrap_or_else(|| Err(Errno::NOENT))
             .map_err(|errno| Self::error(path, errno))?;
+        if missing.iter().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(Error::Invalid {
+                path: path.to_owned(),
+                reason: "`..` or `.` after a directory that does not exist yet".to_owned(),
+            });
+        }
         for component in missing {
             let Component::Normal(part) = component else {
-                return Err(Error::Invalid {
-                    path: path.to_owned(),
-                    reason: "`..` or `.` in directories that do not exist yet".to_owned(),
-                });
+                continue;
             };
             match rustix::fs::mkdirat(&current, *part, Mode::from_raw_mode(0o777)) {
                 Ok(()) | Err(Errno::EXIST) => {}
@@ -383,11 +401,12 @@ fn replace(
     content: &[u8],
     mode: Option<Mode>,
 ) -> std::io::Result<()> {
+    // Not derived from `name`: a long name plus a suffix could exceed the
+    // 255-byte limit.
     let temporary = format!(
-        ".{}.offcode-{}-{:08x}",
-        name.to_string_lossy(),
+        ".offcode-{}-{:012x}.tmp",
         std::process::id(),
-        crate::client::random_u64() & 0xffff_ffff
+        crate::client::random_u64() & 0xffff_ffff_ffff
     );
     let fd = rustix::fs::openat(
         parent,

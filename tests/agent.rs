@@ -1,5 +1,6 @@
 //! The agent loop through its ops/events interface, against the mock.
 
+use std::os::unix::fs::OpenOptionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -346,4 +347,56 @@ async fn interrupt_kills_a_running_command() {
         matches!(messages.last(), Some(Message::Tool { is_error: true, content, .. }) if content.contains("Aborted")),
         "{messages:?}"
     );
+}
+
+#[tokio::test]
+async fn interrupt_ends_a_turn_whose_tool_is_stuck() {
+    // A FIFO named `.gitignore` blocks the directory walker's open (inside
+    // the ignore crate); the turn must still end on interrupt.
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("g1", "glob", json!({"pattern": "*.rs"}))],
+    )));
+    let mut harness = start(&server, 10);
+    let root = rustix::fs::open(
+        &harness.root,
+        rustix::fs::OFlags::DIRECTORY,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    rustix::fs::mknodat(
+        &root,
+        ".gitignore",
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    harness.handle.ops.submit(Op::UserTurn {
+        text: "find rust files".into(),
+    });
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), harness.handle.events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        if matches!(
+            event.msg,
+            EventMsg::StateChanged {
+                state: offcode::protocol::TurnState::ToolRunning
+            }
+        ) {
+            break;
+        }
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    harness.handle.ops.submit(Op::Interrupt);
+    let events = harness.collect(None).await;
+    assert_eq!(status(&events), TurnStatus::Aborted);
+    // Unblock the walker thread so the test process can exit cleanly.
+    let _ = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed())
+        .open(harness.root.join(".gitignore"));
 }

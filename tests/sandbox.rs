@@ -492,3 +492,90 @@ fn symlink_races_never_reach_outside() {
         );
     }
 }
+
+#[test]
+fn fifos_are_refused_without_blocking() {
+    let tree = tree();
+    let root_fd = rustix::fs::open(
+        &tree.root,
+        rustix::fs::OFlags::DIRECTORY,
+        rustix::fs::Mode::empty(),
+    )
+    .unwrap();
+    rustix::fs::mknodat(
+        &root_fd,
+        "pipe",
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o644),
+        0,
+    )
+    .unwrap();
+    for (mode, sandbox) in sandboxes(&tree.root) {
+        let (sender, receiver) = std::sync::mpsc::channel();
+        let worker = Arc::clone(&sandbox);
+        std::thread::spawn(move || {
+            let outputs: Vec<ToolOutput> = [
+                ("read", json!({"path": "pipe"})),
+                (
+                    "edit",
+                    json!({"path": "pipe", "old_string": "a", "new_string": "b"}),
+                ),
+                ("write", json!({"path": "pipe", "content": "x"})),
+                ("list", json!({})),
+                ("grep", json!({"pattern": "x"})),
+            ]
+            .iter()
+            .map(|(tool, arguments)| call(&worker, tool, arguments))
+            .collect();
+            let _ = sender.send(outputs);
+        });
+        let outputs = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .unwrap_or_else(|_| panic!("{mode}: a tool blocked on a FIFO"));
+        assert!(
+            outputs[0].output.contains("not a regular file"),
+            "{mode}: {}",
+            outputs[0].output
+        );
+        assert!(!outputs[1].ok && !outputs[2].ok, "{mode}");
+        assert!(
+            outputs[3].ok && outputs[3].output.contains("inside.txt"),
+            "{mode}: {}",
+            outputs[3].output
+        );
+    }
+}
+
+#[test]
+fn refused_creates_leave_no_directories_and_long_names_work() {
+    let tree = tree();
+    for (mode, sandbox) in sandboxes(&tree.root) {
+        let output = call(
+            &sandbox,
+            "write",
+            &json!({"path": "fresh/../../x.txt", "content": "x"}),
+        );
+        assert!(!output.ok, "{mode}");
+        assert!(
+            !tree.root.join("fresh").exists(),
+            "{mode}: a directory was left behind"
+        );
+        let name = format!("{}.txt", "n".repeat(240));
+        let output = call(
+            &sandbox,
+            "write",
+            &json!({"path": name, "content": "long\n"}),
+        );
+        assert!(output.ok, "{mode}: {}", output.output);
+        assert_eq!(
+            std::fs::read_to_string(tree.root.join(&name)).unwrap(),
+            "long\n"
+        );
+        let output = call(&sandbox, "read", &json!({"path": "inside.txt/"}));
+        assert!(
+            output.output.starts_with("Error: not_a_directory"),
+            "{mode}: {}",
+            output.output
+        );
+    }
+}

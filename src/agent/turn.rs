@@ -405,7 +405,12 @@ impl AgentState {
                     sandbox: Arc::clone(&self.sandbox),
                     cancel: cancel.clone(),
                 };
-                self.tools.call(&call.name, &call.arguments, &context).await
+                // Any tool, even one stuck in a blocking call, gives way to
+                // an abort; the turn never waits on it.
+                tokio::select! {
+                    output = self.tools.call(&call.name, &call.arguments, &context) => output,
+                    () = cancel.cancelled() => ToolOutput::error("Aborted by the user"),
+                }
             }
             Err(refusal) => refusal,
         };

@@ -23,6 +23,13 @@ pub fn open_beneath(
     flags: OFlags,
     mode: Mode,
 ) -> Result<OwnedFd, Errno> {
+    // `file/` and `file/.` name a directory, as the kernel reads them.
+    let bytes = std::os::unix::ffi::OsStrExt::as_bytes(path.as_os_str());
+    let flags = if bytes.ends_with(b"/") || bytes.ends_with(b"/.") {
+        flags | OFlags::DIRECTORY
+    } else {
+        flags
+    };
     let mut pending: VecDeque<OsString> = VecDeque::new();
     for component in path.components() {
         match component {

@@ -59,102 +59,109 @@ impl Tool for Glob {
     ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
         Box::pin(async move {
             let arguments: Arguments = parse_arguments("glob", arguments)?;
-            let by_path = match arguments.sort.as_deref() {
-                None | Some("modified") => false,
-                Some("path") => true,
-                Some(other) => {
-                    return Err(Error::InvalidArguments {
-                        tool: "glob",
-                        reason: format!("sort must be \"modified\" or \"path\", not \"{other}\""),
-                    });
-                }
-            };
-            let matcher = GlobBuilder::new(&arguments.pattern)
-                .literal_separator(true)
-                .build()
-                .map_err(|e| Error::InvalidArguments {
-                    tool: "glob",
-                    reason: e.to_string(),
-                })?
-                .compile_matcher();
-            let by_name = !arguments.pattern.contains('/');
-            let path = arguments.path.unwrap_or_else(|| ".".to_owned());
-            let hidden = arguments.pattern.starts_with('.') || arguments.pattern.contains("/.");
-            let sandbox = &context.sandbox;
-            let (mut walk, start) = builder(sandbox, &path, hidden)?;
-            let found: Mutex<Vec<(SystemTime, String)>> = Mutex::new(Vec::new());
-            walk.threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(8)));
-            walk.build_parallel().run(|| {
-                let (matcher, found, start) = (&matcher, &found, &start);
-                Box::new(move |entry| {
-                    let Ok(entry) = entry else {
-                        return WalkState::Continue;
-                    };
-                    if !entry.file_type().is_some_and(|t| t.is_file()) {
-                        return WalkState::Continue;
-                    }
-                    let hit = if by_name {
-                        entry
-                            .file_name()
-                            .to_str()
-                            .is_some_and(|name| matcher.is_match(name))
-                    } else {
-                        matcher.is_match(entry.path().strip_prefix(start).unwrap_or(entry.path()))
-                    };
-                    if hit {
-                        let modified = if by_path {
-                            None
-                        } else {
-                            entry.metadata().ok().and_then(|m| m.modified().ok())
-                        };
-                        let item = (
-                            modified.unwrap_or(SystemTime::UNIX_EPOCH),
-                            relative(sandbox, entry.path()),
-                        );
-                        if let Ok(mut found) = found.lock() {
-                            found.push(item);
-                        }
-                    }
-                    WalkState::Continue
-                })
-            });
-            let mut found = found.into_inner().unwrap_or_default();
-            if by_path {
-                found.sort_by(|a, b| a.1.cmp(&b.1));
-            } else {
-                found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-            }
-            let limit = arguments.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
-            let mut output = String::new();
-            let mut shown = 0;
-            for (_, path) in &found {
-                if shown == limit {
-                    break;
-                }
-                if sandbox.contains(path) {
-                    let _ = writeln!(output, "{path}");
-                    shown += 1;
-                }
-            }
-            if found.len() > shown {
-                output.push_str(&more_marker(
-                    found.len() - shown,
-                    "files",
-                    "narrow the pattern or raise limit",
-                ));
-            }
-            if found.is_empty() {
-                return Ok(ToolOutput::ok(
-                    format!("No files match `{}` in {path}", arguments.pattern),
-                    format!("{}: no files", arguments.pattern),
-                ));
-            }
-            Ok(ToolOutput::ok(
-                output.trim_end().to_owned(),
-                format!("{}: {} files", arguments.pattern, found.len()),
-            ))
+            let sandbox = std::sync::Arc::clone(&context.sandbox);
+            tokio::task::spawn_blocking(move || search(&sandbox, arguments))
+                .await
+                .map_err(|e| Error::Rejected(format!("the search failed: {e}")))?
         })
     }
+}
+
+/// Walks and matches (blocking: runs off the async thread).
+fn search(sandbox: &crate::sandbox::Sandbox, arguments: Arguments) -> Result<ToolOutput, Error> {
+    let by_path = match arguments.sort.as_deref() {
+        None | Some("modified") => false,
+        Some("path") => true,
+        Some(other) => {
+            return Err(Error::InvalidArguments {
+                tool: "glob",
+                reason: format!("sort must be \"modified\" or \"path\", not \"{other}\""),
+            });
+        }
+    };
+    let matcher = GlobBuilder::new(&arguments.pattern)
+        .literal_separator(true)
+        .build()
+        .map_err(|e| Error::InvalidArguments {
+            tool: "glob",
+            reason: e.to_string(),
+        })?
+        .compile_matcher();
+    let by_name = !arguments.pattern.contains('/');
+    let path = arguments.path.unwrap_or_else(|| ".".to_owned());
+    let hidden = arguments.pattern.starts_with('.') || arguments.pattern.contains("/.");
+    let (mut walk, start) = builder(sandbox, &path, hidden)?;
+    let found: Mutex<Vec<(SystemTime, String)>> = Mutex::new(Vec::new());
+    walk.threads(std::thread::available_parallelism().map_or(2, |n| n.get().min(8)));
+    walk.build_parallel().run(|| {
+        let (matcher, found, start) = (&matcher, &found, &start);
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let hit = if by_name {
+                entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|name| matcher.is_match(name))
+            } else {
+                matcher.is_match(entry.path().strip_prefix(start).unwrap_or(entry.path()))
+            };
+            if hit {
+                let modified = if by_path {
+                    None
+                } else {
+                    entry.metadata().ok().and_then(|m| m.modified().ok())
+                };
+                let item = (
+                    modified.unwrap_or(SystemTime::UNIX_EPOCH),
+                    relative(sandbox, entry.path()),
+                );
+                if let Ok(mut found) = found.lock() {
+                    found.push(item);
+                }
+            }
+            WalkState::Continue
+        })
+    });
+    let mut found = found.into_inner().unwrap_or_default();
+    if by_path {
+        found.sort_by(|a, b| a.1.cmp(&b.1));
+    } else {
+        found.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    }
+    let limit = arguments.limit.unwrap_or(DEFAULT_LIMIT).clamp(1, MAX_LIMIT);
+    let mut output = String::new();
+    let mut shown = 0;
+    for (_, path) in &found {
+        if shown == limit {
+            break;
+        }
+        if sandbox.contains(path) {
+            let _ = writeln!(output, "{path}");
+            shown += 1;
+        }
+    }
+    if found.len() > shown {
+        output.push_str(&more_marker(
+            found.len() - shown,
+            "files",
+            "narrow the pattern or raise limit",
+        ));
+    }
+    if found.is_empty() {
+        return Ok(ToolOutput::ok(
+            format!("No files match `{}` in {path}", arguments.pattern),
+            format!("{}: no files", arguments.pattern),
+        ));
+    }
+    Ok(ToolOutput::ok(
+        output.trim_end().to_owned(),
+        format!("{}: {} files", arguments.pattern, found.len()),
+    ))
 }
 
 #[cfg(test)]

@@ -148,7 +148,7 @@ fn search(sandbox: &Sandbox, arguments: &Arguments) -> Result<ToolOutput, Error>
                 }
             }
             let shown = relative(sandbox, entry.path());
-            let Ok(fd) = sandbox.open(&shown, OFlags::RDONLY | OFlags::NOFOLLOW) else {
+            let Ok((fd, _)) = sandbox.open_file(&shown, OFlags::NOFOLLOW) else {
                 return WalkState::Continue;
             };
             let mut sink = Collect {

@@ -7,6 +7,7 @@
 //! patches too, but reports only "hunk N failed", which a model cannot act
 //! on.)
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 use serde::Deserialize;
@@ -14,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::diff::file_diff;
 use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
-use crate::protocol::{FileDiff, ToolDisplay};
+use crate::protocol::ToolDisplay;
 use crate::sandbox::{self, Sandbox};
 
 /// The `patch` tool.
@@ -72,8 +73,10 @@ struct Hunk {
     old_start: usize,
     /// (' ' | '-' | '+', text without the newline)
     lines: Vec<(char, String)>,
-    /// The new side ends without a newline.
-    no_newline_at_end: bool,
+    /// `\\ No newline at end of file` after an old-side line.
+    old_no_newline: bool,
+    /// `\\ No newline at end of file` after a new-side line.
+    new_no_newline: bool,
 }
 
 impl Hunk {
@@ -114,61 +117,78 @@ fn hunk_start(header: &str) -> usize {
         .unwrap_or(0)
 }
 
+/// Whether `lines[at]` starts a file header (`--- ` followed by `+++ `).
+fn is_header(lines: &[&str], at: usize) -> bool {
+    lines[at].starts_with("--- ") && lines.get(at + 1).is_some_and(|l| l.starts_with("+++ "))
+}
+
 /// Parses a unified diff into per-file patches.
 fn parse(text: &str) -> Result<Vec<FilePatch>, String> {
+    let lines: Vec<&str> = text.lines().collect();
     let mut files: Vec<FilePatch> = Vec::new();
-    let mut lines = text.lines().peekable();
-    while let Some(line) = lines.next() {
-        if let Some(old) = line.strip_prefix("--- ") {
-            let Some(new) = lines.next().and_then(|l| l.strip_prefix("+++ ")) else {
-                return Err(format!("`{line}` is not followed by a `+++ ` line"));
-            };
+    let mut at = 0;
+    while at < lines.len() {
+        let line = lines[at];
+        if is_header(&lines, at) {
             files.push(FilePatch {
-                old_path: header_path(old),
-                new_path: header_path(new),
+                old_path: header_path(&line[4..]),
+                new_path: header_path(&lines[at + 1][4..]),
                 hunks: Vec::new(),
             });
-        } else if line.starts_with("@@") {
-            let Some(file) = files.last_mut() else {
-                return Err(format!(
-                    "hunk `{line}` comes before any `---`/`+++` file header"
-                ));
-            };
-            let mut hunk = Hunk {
-                header: line.to_owned(),
-                old_start: hunk_start(line),
-                lines: Vec::new(),
-                no_newline_at_end: false,
-            };
-            while let Some(next) = lines.peek() {
-                let (kind, rest) = match next.chars().next() {
-                    Some(kind @ (' ' | '-' | '+')) if !next.starts_with("--- ") => {
-                        (kind, &next[1..])
-                    }
-                    Some('\\') => {
-                        // "\ No newline at end of file" after a new-side line.
-                        hunk.no_newline_at_end =
-                            hunk.lines.last().is_some_and(|(kind, _)| *kind != '-');
-                        lines.next();
-                        continue;
-                    }
-                    // Some models drop the space of empty context lines.
-                    None => (' ', ""),
-                    _ => break,
-                };
-                hunk.lines.push((kind, rest.to_owned()));
-                lines.next();
-            }
-            // A trailing blank line is the diff's end, not context.
-            while hunk
-                .lines
-                .last()
-                .is_some_and(|(k, t)| *k == ' ' && t.is_empty())
-            {
-                hunk.lines.pop();
-            }
-            file.hunks.push(hunk);
+            at += 2;
+            continue;
         }
+        if line.starts_with("--- ") {
+            return Err(format!("`{line}` is not followed by a `+++ ` line"));
+        }
+        at += 1;
+        if !line.starts_with("@@") {
+            continue;
+        }
+        let Some(file) = files.last_mut() else {
+            return Err(format!(
+                "hunk `{line}` comes before any `---`/`+++` file header"
+            ));
+        };
+        let mut hunk = Hunk {
+            header: line.to_owned(),
+            old_start: hunk_start(line),
+            lines: Vec::new(),
+            old_no_newline: false,
+            new_no_newline: false,
+        };
+        while at < lines.len() && !is_header(&lines, at) {
+            let next = lines[at];
+            let (kind, rest) = match next.chars().next() {
+                Some(kind @ (' ' | '-' | '+')) => (kind, &next[1..]),
+                Some('\\') => {
+                    match hunk.lines.last().map(|(kind, _)| *kind) {
+                        Some('-') => hunk.old_no_newline = true,
+                        Some('+') => hunk.new_no_newline = true,
+                        _ => {
+                            hunk.old_no_newline = true;
+                            hunk.new_no_newline = true;
+                        }
+                    }
+                    at += 1;
+                    continue;
+                }
+                // Some models drop the space of empty context lines.
+                None => (' ', ""),
+                _ => break,
+            };
+            hunk.lines.push((kind, rest.to_owned()));
+            at += 1;
+        }
+        // A trailing blank line is the diff's end, not context.
+        while hunk
+            .lines
+            .last()
+            .is_some_and(|(k, t)| *k == ' ' && t.is_empty())
+        {
+            hunk.lines.pop();
+        }
+        file.hunks.push(hunk);
     }
     if files.is_empty() {
         return Err("no file headers found: a patch needs `--- a/PATH` and `+++ b/PATH` lines before its `@@` hunks".to_owned());
@@ -185,41 +205,74 @@ fn parse(text: &str) -> Result<Vec<FilePatch>, String> {
     Ok(files)
 }
 
-/// The new content of one file, or the rejection message.
+/// A line without its ending.
+fn bare(line: &str) -> &str {
+    line.strip_suffix('\n')
+        .map_or(line, |l| l.strip_suffix('\r').unwrap_or(l))
+}
+
+/// The new content of one file, or the rejection message. Each line keeps
+/// its own ending; added lines get the file's usual one.
 fn apply_hunks(original: &str, hunks: &[Hunk], path: &str) -> Result<String, String> {
-    let crlf = original.contains("\r\n");
-    let mut no_newline = !original.is_empty() && !original.ends_with('\n');
-    let mut lines: Vec<String> = original
-        .lines()
-        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_owned())
-        .collect();
+    let mut lines: Vec<String> = original.split_inclusive('\n').map(str::to_owned).collect();
+    let crlf_lines = lines.iter().filter(|l| l.ends_with("\r\n")).count();
+    let newline = if crlf_lines * 2 > lines.len() {
+        "\r\n"
+    } else {
+        "\n"
+    };
     let mut floor = 0;
     let mut offset: isize = 0;
     for (number, hunk) in hunks.iter().enumerate() {
         let expected = hunk.old_lines();
         let replacement = hunk.new_lines();
-        let hint = (hunk.old_start.max(1) - 1).saturating_add_signed(offset);
-        let current: Vec<&str> = lines.iter().map(String::as_str).collect();
+        // An insertion without old lines goes after line `old_start`.
+        let stated = if expected.is_empty() {
+            hunk.old_start
+        } else {
+            hunk.old_start.max(1) - 1
+        };
+        let hint = stated.saturating_add_signed(offset);
+        let current: Vec<&str> = lines.iter().map(|l| bare(l)).collect();
         let Some(at) = locate(&current, &expected, hint, floor) else {
             return Err(rejection(path, number + 1, hunk, &current, hint, &expected));
         };
         let end = at + expected.len();
         let reaches_end = end == lines.len();
-        lines.splice(at..end, replacement.iter().map(|s| (*s).to_owned()));
+        let new_lines: Vec<String> = replacement
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                // Keep the ending of the line this one replaces, if any.
+                let ending = lines
+                    .get(at + i)
+                    .filter(|_| at + i < end)
+                    .map_or(newline, |old| &old[bare(old).len()..]);
+                let ending = if ending.is_empty() { newline } else { ending };
+                format!("{text}{ending}")
+            })
+            .collect();
+        lines.splice(at..end, new_lines);
         offset += replacement.len().cast_signed() - expected.len().cast_signed();
         floor = at + replacement.len();
-        // Models rarely write "\ No newline at end of file": keep the file's
-        // own ending unless the hunk says so.
-        if reaches_end && hunk.no_newline_at_end {
-            no_newline = true;
+        if reaches_end && let Some(last) = lines.last_mut() {
+            if hunk.new_no_newline {
+                last.truncate(bare(last).len());
+            } else if hunk.old_no_newline && bare(last).len() == last.len() {
+                last.push_str(newline);
+            }
         }
     }
-    let newline = if crlf { "\r\n" } else { "\n" };
-    let mut text = lines.join(newline);
-    if !lines.is_empty() && !no_newline {
-        text.push_str(newline);
+    // A file that had no final newline keeps it that way unless a hunk
+    // reaching the end said otherwise (handled above).
+    if !original.is_empty()
+        && !original.ends_with('\n')
+        && !hunks.iter().any(|h| h.old_no_newline || h.new_no_newline)
+        && let Some(last) = lines.last_mut()
+    {
+        last.truncate(bare(last).len());
     }
-    Ok(text)
+    Ok(lines.concat())
 }
 
 /// Where `expected` occurs at or after `floor`, nearest to `hint`: exact
@@ -289,107 +342,120 @@ fn rejection(
     message
 }
 
-enum Change {
-    Write {
-        path: String,
-        content: String,
-        diff: FileDiff,
-    },
-    Remove {
-        path: String,
-        diff: FileDiff,
-    },
+/// The patch's view of the files it touches: their content as earlier
+/// sections left it (`None`: absent), and the original for the diff.
+#[derive(Default)]
+struct Plan {
+    files: BTreeMap<String, (Option<String>, Option<String>)>,
 }
 
-fn read_text(sandbox: &Sandbox, path: &str) -> Result<String, Error> {
-    String::from_utf8(sandbox.read(path)?)
-        .map_err(|_| Error::Rejected(format!("`{path}` is not UTF-8 text")))
-}
+impl Plan {
+    /// The current content of `path` (`None` when it does not exist).
+    fn current(&mut self, sandbox: &Sandbox, path: &str) -> Result<Option<String>, Error> {
+        if let Some((_, current)) = self.files.get(path) {
+            return Ok(current.clone());
+        }
+        let original = match sandbox.read(path) {
+            Ok(bytes) => Some(
+                String::from_utf8(bytes)
+                    .map_err(|_| Error::Rejected(format!("`{path}` is not UTF-8 text")))?,
+            ),
+            Err(sandbox::Error::NotFound { .. }) => None,
+            Err(error) => return Err(error.into()),
+        };
+        self.files
+            .insert(path.to_owned(), (original.clone(), original.clone()));
+        Ok(original)
+    }
 
-fn plan(sandbox: &Sandbox, file: &FilePatch) -> Result<Vec<Change>, Error> {
-    let mut changes = Vec::new();
-    match (&file.old_path, &file.new_path) {
-        (None, Some(path)) => {
-            match sandbox.read(path) {
-                Err(sandbox::Error::NotFound { .. }) => {}
-                Ok(_) => {
+    fn set(&mut self, path: &str, content: Option<String>) {
+        if let Some(entry) = self.files.get_mut(path) {
+            entry.1 = content;
+        }
+    }
+
+    fn apply(&mut self, sandbox: &Sandbox, file: &FilePatch) -> Result<(), Error> {
+        match (&file.old_path, &file.new_path) {
+            (None, Some(path)) => {
+                if self.current(sandbox, path)?.is_some() {
                     return Err(Error::Rejected(format!(
                         "`{path}` already exists; the patch creates it from /dev/null"
                     )));
                 }
-                Err(error) => return Err(error.into()),
+                let content = apply_hunks("", &file.hunks, path).map_err(Error::Rejected)?;
+                self.set(path, Some(content));
             }
-            let content = apply_hunks("", &file.hunks, path).map_err(Error::Rejected)?;
-            let diff = file_diff(path, "created", "", &content);
-            changes.push(Change::Write {
-                path: path.clone(),
-                content,
-                diff,
-            });
-        }
-        (Some(path), None) => {
-            let old = read_text(sandbox, path)?;
-            let rest = apply_hunks(&old, &file.hunks, path).map_err(Error::Rejected)?;
-            if !rest.trim().is_empty() {
-                return Err(Error::Rejected(format!(
-                    "the patch deletes `{path}` but does not remove all of its lines"
-                )));
+            (Some(path), None) => {
+                let old = self.existing(sandbox, path)?;
+                let rest = apply_hunks(&old, &file.hunks, path).map_err(Error::Rejected)?;
+                if !rest.trim().is_empty() {
+                    return Err(Error::Rejected(format!(
+                        "the patch deletes `{path}` but does not remove all of its lines"
+                    )));
+                }
+                self.set(path, None);
             }
-            changes.push(Change::Remove {
-                path: path.clone(),
-                diff: file_diff(path, "deleted", &old, ""),
-            });
-        }
-        (Some(old_path), Some(new_path)) => {
-            let old = read_text(sandbox, old_path)?;
-            let content = apply_hunks(&old, &file.hunks, old_path).map_err(Error::Rejected)?;
-            let diff = file_diff(new_path, "updated", &old, &content);
-            changes.push(Change::Write {
-                path: new_path.clone(),
-                content,
-                diff,
-            });
-            if old_path != new_path {
-                changes.push(Change::Remove {
-                    path: old_path.clone(),
-                    diff: file_diff(old_path, "deleted", &old, ""),
-                });
+            (Some(old_path), Some(new_path)) => {
+                let old = self.existing(sandbox, old_path)?;
+                let content = apply_hunks(&old, &file.hunks, old_path).map_err(Error::Rejected)?;
+                if old_path != new_path {
+                    if self.current(sandbox, new_path)?.is_some() {
+                        return Err(Error::Rejected(format!(
+                            "cannot rename `{old_path}` to `{new_path}`: it exists"
+                        )));
+                    }
+                    self.set(old_path, None);
+                }
+                self.set(new_path, Some(content));
             }
+            (None, None) => return Err(Error::Rejected("a file patch names no file".to_owned())),
         }
-        (None, None) => return Err(Error::Rejected("a file patch names no file".to_owned())),
+        Ok(())
     }
-    Ok(changes)
+
+    fn existing(&mut self, sandbox: &Sandbox, path: &str) -> Result<String, Error> {
+        self.current(sandbox, path)?
+            .ok_or_else(|| Error::Rejected(format!("`{path}` does not exist")))
+    }
 }
 
 fn apply_all(sandbox: &Sandbox, files: &[FilePatch]) -> Result<ToolOutput, Error> {
-    // Everything is computed and checked before anything is written.
-    let mut changes = Vec::new();
+    // Every section is applied in memory, in order, before anything is
+    // written; a later section sees what earlier ones did.
+    let mut plan = Plan::default();
     for file in files {
-        changes.extend(plan(sandbox, file)?);
+        plan.apply(sandbox, file)?;
     }
     let mut diffs = Vec::new();
     let mut report = String::new();
-    for change in changes {
-        let diff = match change {
-            Change::Write {
-                path,
-                content,
-                diff,
-            } => {
-                sandbox.write(&path, content.as_bytes())?;
-                diff
-            }
-            Change::Remove { path, diff } => {
-                sandbox.remove(&path)?;
-                diff
-            }
+    let changed: Vec<_> = plan
+        .files
+        .iter()
+        .filter(|(_, (original, current))| original != current)
+        .collect();
+    for (path, (original, current)) in &changed {
+        let diff = match (original, current) {
+            (None, Some(new)) => file_diff(path, "created", "", new),
+            (Some(old), None) => file_diff(path, "deleted", old, ""),
+            (Some(old), Some(new)) => file_diff(path, "updated", old, new),
+            (None, None) => continue,
         };
+        diffs.push(diff);
+    }
+    for (path, (_, current)) in &changed {
+        match current {
+            Some(content) => {
+                sandbox.write(path, content.as_bytes())?;
+            }
+            None => sandbox.remove(path)?,
+        }
+    }
+    for diff in &diffs {
         let _ = writeln!(
             report,
             "{} {} (+{} -{})",
             diff.operation, diff.path, diff.additions, diff.deletions
         );
-        diffs.push(diff);
     }
     let summary = match diffs.as_slice() {
         [one] => format!(
@@ -463,6 +529,58 @@ mod tests {
             apply_hunks("", &files[0].hunks, "new.txt").unwrap(),
             "one\ntwo\n"
         );
+    }
+
+    #[test]
+    fn insertion_without_context_goes_after_the_stated_line() {
+        let patch = "--- a/f\n+++ b/f\n@@ -1,0 +2 @@\n+X\n";
+        assert_eq!(
+            apply_hunks("a\nb\n", &hunks(patch), "f").unwrap(),
+            "a\nX\nb\n"
+        );
+    }
+
+    #[test]
+    fn removed_lines_that_start_with_two_dashes() {
+        let patch = "--- a/q.sql\n+++ b/q.sql\n@@ -1,2 +1 @@\n--- note\n select 1;\n";
+        assert_eq!(
+            apply_hunks("-- note\nselect 1;\n", &hunks(patch), "q.sql").unwrap(),
+            "select 1;\n"
+        );
+    }
+
+    #[test]
+    fn final_newline_markers_work_both_ways() {
+        let add = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+a\n";
+        assert_eq!(apply_hunks("a", &hunks(add), "f").unwrap(), "a\n");
+        let remove = "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+a\n\\ No newline at end of file\n";
+        assert_eq!(apply_hunks("a\n", &hunks(remove), "f").unwrap(), "a");
+    }
+
+    #[test]
+    fn mixed_line_endings_are_kept_per_line() {
+        let patch = "--- a/f\n+++ b/f\n@@ -2 +2 @@\n-b\n+B\n";
+        assert_eq!(
+            apply_hunks("a\r\nb\nc\r\n", &hunks(patch), "f").unwrap(),
+            "a\r\nB\nc\r\n"
+        );
+    }
+
+    #[tokio::test]
+    async fn two_sections_for_one_file_compose() {
+        let (dir, context) = crate::tools::tests::context();
+        std::fs::write(dir.path().join("f"), "a\nb\nc\n").unwrap();
+        let patch =
+            "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+A\n--- a/f\n+++ b/f\n@@ -3 +3 @@\n-c\n+C\n";
+        let output = Patch
+            .run(serde_json::json!({"patch": patch}), &context)
+            .await
+            .unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("f")).unwrap(),
+            "A\nb\nC\n"
+        );
+        assert_eq!(output.output, "updated f (+2 -2)");
     }
 
     #[test]
