@@ -112,33 +112,74 @@ pub enum Error {
 /// A boxed future, so tools can live in one registry.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
-/// One tool.
+/// One tool: what the model sees (name, description, argument schema) and
+/// `run` over its typed arguments.
 pub trait Tool: Send + Sync {
     /// The name the model calls it by.
-    fn name(&self) -> &'static str;
+    const NAME: &'static str;
     /// A short description for the model.
-    fn description(&self) -> &'static str;
+    const DESCRIPTION: &'static str;
+    /// The arguments, deserialised from the model's JSON.
+    type Arguments: DeserializeOwned + Send;
     /// JSON schema of the arguments.
     fn parameters(&self) -> Value;
     /// Runs the tool.
-    fn run<'a>(
+    fn run(
+        &self,
+        arguments: Self::Arguments,
+        context: &ToolContext,
+    ) -> impl Future<Output = Result<ToolOutput, Error>> + Send;
+}
+
+/// Any [`Tool`] behind a pointer, taking JSON arguments: parsing them (with
+/// errors naming the tool) and boxing the future happen here, once.
+pub trait DynTool: Send + Sync {
+    /// [`Tool::NAME`].
+    fn name(&self) -> &'static str;
+    /// [`Tool::DESCRIPTION`].
+    fn description(&self) -> &'static str;
+    /// [`Tool::parameters`].
+    fn parameters(&self) -> Value;
+    /// Parses `arguments` and runs the tool.
+    fn call<'a>(
         &'a self,
         arguments: Value,
         context: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, Error>>;
 }
 
-/// Parses a tool's arguments, naming the tool on failure.
-pub fn parse_arguments<T: DeserializeOwned>(tool: &'static str, value: Value) -> Result<T, Error> {
-    serde_json::from_value(value).map_err(|e| Error::InvalidArguments {
-        tool,
-        reason: e.to_string(),
-    })
+impl<T: Tool> DynTool for T {
+    fn name(&self) -> &'static str {
+        T::NAME
+    }
+
+    fn description(&self) -> &'static str {
+        T::DESCRIPTION
+    }
+
+    fn parameters(&self) -> Value {
+        Tool::parameters(self)
+    }
+
+    fn call<'a>(
+        &'a self,
+        arguments: Value,
+        context: &'a ToolContext,
+    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
+        Box::pin(async move {
+            let arguments =
+                serde_json::from_value(arguments).map_err(|e| Error::InvalidArguments {
+                    tool: T::NAME,
+                    reason: e.to_string(),
+                })?;
+            self.run(arguments, context).await
+        })
+    }
 }
 
 /// The available tools.
 pub struct Registry {
-    tools: Vec<Box<dyn Tool>>,
+    tools: Vec<Box<dyn DynTool>>,
 }
 
 impl Default for Registry {
@@ -160,7 +201,7 @@ impl Default for Registry {
 
 impl Registry {
     /// The tool called `name`.
-    pub fn get(&self, name: &str) -> Option<&dyn Tool> {
+    pub fn get(&self, name: &str) -> Option<&dyn DynTool> {
         self.tools
             .iter()
             .find(|tool| tool.name() == name)
@@ -210,11 +251,11 @@ impl Registry {
     /// Runs a tool with arguments already parsed.
     pub async fn call_parsed(
         &self,
-        tool: &dyn Tool,
+        tool: &dyn DynTool,
         arguments: Value,
         context: &ToolContext,
     ) -> ToolOutput {
-        match tool.run(arguments, context).await {
+        match tool.call(arguments, context).await {
             Ok(output) => output,
             Err(error) => ToolOutput::error(error.to_string()),
         }

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use super::{Error, Tool, ToolContext, ToolOutput};
 
 /// Seconds a command may run when the model gives no timeout.
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -26,8 +26,9 @@ const KEEP_BYTES: usize = 16 * 1024;
 /// The `bash` tool.
 pub struct Bash;
 
+/// The arguments as the model sends them.
 #[derive(Deserialize)]
-struct Arguments {
+pub struct Arguments {
     command: String,
     timeout: Option<u64>,
     #[expect(dead_code, reason = "shown in approval prompts by the front end")]
@@ -35,13 +36,11 @@ struct Arguments {
 }
 
 impl Tool for Bash {
-    fn name(&self) -> &'static str {
-        "bash"
-    }
+    const NAME: &'static str = "bash";
 
-    fn description(&self) -> &'static str {
-        "Run a bash command in the workspace. Returns combined stdout/stderr and the exit code."
-    }
+    const DESCRIPTION: &'static str =
+        "Run a bash command in the workspace. Returns combined stdout/stderr and the exit code.";
+    type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
         json!({
@@ -55,19 +54,12 @@ impl Tool for Bash {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        arguments: Value,
-        context: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
-        Box::pin(async move {
-            let arguments: Arguments = parse_arguments("bash", arguments)?;
-            let timeout = arguments
-                .timeout
-                .unwrap_or(DEFAULT_TIMEOUT_SECS)
-                .clamp(1, MAX_TIMEOUT_SECS);
-            run_command(&arguments.command, Duration::from_secs(timeout), context).await
-        })
+    async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
+        let timeout = arguments
+            .timeout
+            .unwrap_or(DEFAULT_TIMEOUT_SECS)
+            .clamp(1, MAX_TIMEOUT_SECS);
+        run_command(&arguments.command, Duration::from_secs(timeout), context).await
     }
 }
 

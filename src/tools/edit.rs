@@ -6,13 +6,14 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::write::write_file;
-use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use super::{Error, Tool, ToolContext, ToolOutput};
 
 /// The `edit` tool.
 pub struct Edit;
 
+/// The arguments as the model sends them.
 #[derive(Deserialize)]
-struct Arguments {
+pub struct Arguments {
     path: String,
     old_string: String,
     new_string: String,
@@ -21,13 +22,10 @@ struct Arguments {
 }
 
 impl Tool for Edit {
-    fn name(&self) -> &'static str {
-        "edit"
-    }
+    const NAME: &'static str = "edit";
 
-    fn description(&self) -> &'static str {
-        "Replace old_string with new_string in a file. old_string must match exactly (with indentation) and be unique unless replace_all is true."
-    }
+    const DESCRIPTION: &'static str = "Replace old_string with new_string in a file. old_string must match exactly (with indentation) and be unique unless replace_all is true.";
+    type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
         json!({
@@ -42,23 +40,16 @@ impl Tool for Edit {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        arguments: Value,
-        context: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
-        Box::pin(async move {
-            let arguments: Arguments = parse_arguments("edit", arguments)?;
-            let bytes = context.sandbox.read(&arguments.path)?;
-            let text = String::from_utf8(bytes).map_err(|_| {
-                Error::Rejected(format!(
-                    "`{}` is not UTF-8 text; use write to replace it",
-                    arguments.path
-                ))
-            })?;
-            let updated = replace(&text, &arguments)?;
-            write_file(&context.sandbox, &arguments.path, &updated, Some(&text))
-        })
+    async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
+        let bytes = context.sandbox.read(&arguments.path)?;
+        let text = String::from_utf8(bytes).map_err(|_| {
+            Error::Rejected(format!(
+                "`{}` is not UTF-8 text; use write to replace it",
+                arguments.path
+            ))
+        })?;
+        let updated = replace(&text, &arguments)?;
+        write_file(&context.sandbox, &arguments.path, &updated, Some(&text))
     }
 }
 
@@ -143,6 +134,7 @@ fn not_found_message(text: &str, old: &str, path: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::DynTool;
     use crate::tools::tests::context;
     use pretty_assertions::assert_eq;
 
@@ -200,7 +192,7 @@ mod tests {
         let (dir, context) = context();
         std::fs::write(dir.path().join("f.rs"), "let a = 1;\n").unwrap();
         let output = Edit
-            .run(
+            .call(
                 json!({"path": "f.rs", "old_string": "1", "new_string": "2"}),
                 &context,
             )

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{builder, more_marker, relative};
-use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use super::{Error, Tool, ToolContext, ToolOutput};
 
 /// Paths returned when no limit is given, and the most a call may ask for.
 const DEFAULT_LIMIT: usize = 100;
@@ -19,8 +19,9 @@ const MAX_LIMIT: usize = 1000;
 /// The `glob` tool.
 pub struct Glob;
 
+/// The arguments as the model sends them.
 #[derive(Deserialize)]
-struct Arguments {
+pub struct Arguments {
     pattern: String,
     #[serde(default)]
     path: Option<String>,
@@ -31,13 +32,10 @@ struct Arguments {
 }
 
 impl Tool for Glob {
-    fn name(&self) -> &'static str {
-        "glob"
-    }
+    const NAME: &'static str = "glob";
 
-    fn description(&self) -> &'static str {
-        "Find files by glob pattern (e.g. **/*.rs, src/**/mod.rs; a pattern without / matches file names). Newest first unless sort is \"path\"."
-    }
+    const DESCRIPTION: &'static str = "Find files by glob pattern (e.g. **/*.rs, src/**/mod.rs; a pattern without / matches file names). Newest first unless sort is \"path\".";
+    type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
         json!({
@@ -52,18 +50,11 @@ impl Tool for Glob {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        arguments: Value,
-        context: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
-        Box::pin(async move {
-            let arguments: Arguments = parse_arguments("glob", arguments)?;
-            let sandbox = std::sync::Arc::clone(&context.sandbox);
-            tokio::task::spawn_blocking(move || search(&sandbox, arguments))
-                .await
-                .map_err(|e| Error::Rejected(format!("the search failed: {e}")))?
-        })
+    async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
+        let sandbox = std::sync::Arc::clone(&context.sandbox);
+        tokio::task::spawn_blocking(move || search(&sandbox, arguments))
+            .await
+            .map_err(|e| Error::Rejected(format!("the search failed: {e}")))?
     }
 }
 
@@ -74,7 +65,7 @@ fn search(sandbox: &crate::sandbox::Sandbox, arguments: Arguments) -> Result<Too
         Some("path") => true,
         Some(other) => {
             return Err(Error::InvalidArguments {
-                tool: "glob",
+                tool: Glob::NAME,
                 reason: format!("sort must be \"modified\" or \"path\", not \"{other}\""),
             });
         }
@@ -83,7 +74,7 @@ fn search(sandbox: &crate::sandbox::Sandbox, arguments: Arguments) -> Result<Too
         .literal_separator(true)
         .build()
         .map_err(|e| Error::InvalidArguments {
-            tool: "glob",
+            tool: Glob::NAME,
             reason: e.to_string(),
         })?
         .compile_matcher();
@@ -167,6 +158,7 @@ fn search(sandbox: &crate::sandbox::Sandbox, arguments: Arguments) -> Result<Too
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::DynTool;
     use crate::tools::tests::context;
     use pretty_assertions::assert_eq;
 
@@ -185,7 +177,7 @@ mod tests {
             std::fs::write(path, "x").unwrap();
         }
         std::fs::write(dir.path().join(".gitignore"), "target/\n").unwrap();
-        let run = |pattern: &str| Glob.run(json!({"pattern": pattern, "sort": "path"}), &context);
+        let run = |pattern: &str| Glob.call(json!({"pattern": pattern, "sort": "path"}), &context);
         assert_eq!(
             run("*.rs").await.unwrap().output,
             "c.rs\nsrc/a.rs\nsrc/deep/b.rs"
@@ -193,7 +185,7 @@ mod tests {
         assert_eq!(run("src/*.rs").await.unwrap().output, "src/a.rs");
         assert_eq!(run("**/b.rs").await.unwrap().output, "src/deep/b.rs");
         let limited = Glob
-            .run(
+            .call(
                 json!({"pattern": "*.rs", "sort": "path", "limit": 1}),
                 &context,
             )

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{builder, relative};
-use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use super::{Error, Tool, ToolContext, ToolOutput};
 use crate::sandbox::Sandbox;
 
 const DEFAULT_MATCHES: usize = 100;
@@ -27,8 +27,9 @@ const MAX_LINE_CHARS: usize = 300;
 /// The `grep` tool.
 pub struct Grep;
 
+/// The arguments as the model sends them.
 #[derive(Deserialize)]
-struct Arguments {
+pub struct Arguments {
     pattern: String,
     #[serde(default)]
     path: Option<String>,
@@ -45,13 +46,10 @@ struct Arguments {
 }
 
 impl Tool for Grep {
-    fn name(&self) -> &'static str {
-        "grep"
-    }
+    const NAME: &'static str = "grep";
 
-    fn description(&self) -> &'static str {
-        "Search file contents with a regex (Rust syntax). Output path:line:text. Honours .gitignore; skips hidden and binary files."
-    }
+    const DESCRIPTION: &'static str = "Search file contents with a regex (Rust syntax). Output path:line:text. Honours .gitignore; skips hidden and binary files.";
+    type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
         json!({
@@ -69,18 +67,11 @@ impl Tool for Grep {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        arguments: Value,
-        context: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
-        Box::pin(async move {
-            let arguments: Arguments = parse_arguments("grep", arguments)?;
-            let sandbox = std::sync::Arc::clone(&context.sandbox);
-            tokio::task::spawn_blocking(move || search(&sandbox, &arguments))
-                .await
-                .map_err(|e| Error::Rejected(format!("the search failed: {e}")))?
-        })
+    async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
+        let sandbox = std::sync::Arc::clone(&context.sandbox);
+        tokio::task::spawn_blocking(move || search(&sandbox, &arguments))
+            .await
+            .map_err(|e| Error::Rejected(format!("the search failed: {e}")))?
     }
 }
 
@@ -89,7 +80,7 @@ type FileHits = (String, Vec<(u64, bool, String)>);
 
 fn search(sandbox: &Sandbox, arguments: &Arguments) -> Result<ToolOutput, Error> {
     let invalid = |reason: String| Error::InvalidArguments {
-        tool: "grep",
+        tool: Grep::NAME,
         reason,
     };
     let regex = RegexMatcherBuilder::new()
@@ -264,6 +255,7 @@ impl Sink for Collect<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::DynTool;
     use crate::tools::tests::context;
     use pretty_assertions::assert_eq;
 
@@ -279,7 +271,7 @@ mod tests {
         std::fs::write(dir.path().join("notes.md"), "LET it be\n").unwrap();
         std::fs::write(dir.path().join("bin.dat"), b"let\0binary").unwrap();
         std::fs::write(dir.path().join(".hidden"), "let hidden\n").unwrap();
-        let run = |args: Value| Grep.run(args, &context);
+        let run = |args: Value| Grep.call(args, &context);
         assert_eq!(
             run(json!({"pattern": "let"})).await.unwrap().output,
             "src/a.rs:2:    let 变量 = 1;"

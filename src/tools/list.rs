@@ -10,7 +10,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, Dir, FileType, OFlags, readlinkat, statat};
 
 use super::walk::more_marker;
-use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use super::{Error, Tool, ToolContext, ToolOutput};
 use crate::sandbox::Sandbox;
 
 /// Entries listed at most.
@@ -19,20 +19,19 @@ const MAX_ENTRIES: usize = 500;
 /// The `list` tool.
 pub struct List;
 
+/// The arguments as the model sends them.
 #[derive(Deserialize)]
-struct Arguments {
+pub struct Arguments {
     #[serde(default)]
     path: Option<String>,
 }
 
 impl Tool for List {
-    fn name(&self) -> &'static str {
-        "list"
-    }
+    const NAME: &'static str = "list";
 
-    fn description(&self) -> &'static str {
-        "List a directory's entries (dirs end in /, files show their size). Honours .gitignore."
-    }
+    const DESCRIPTION: &'static str =
+        "List a directory's entries (dirs end in /, files show their size). Honours .gitignore.";
+    type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
         json!({
@@ -41,39 +40,32 @@ impl Tool for List {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        arguments: Value,
-        context: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
-        Box::pin(async move {
-            let arguments: Arguments = parse_arguments("list", arguments)?;
-            let path = arguments.path.unwrap_or_else(|| ".".to_owned());
-            let mut entries = read_entries(&context.sandbox, &path)?;
-            if entries.is_empty() {
-                return Ok(ToolOutput::ok(
-                    format!("{path} is empty"),
-                    format!("{path}: empty"),
-                ));
-            }
-            entries.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
-            let total = entries.len();
-            let mut output = String::new();
-            for (_, _, text) in entries.iter().take(MAX_ENTRIES) {
-                let _ = writeln!(output, "{text}");
-            }
-            if total > MAX_ENTRIES {
-                output.push_str(&more_marker(
-                    total - MAX_ENTRIES,
-                    "entries",
-                    "use glob to narrow down",
-                ));
-            }
-            Ok(ToolOutput::ok(
-                output.trim_end().to_owned(),
-                format!("{path}: {total} entries"),
-            ))
-        })
+    async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
+        let path = arguments.path.unwrap_or_else(|| ".".to_owned());
+        let mut entries = read_entries(&context.sandbox, &path)?;
+        if entries.is_empty() {
+            return Ok(ToolOutput::ok(
+                format!("{path} is empty"),
+                format!("{path}: empty"),
+            ));
+        }
+        entries.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let total = entries.len();
+        let mut output = String::new();
+        for (_, _, text) in entries.iter().take(MAX_ENTRIES) {
+            let _ = writeln!(output, "{text}");
+        }
+        if total > MAX_ENTRIES {
+            output.push_str(&more_marker(
+                total - MAX_ENTRIES,
+                "entries",
+                "use glob to narrow down",
+            ));
+        }
+        Ok(ToolOutput::ok(
+            output.trim_end().to_owned(),
+            format!("{path}: {total} entries"),
+        ))
     }
 }
 
@@ -178,6 +170,7 @@ fn human_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::DynTool;
     use crate::tools::tests::context;
     use pretty_assertions::assert_eq;
 
@@ -191,7 +184,7 @@ mod tests {
         std::fs::write(dir.path().join("a.log"), "x").unwrap();
         std::fs::write(dir.path().join("Cargo.toml"), "x".repeat(2048)).unwrap();
         std::os::unix::fs::symlink("/etc", dir.path().join("etc-link")).unwrap();
-        let output = List.run(json!({}), &context).await.unwrap();
+        let output = List.call(json!({}), &context).await.unwrap();
         assert_eq!(
             output.output,
             "src/\n.gitignore  14 B\nCargo.toml  2.0 KB\netc-link -> /etc"

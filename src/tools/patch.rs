@@ -14,26 +14,24 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::diff::file_diff;
-use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use super::{Error, Tool, ToolContext, ToolOutput};
 use crate::protocol::ToolDisplay;
 use crate::sandbox::{self, Sandbox};
 
 /// The `patch` tool.
 pub struct Patch;
 
+/// The arguments as the model sends them.
 #[derive(Deserialize)]
-struct Arguments {
+pub struct Arguments {
     patch: String,
 }
 
 impl Tool for Patch {
-    fn name(&self) -> &'static str {
-        "patch"
-    }
+    const NAME: &'static str = "patch";
 
-    fn description(&self) -> &'static str {
-        "Apply a unified diff (---/+++ headers, @@ hunks with context) to one or more files. Use /dev/null to create or delete a file. All or nothing."
-    }
+    const DESCRIPTION: &'static str = "Apply a unified diff (---/+++ headers, @@ hunks with context) to one or more files. Use /dev/null to create or delete a file. All or nothing.";
+    type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
         json!({
@@ -43,16 +41,9 @@ impl Tool for Patch {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        arguments: Value,
-        context: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
-        Box::pin(async move {
-            let arguments: Arguments = parse_arguments("patch", arguments)?;
-            let files = parse(&arguments.patch).map_err(Error::Rejected)?;
-            apply_all(&context.sandbox, &files)
-        })
+    async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
+        let files = parse(&arguments.patch).map_err(Error::Rejected)?;
+        apply_all(&context.sandbox, &files)
     }
 }
 
@@ -471,6 +462,7 @@ fn apply_all(sandbox: &Sandbox, files: &[FilePatch]) -> Result<ToolOutput, Error
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::DynTool;
     use pretty_assertions::assert_eq;
 
     fn hunks(patch: &str) -> Vec<Hunk> {
@@ -573,7 +565,7 @@ mod tests {
         let patch =
             "--- a/f\n+++ b/f\n@@ -1 +1 @@\n-a\n+A\n--- a/f\n+++ b/f\n@@ -3 +3 @@\n-c\n+C\n";
         let output = Patch
-            .run(serde_json::json!({"patch": patch}), &context)
+            .call(serde_json::json!({"patch": patch}), &context)
             .await
             .unwrap();
         assert_eq!(

@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use super::{Error, Tool, ToolContext, ToolOutput};
 
 /// Lines returned when no `limit` is given.
 const DEFAULT_LIMIT: usize = 2000;
@@ -17,21 +17,19 @@ const MAX_LINE_CHARS: usize = 2000;
 /// The `read` tool.
 pub struct Read;
 
+/// The arguments as the model sends them.
 #[derive(Deserialize)]
-struct Arguments {
+pub struct Arguments {
     path: String,
     offset: Option<usize>,
     limit: Option<usize>,
 }
 
 impl Tool for Read {
-    fn name(&self) -> &'static str {
-        "read"
-    }
+    const NAME: &'static str = "read";
 
-    fn description(&self) -> &'static str {
-        "Read a text file. Returns numbered lines; use offset (1-based line) and limit for large files."
-    }
+    const DESCRIPTION: &'static str = "Read a text file. Returns numbered lines; use offset (1-based line) and limit for large files.";
+    type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
         json!({
@@ -45,22 +43,15 @@ impl Tool for Read {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        arguments: Value,
-        context: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
-        Box::pin(async move {
-            let arguments: Arguments = parse_arguments("read", arguments)?;
-            let bytes = context.sandbox.read(&arguments.path)?;
-            if bytes[..bytes.len().min(8192)].contains(&0) {
-                return Err(Error::Binary(arguments.path));
-            }
-            let text = String::from_utf8_lossy(&bytes);
-            let offset = arguments.offset.unwrap_or(1).max(1);
-            let limit = arguments.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-            Ok(number_lines(&text, offset, limit, &arguments.path))
-        })
+    async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
+        let bytes = context.sandbox.read(&arguments.path)?;
+        if bytes[..bytes.len().min(8192)].contains(&0) {
+            return Err(Error::Binary(arguments.path));
+        }
+        let text = String::from_utf8_lossy(&bytes);
+        let offset = arguments.offset.unwrap_or(1).max(1);
+        let limit = arguments.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        Ok(number_lines(&text, offset, limit, &arguments.path))
     }
 }
 

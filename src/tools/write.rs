@@ -4,27 +4,26 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::diff::{count_lines, counts, file_diff};
-use super::{BoxFuture, Error, Tool, ToolContext, ToolOutput, parse_arguments};
+use super::{Error, Tool, ToolContext, ToolOutput};
 use crate::protocol::ToolDisplay;
 use crate::sandbox::{self, Sandbox, Written};
 
 /// The `write` tool.
 pub struct Write;
 
+/// The arguments as the model sends them.
 #[derive(Deserialize)]
-struct Arguments {
+pub struct Arguments {
     path: String,
     content: String,
 }
 
 impl Tool for Write {
-    fn name(&self) -> &'static str {
-        "write"
-    }
+    const NAME: &'static str = "write";
 
-    fn description(&self) -> &'static str {
-        "Create or overwrite a file with the given content. Parent directories are created."
-    }
+    const DESCRIPTION: &'static str =
+        "Create or overwrite a file with the given content. Parent directories are created.";
+    type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
         json!({
@@ -37,15 +36,8 @@ impl Tool for Write {
         })
     }
 
-    fn run<'a>(
-        &'a self,
-        arguments: Value,
-        context: &'a ToolContext,
-    ) -> BoxFuture<'a, Result<ToolOutput, Error>> {
-        Box::pin(async move {
-            let arguments: Arguments = parse_arguments("write", arguments)?;
-            write_file(&context.sandbox, &arguments.path, &arguments.content, None)
-        })
+    async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
+        write_file(&context.sandbox, &arguments.path, &arguments.content, None)
     }
 }
 
@@ -95,6 +87,7 @@ pub fn write_file(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::DynTool;
     use crate::tools::tests::context;
     use pretty_assertions::assert_eq;
     use std::os::unix::fs::PermissionsExt;
@@ -103,7 +96,7 @@ mod tests {
     async fn creates_updates_and_keeps_mode() {
         let (dir, context) = context();
         let run =
-            |content: &str| Write.run(json!({"path": "sub/a.sh", "content": content}), &context);
+            |content: &str| Write.call(json!({"path": "sub/a.sh", "content": content}), &context);
         assert_eq!(
             run("x\n").await.unwrap().summary,
             "sub/a.sh: created, +1 -0"
@@ -131,7 +124,7 @@ mod tests {
     async fn escaping_path_is_refused() {
         let (dir, context) = context();
         let error = Write
-            .run(json!({"path": "../evil", "content": "x"}), &context)
+            .call(json!({"path": "../evil", "content": "x"}), &context)
             .await
             .unwrap_err();
         assert!(
