@@ -102,15 +102,17 @@ impl Client {
         cancel: &Cancel,
         on_update: &mut (dyn FnMut(Update) + Send),
     ) -> Result<Assembled, Error> {
-        let body = serde_json::to_vec(request).map_err(|e| Error::BadResponse {
-            what: "the request".to_owned(),
-            reason: e.to_string(),
-        })?;
+        let body: std::sync::Arc<[u8]> = serde_json::to_vec(request)
+            .map_err(|e| Error::BadResponse {
+                what: "the request".to_owned(),
+                reason: e.to_string(),
+            })?
+            .into();
         let mut attempt = 0;
         loop {
             let mut produced_output = false;
             let result = self
-                .attempt(body.clone(), cancel, &mut |piece| {
+                .attempt(std::sync::Arc::clone(&body), cancel, &mut |piece| {
                     produced_output |= piece.is_output();
                     on_update(Update::Piece(piece));
                 })
@@ -139,7 +141,7 @@ impl Client {
 
     async fn attempt(
         &self,
-        body: Vec<u8>,
+        body: std::sync::Arc<[u8]>,
         cancel: &Cancel,
         on_piece: &mut (dyn FnMut(Piece) + Send),
     ) -> Result<Assembled, Error> {

@@ -4,12 +4,14 @@
 use std::fmt::Write as _;
 
 use std::io::Write;
+use std::sync::Arc;
 
 use serde_json::json;
 
 use crate::cli::{SessionsArgs, ToolArgs};
 use crate::client::{self, Client};
 use crate::config::{self, Environment, Flags, Loaded};
+use crate::sandbox::Sandbox;
 use crate::session::Store;
 use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
 
@@ -41,6 +43,36 @@ pub fn session_store(environment: &Environment) -> Result<Store, Failure> {
             Failure::message("Cannot tell where to keep sessions", EXIT_USAGE)
                 .with_hint("Set `HOME`, `XDG_DATA_HOME` or `OFFCODE_DATA_DIR`")
         })
+}
+
+/// The workspace: the startup directory held open, also reachable through
+/// a logical `$PWD` that names the same directory.
+pub fn workspace(environment: &Environment) -> Result<Arc<Sandbox>, Failure> {
+    let sandbox = Sandbox::new(&environment.cwd).map_err(|e| {
+        Failure::new(&e, EXIT_USAGE)
+            .with_hint("offcode works in the directory it starts in; it must be readable")
+    })?;
+    Ok(Arc::new(match environment.var("PWD") {
+        Some(pwd) => sandbox.with_alias(std::path::Path::new(pwd)),
+        None => sandbox,
+    }))
+}
+
+/// The single-threaded runtime the front ends drive the core on.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))
+}
+
+/// All of standard input; a redirected file is read in one allocation.
+pub fn read_stdin() -> Result<String, Failure> {
+    let size = rustix::fs::fstat(std::io::stdin()).map_or(0, |s| s.st_size);
+    let mut text = String::with_capacity(usize::try_from(size).unwrap_or(0));
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
+        .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
+    Ok(text)
 }
 
 /// A client error as a top-level failure with a hint for the usual causes.
@@ -171,21 +203,13 @@ pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
         let _ = writeln!(
             text,
             "  {}  ({state})",
-            loaded.describe_file(file, &environment.cwd)
+            Loaded::describe_file(file, &environment.cwd)
         );
     }
     text.push_str("\nEffective values:\n");
     let width = entries.iter().map(|(p, ..)| p.len()).max().unwrap_or(0);
     for (path, value, source) in &entries {
-        let source = match source {
-            config::Source::File(file) => {
-                crate::config::Source::File(file.strip_prefix(&environment.cwd).map_or_else(
-                    |_| file.clone(),
-                    |relative| std::path::Path::new(".").join(relative),
-                ))
-            }
-            other => other.clone(),
-        };
+        let source = Loaded::describe_source(source, &environment.cwd);
         let _ = writeln!(text, "  {path:width$} = {value}  # {source}");
     }
     out(&text)?;
@@ -203,14 +227,7 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
         );
     };
     let text = match args.arguments.as_deref() {
-        Some("-") => {
-            // A redirected file says how big it is: read it in one go.
-            let size = rustix::fs::fstat(std::io::stdin()).map_or(0, |s| s.st_size);
-            let mut text = String::with_capacity(usize::try_from(size).unwrap_or(0));
-            std::io::Read::read_to_string(&mut std::io::stdin(), &mut text)
-                .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
-            text
-        }
+        Some("-") => read_stdin()?,
         Some(text) => text.to_owned(),
         None => String::new(),
     };
@@ -230,21 +247,11 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
         return Err(Failure::message(format!("Not run: {rule}"), EXIT_FAILED)
             .with_hint("Pass --yes to run it"));
     }
-    let sandbox =
-        crate::sandbox::Sandbox::new(&environment.cwd).map_err(|e| Failure::new(&e, EXIT_USAGE))?;
-    let sandbox = match environment.var("PWD") {
-        Some(pwd) => sandbox.with_alias(std::path::Path::new(pwd)),
-        None => sandbox,
-    };
     let context = crate::tools::ToolContext {
-        sandbox: std::sync::Arc::new(sandbox),
+        sandbox: workspace(environment)?,
         cancel: crate::cancel::Cancel::default(),
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
-    let output = runtime.block_on(registry.call_parsed(tool, arguments, &context));
+    let output = runtime()?.block_on(registry.call_parsed(tool, arguments, &context));
     let newline = if output.output.ends_with('\n') {
         ""
     } else {

@@ -192,9 +192,17 @@ impl Loaded {
             .collect()
     }
 
-    /// `files` paths shown relative to the workspace where they lie in it.
-    pub fn describe_file(&self, file: &ConfigFile, cwd: &Path) -> String {
+    /// A config file's path, relative (`./...`) when it lies in `cwd`.
+    pub fn describe_file(file: &ConfigFile, cwd: &Path) -> String {
         display_path(&file.path, cwd)
+    }
+
+    /// A source as text, file paths relative to `cwd` where they lie in it.
+    pub fn describe_source(source: &Source, cwd: &Path) -> String {
+        match source {
+            Source::File(path) => display_path(path, cwd),
+            other => other.to_string(),
+        }
     }
 }
 

@@ -5,7 +5,7 @@
 //! streams as it arrives. `--json` prints every event as one JSON object per
 //! line. Approval requests are answered here: yes with `--yes`, else no.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -13,10 +13,9 @@ use serde_json::Value;
 use crate::agent::{self, AgentSetup};
 use crate::cli::RunArgs;
 use crate::client::Client;
-use crate::commands::{client_failure, load_config, session_store};
+use crate::commands::{client_failure, load_config, read_stdin, runtime, session_store, workspace};
 use crate::config::{Environment, Flags};
 use crate::protocol::{ApprovalDecision, Event, EventMsg, Op, TurnStatus};
-use crate::sandbox::Sandbox;
 use crate::session::{self, EntryBody, Session};
 use crate::tools::Registry;
 use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
@@ -28,6 +27,8 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
         model: args.model.clone(),
     };
     let config = load_config(environment, &flags)?.config;
+    // Before a session is created, so a failure leaves no empty session.
+    let sandbox = workspace(environment)?;
     let store = session_store(environment)?;
     let client = Arc::new(Client::new(&config));
     let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
@@ -60,36 +61,21 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
             .create(&environment.cwd, &model, client.base_url())
             .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
     };
-    let sandbox = Sandbox::new(&environment.cwd).map(|s| match environment.var("PWD") {
-        Some(pwd) => s.with_alias(std::path::Path::new(pwd)),
-        None => s,
-    });
-    let sandbox = sandbox.map_err(|e| {
-        Failure::new(&e, EXIT_USAGE)
-            .with_hint("offcode works in the directory it starts in; it must be readable")
-    })?;
     let setup = AgentSetup {
         client,
         session,
         tools: Registry::default(),
         config,
-        sandbox: Arc::new(sandbox),
+        sandbox,
     };
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+    let runtime = runtime()?;
     let printer = Printer::new(args.json, environment);
     Ok(runtime.block_on(drive(setup, prompt, args.yes, printer)))
 }
 
 fn read_prompt(argument: &str) -> Result<String, Failure> {
     let prompt = if argument == "-" {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
-        text
+        read_stdin()?
     } else {
         argument.to_owned()
     };

@@ -110,6 +110,18 @@ impl Store {
         self.dir.join(format!("{id}.jsonl"))
     }
 
+    /// The file of an existing session (ids never contain `/`).
+    fn existing(&self, id: &str) -> Result<PathBuf, Error> {
+        let path = self.path_of(id);
+        if id.contains('/') || !path.is_file() {
+            return Err(Error::NotFound {
+                id: id.to_owned(),
+                dir: self.dir.clone(),
+            });
+        }
+        Ok(path)
+    }
+
     /// Starts a new session.
     pub fn create(&self, cwd: &Path, model: &str, base_url: &str) -> Result<Session, Error> {
         std::fs::create_dir_all(&self.dir).map_err(io("create the directory of", &self.dir))?;
@@ -154,13 +166,7 @@ impl Store {
 
     /// Opens an existing session for appending, rebuilding its history.
     pub fn open(&self, id: &str) -> Result<Session, Error> {
-        let path = self.path_of(id);
-        if id.contains('/') || !path.is_file() {
-            return Err(Error::NotFound {
-                id: id.to_owned(),
-                dir: self.dir.clone(),
-            });
-        }
+        let path = self.existing(id)?;
         let file = OpenOptions::new()
             .append(true)
             .open(&path)
@@ -214,13 +220,7 @@ impl Store {
     /// A session's metadata and conversation, read without taking its lock
     /// (for inspection while another process may be writing it).
     pub fn load(&self, id: &str) -> Result<(Meta, Vec<Message>), Error> {
-        let path = self.path_of(id);
-        if id.contains('/') || !path.is_file() {
-            return Err(Error::NotFound {
-                id: id.to_owned(),
-                dir: self.dir.clone(),
-            });
-        }
+        let path = self.existing(id)?;
         let (meta, entries) = read_entries(&path)?;
         let (messages, _) = rebuild(&entries, &meta);
         Ok((meta, messages))

@@ -196,19 +196,7 @@ impl AgentState {
             "Stopped after {} model requests in one turn (`max_steps`); send another message to continue",
             self.config.max_steps
         );
-        let _ = self.record(
-            id,
-            EntryBody::Error {
-                message: message.clone(),
-            },
-        );
-        self.emit(
-            id,
-            EventMsg::Error {
-                message,
-                kind: ErrorKind::StepLimit,
-            },
-        );
+        self.fail(id, message, ErrorKind::StepLimit);
         (TurnStatus::Failed, None)
     }
 
@@ -278,19 +266,7 @@ impl AgentState {
                     return Step::End(TurnStatus::Aborted);
                 }
                 let message = client::error_chain(&error);
-                let _ = self.record(
-                    id,
-                    EntryBody::Error {
-                        message: message.clone(),
-                    },
-                );
-                self.emit(
-                    id,
-                    EventMsg::Error {
-                        message,
-                        kind: error_kind(&error),
-                    },
-                );
+                self.fail(id, message, error_kind(&error));
                 Step::End(TurnStatus::Failed)
             }
         }
@@ -375,6 +351,17 @@ impl AgentState {
             return Step::End(TurnStatus::Aborted);
         }
         Step::Continue
+    }
+
+    /// Records an error that ends the turn and reports it.
+    fn fail(&mut self, id: SubmissionId, message: String, kind: ErrorKind) {
+        let _ = self.record(
+            id,
+            EntryBody::Error {
+                message: message.clone(),
+            },
+        );
+        self.emit(id, EventMsg::Error { message, kind });
     }
 
     fn warn(&self, id: SubmissionId, message: &str) {

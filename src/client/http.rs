@@ -66,8 +66,8 @@ pub struct Job {
     pub url: String,
     /// Bearer token.
     pub api_key: Option<String>,
-    /// JSON body.
-    pub body: Vec<u8>,
+    /// JSON body, shared by every attempt of a request.
+    pub body: std::sync::Arc<[u8]>,
 }
 
 /// Starts a worker thread for `job`.
