@@ -29,6 +29,45 @@ pub enum Command {
     /// Run one built-in tool in this directory, as the agent would, and
     /// print what the model would receive.
     Tool(ToolArgs),
+    /// Inspect the permission policy.
+    Policy(PolicyArgs),
+}
+
+/// `offcode policy`.
+#[derive(Debug, Args)]
+pub struct PolicyArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: PolicyCommand,
+}
+
+/// `offcode policy` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Show how the effective policy would decide on a command or tool call.
+    Check(PolicyCheckArgs),
+}
+
+/// `offcode policy check`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  offcode policy check -- rm -rf build\n  offcode policy check --json -- 'git status && cargo test'\n  offcode policy check --tool edit '{\"path\": \"src/main.rs\"}'\n\nThe words after `--` are joined with spaces into one bash command line; quote it to keep operators such as `|`, `>` and `&&` away from your own shell. Nothing is run. Exit status: 0 when a decision was printed, 2 for usage and configuration errors."
+)]
+pub struct PolicyCheckArgs {
+    /// Print the decision as JSON.
+    #[arg(long)]
+    pub json: bool,
+    /// Check a call of this tool instead of a bash command line.
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// The command line (or, with --tool, its JSON arguments; `-` reads
+    /// them from stdin).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "COMMAND"
+    )]
+    pub words: Vec<String>,
 }
 
 /// `offcode tool`.

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::cli::{SessionsArgs, ToolArgs};
+use crate::cli::{PolicyCheckArgs, SessionsArgs, ToolArgs};
 use crate::client::{self, Client};
 use crate::config::{self, Environment, Flags, Loaded};
+use crate::policy::{Action, Policy};
 use crate::sandbox::Sandbox;
 use crate::session::Store;
 use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
@@ -32,6 +33,36 @@ pub fn out(text: &str) -> Result<(), Failure> {
 /// Loads the configuration, mapping problems to exit status 2.
 pub fn load_config(environment: &Environment, flags: &Flags) -> Result<Loaded, Failure> {
     config::load(environment, flags).map_err(Failure::from)
+}
+
+/// The effective permission policy for the workspace at `root`: the
+/// built-in default, the config files' `permission` and `dangerous` keys,
+/// and the managed file (`OFFCODE_MANAGED_POLICY` names another path, for
+/// tests and for teams that keep it elsewhere).
+pub fn load_policy(
+    environment: &Environment,
+    loaded: &Loaded,
+    root: &std::path::Path,
+) -> Result<Arc<Policy>, Failure> {
+    let managed = environment
+        .var("OFFCODE_MANAGED_POLICY")
+        .unwrap_or(crate::policy::MANAGED_PATH);
+    Policy::load(
+        &loaded.policy_layers,
+        std::path::Path::new(managed),
+        root,
+        environment.var("HOME"),
+    )
+    .map(Arc::new)
+    .map_err(|e| {
+        let hint = match &e {
+            crate::policy::Error::Managed { .. } => {
+                "The managed policy is set by your administrators; ask them to fix it"
+            }
+            crate::policy::Error::Rule(_) => "Fix the rule in the config file it names",
+        };
+        Failure::new(&e, EXIT_USAGE).with_hint(hint)
+    })
 }
 
 /// The session store under the data directory.
@@ -218,7 +249,7 @@ pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
 
 /// `offcode tool NAME 'JSON'`.
 pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
-    load_config(environment, &Flags::default())?;
+    let loaded = load_config(environment, &Flags::default())?;
     let registry = crate::tools::Registry::default();
     let Some(tool) = registry.get(&args.name) else {
         return Err(
@@ -241,15 +272,39 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
             args.name
         ))
     })?;
-    if let crate::policy::Decision::Ask { rule } = crate::policy::decide(&args.name)
-        && !args.yes
-    {
-        return Err(Failure::message(format!("Not run: {rule}"), EXIT_FAILED)
-            .with_hint("Pass --yes to run it"));
+    let sandbox = workspace(environment)?;
+    let policy = load_policy(environment, &loaded, sandbox.root())?;
+    let decision = policy.decide(&args.name, &arguments, &[]);
+    match decision.action {
+        Action::Deny => {
+            return Err(Failure::message(
+                format!("Not run: denied by the rule {}", decision.rule),
+                EXIT_FAILED,
+            ));
+        }
+        Action::Ask if decision.dangerous || decision.managed => {
+            return Err(
+                Failure::message(format!("Not run: {}", decision.rule), EXIT_FAILED).with_hint(
+                    if decision.dangerous {
+                        "Dangerous calls need a person's approval; --yes does not approve them"
+                    } else {
+                        "The managed policy asks for a person's approval; --yes does not give it"
+                    },
+                ),
+            );
+        }
+        Action::Ask if !args.yes => {
+            return Err(
+                Failure::message(format!("Not run: {} asks", decision.rule), EXIT_FAILED)
+                    .with_hint("Pass --yes to run it"),
+            );
+        }
+        Action::Ask | Action::Allow => {}
     }
     let context = crate::tools::ToolContext {
-        sandbox: workspace(environment)?,
+        sandbox,
         cancel: crate::cancel::Cancel::default(),
+        allow_clobber: false,
     };
     let output = runtime()?.block_on(registry.call_parsed(tool, arguments, &context));
     let newline = if output.output.ends_with('\n') {
@@ -259,4 +314,87 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
     };
     out(&format!("{}{newline}", output.output))?;
     Ok(if output.ok { 0 } else { EXIT_FAILED })
+}
+
+/// `offcode policy check`: how the effective policy decides on a command
+/// line or a tool call. Nothing is run.
+pub fn policy_check(args: &PolicyCheckArgs, environment: &Environment) -> Result<u8, Failure> {
+    let (tool, arguments) = check_subject(args)?;
+    let loaded = load_config(environment, &Flags::default())?;
+    let sandbox = workspace(environment)?;
+    let policy = load_policy(environment, &loaded, sandbox.root())?;
+    let decision = policy.decide(&tool, &arguments, &[]);
+    if args.json {
+        let mut value =
+            serde_json::to_value(&decision).map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+        value["tool"] = json!(tool);
+        value["arguments"] = arguments;
+        value["managed_file"] = json!(policy.managed_file().map(|p| p.display().to_string()));
+        return out(&format!("{value}\n")).map(|()| 0);
+    }
+    let mut text = String::new();
+    let dangerous = if decision.dangerous {
+        " (dangerous)"
+    } else {
+        ""
+    };
+    let _ = writeln!(text, "Decision: {}{dangerous}", decision.action);
+    let _ = writeln!(text, "Rule:     {}", decision.rule);
+    if decision.managed {
+        let _ = writeln!(
+            text,
+            "          set by the managed policy; it cannot be waived"
+        );
+    }
+    let _ = writeln!(text, "Checked:");
+    for subject in &decision.subjects {
+        let _ = writeln!(
+            text,
+            "  {:<5} {:<18} {}  ({})",
+            subject.action.to_string(),
+            subject.permission,
+            subject.value,
+            subject.rule
+        );
+    }
+    if !decision.dangers.is_empty() {
+        let _ = writeln!(text, "Dangerous:");
+        for danger in &decision.dangers {
+            let _ = writeln!(text, "  {}: {}", danger.command, danger.why);
+        }
+    }
+    out(&text).map(|()| 0)
+}
+
+/// The tool and arguments `offcode policy check` was asked about.
+fn check_subject(args: &PolicyCheckArgs) -> Result<(String, serde_json::Value), Failure> {
+    let Some(name) = &args.tool else {
+        let command = args.words.join(" ");
+        if command.trim().is_empty() {
+            return Err(Failure::message("No command to check", EXIT_USAGE)
+                .with_hint("For example: offcode policy check -- rm -rf build"));
+        }
+        return Ok(("bash".to_owned(), json!({ "command": command })));
+    };
+    let text = match args.words.as_slice() {
+        [] => String::new(),
+        [one] if one == "-" => read_stdin()?,
+        [one] => one.clone(),
+        _ => {
+            return Err(Failure::message(
+                "With --tool, pass the arguments as one JSON object",
+                EXIT_USAGE,
+            )
+            .with_hint(format!(
+                "For example: offcode policy check --tool {name} '{{\"path\": \"src/main.rs\"}}'"
+            )));
+        }
+    };
+    let arguments = crate::tools::parse_argument_text(&text).map_err(|reason| {
+        Failure::message(
+            format!("The arguments are not a JSON object: {reason}"),
+            EXIT_USAGE,
+        )
+    })?;
+    Ok((name.clone(), arguments))
 }

@@ -164,6 +164,9 @@ pub struct Loaded {
     pub config: Config,
     /// Every file looked for, in precedence order.
     pub files: Vec<ConfigFile>,
+    /// The policy keys (`permission`, `dangerous`) of each loaded file,
+    /// in precedence order; they are layered by the policy, not merged.
+    pub policy_layers: Vec<crate::policy::Layer>,
     merged: Merged,
 }
 
@@ -251,6 +254,7 @@ pub fn candidate_files(environment: &Environment) -> Vec<PathBuf> {
 pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
     let mut merged = Merged::default();
     let mut files = Vec::new();
+    let mut policy_layers = Vec::new();
     let explicit = environment
         .var("OFFCODE_CONFIG")
         .map(|p| environment.cwd.join(p));
@@ -269,12 +273,33 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
             }
             Err(source) => return Err(Error::Read { path, source }),
         };
-        let layer = parse_file(&text).map_err(|problem| Error::Invalid {
+        let mut layer = parse_file(&text).map_err(|problem| Error::Invalid {
             path: path.clone(),
             line: problem.line,
             column: problem.column,
             message: problem.message,
         })?;
+        let permission = layer.remove("permission");
+        let dangerous_extra = match layer.remove("dangerous") {
+            Some(value) => {
+                serde_json::from_value::<crate::policy::DangerousValue>(value)
+                    .map_err(|e| Error::Invalid {
+                        path: path.clone(),
+                        line: None,
+                        column: None,
+                        message: e.to_string(),
+                    })?
+                    .extra
+            }
+            None => Vec::new(),
+        };
+        if permission.is_some() || !dangerous_extra.is_empty() {
+            policy_layers.push(crate::policy::Layer {
+                path: path.clone(),
+                permission,
+                dangerous_extra,
+            });
+        }
         merged.apply(layer, &Source::File(path.clone()));
         files.push(ConfigFile { path, loaded: true });
     }
@@ -300,6 +325,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
     Ok(Loaded {
         config,
         files,
+        policy_layers,
         merged,
     })
 }
@@ -467,7 +493,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `retry`, `timeouts`",
+                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `retry`, `timeouts`, `permission`, `dangerous`",
                 path.display()
             )
         );

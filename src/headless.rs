@@ -13,9 +13,11 @@ use serde_json::Value;
 use crate::agent::{self, AgentSetup};
 use crate::cli::RunArgs;
 use crate::client::Client;
-use crate::commands::{client_failure, load_config, read_stdin, runtime, session_store, workspace};
+use crate::commands::{
+    client_failure, load_config, load_policy, read_stdin, runtime, session_store, workspace,
+};
 use crate::config::{Environment, Flags};
-use crate::protocol::{ApprovalDecision, Event, EventMsg, Op, TurnStatus};
+use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Op, TurnStatus};
 use crate::session::{self, EntryBody, Session};
 use crate::tools::Registry;
 use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
@@ -26,9 +28,11 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
     let flags = Flags {
         model: args.model.clone(),
     };
-    let config = load_config(environment, &flags)?.config;
+    let loaded = load_config(environment, &flags)?;
     // Before a session is created, so a failure leaves no empty session.
     let sandbox = workspace(environment)?;
+    let policy = load_policy(environment, &loaded, sandbox.root())?;
+    let config = loaded.config;
     let store = session_store(environment)?;
     let client = Arc::new(Client::new(&config));
     let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
@@ -67,6 +71,8 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
         tools: Registry::default(),
         config,
         sandbox,
+        policy,
+        approver: "headless",
     };
     let runtime = runtime()?;
     let printer = Printer::new(args.json, environment);
@@ -108,14 +114,7 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
             event = handle.events.recv() => {
                 let Some(event) = event else { return EXIT_FAILED };
                 if let EventMsg::ApprovalRequest(request) = &event.msg {
-                    let (decision, reason) = if yes {
-                        (ApprovalDecision::AllowOnce, None)
-                    } else {
-                        (ApprovalDecision::Deny, Some(format!(
-                            "`{}` needs approval and this headless run was started without --yes",
-                            request.tool
-                        )))
-                    };
+                    let (decision, reason) = headless_answer(request, yes);
                     handle.ops.submit(Op::Approve { call_id: request.call_id.clone(), decision, reason });
                 }
                 printer.print(&event);
@@ -137,6 +136,33 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
             }
         }
     }
+}
+
+/// With no person to ask: `--yes` approves ordinary asks; dangerous calls
+/// and questions the managed policy demands are always refused.
+fn headless_answer(
+    request: &ApprovalRequestEvent,
+    yes: bool,
+) -> (ApprovalDecision, Option<String>) {
+    let refusal = if request.dangerous {
+        format!(
+            "it is dangerous ({}) and a headless run never approves dangerous commands, even with --yes",
+            request.dangers.join("; ")
+        )
+    } else if request.mandatory {
+        format!(
+            "the managed policy requires a person's approval ({}); --yes does not give it",
+            request.rule
+        )
+    } else if !yes {
+        format!(
+            "it needs approval ({}) and this headless run was started without --yes",
+            request.rule
+        )
+    } else {
+        return (ApprovalDecision::AllowOnce, None);
+    };
+    (ApprovalDecision::Deny, Some(refusal))
 }
 
 /// ANSI styles for stderr, empty when colour is off.

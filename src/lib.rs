@@ -91,6 +91,9 @@ pub fn run(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Sessions(args)) => commands::sessions(&args, environment),
         Some(Command::Config(args)) => commands::config(args.json, environment),
         Some(Command::Tool(args)) => commands::tool(&args, environment),
+        Some(Command::Policy(args)) => match args.command {
+            cli::PolicyCommand::Check(check) => commands::policy_check(&check, environment),
+        },
         None => Err(Failure::message(
             "The interactive terminal UI is not in this build yet",
             EXIT_USAGE,

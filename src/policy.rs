@@ -1,42 +1,585 @@
-//! Which tool calls need a human's yes.
+//! The permission engine: which tool calls run, which ask, which are
+//! refused, and why.
 //!
-//! This first rule set is fixed: reading and searching run freely; tools
-//! that change files or run commands (`write`, `edit`, `patch`, `bash`) ask.
-//! The permission engine and the dangerous-command gate (issue 4) replace it
-//! with configurable, layered rules.
+//! Rules are `OpenCode`'s `permission` syntax, laid in layers (the built-in
+//! `policy/default.jsonc`, then each config file in precedence order, then
+//! rules the user allowed for the session); the last matching rule wins. A
+//! `bash` call is split by the [`gate`] into simple commands, each matched
+//! on its own: all must allow for the call to run without asking, and any
+//! deny denies. Output redirects are also matched as `edit` (inside the
+//! root) or `external_directory` (outside). The managed policy file is
+//! applied last and can only make a decision stricter, and a command in the
+//! dangerous class always asks (allow once / deny) unless a rule denies it.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-/// The outcome of checking a tool call.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    /// Run it.
+pub mod gate;
+pub mod shell;
+pub mod wildcard;
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub use gate::{Danger, ExtraFile, Gate};
+
+/// What a rule says about a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Run without asking.
     Allow,
-    /// Ask the user; the text names the rule.
-    Ask { rule: String },
+    /// Ask a person.
+    Ask,
+    /// Refuse.
+    Deny,
 }
 
-/// Decides whether `tool` may run without asking.
-pub fn decide(tool: &str) -> Decision {
-    match tool {
-        "write" | "edit" | "patch" | "bash" => Decision::Ask {
-            rule: format!("`{tool}` asks for approval by default"),
-        },
-        _ => Decision::Allow,
+impl fmt::Display for Action {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Self::Allow => "allow",
+            Self::Ask => "ask",
+            Self::Deny => "deny",
+        })
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn reads_run_and_changes_ask() {
-        for tool in ["read", "list", "grep", "glob"] {
-            assert_eq!(decide(tool), Decision::Allow, "{tool}");
+impl Action {
+    fn parse(text: &str) -> Option<Self> {
+        match text {
+            "allow" => Some(Self::Allow),
+            "ask" => Some(Self::Ask),
+            "deny" => Some(Self::Deny),
+            _ => None,
         }
-        assert!(matches!(decide("edit"), Decision::Ask { .. }));
-        assert!(matches!(decide("patch"), Decision::Ask { .. }));
-        assert!(matches!(decide("write"), Decision::Ask { .. }));
-        assert!(matches!(decide("bash"), Decision::Ask { .. }));
     }
+}
+
+/// One `permission` rule and where it was written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rule {
+    /// The permission key (`bash`, `edit`, `mymcp_*`, `*`).
+    pub permission: String,
+    /// The pattern the call's subject must match.
+    pub pattern: String,
+    /// What the rule says.
+    pub action: Action,
+    /// The file (or `built-in`, `session`) and key, for messages.
+    pub origin: String,
+}
+
+/// The built-in default permissions.
+const DEFAULT: &str = include_str!("../policy/default.jsonc");
+/// Where the managed policy lives unless `OFFCODE_MANAGED_POLICY` says.
+pub const MANAGED_PATH: &str = "/etc/offcode/policy.jsonc";
+
+/// One config layer's policy keys.
+#[derive(Debug, Clone)]
+pub struct Layer {
+    /// The file it came from.
+    pub path: PathBuf,
+    /// Its `permission` value.
+    pub permission: Option<Value>,
+    /// Its `dangerous.extra` entries.
+    pub dangerous_extra: Vec<ExtraFile>,
+}
+
+/// Turns a `permission` value into rules, in file order.
+pub fn rules_from(value: &Value, origin: &str) -> Result<Vec<Rule>, String> {
+    let mut rules = Vec::new();
+    let action = |value: &Value, key: &str| -> Result<Action, String> {
+        value.as_str().and_then(Action::parse).ok_or_else(|| {
+            format!("{origin}: `{key}` must be \"allow\", \"ask\" or \"deny\", found {value}")
+        })
+    };
+    match value {
+        Value::String(_) => rules.push(Rule {
+            permission: "*".to_owned(),
+            pattern: "*".to_owned(),
+            action: action(value, "permission")?,
+            origin: format!("{origin} permission"),
+        }),
+        Value::Object(keys) => {
+            for (key, value) in keys {
+                match value {
+                    Value::Object(patterns) => {
+                        for (pattern, value) in patterns {
+                            rules.push(Rule {
+                                permission: key.clone(),
+                                pattern: pattern.clone(),
+                                action: action(value, &format!("permission.{key}[\"{pattern}\"]"))?,
+                                origin: format!("{origin} permission.{key}[\"{pattern}\"]"),
+                            });
+                        }
+                    }
+                    other => rules.push(Rule {
+                        permission: key.clone(),
+                        pattern: "*".to_owned(),
+                        action: action(other, &format!("permission.{key}"))?,
+                        origin: format!("{origin} permission.{key}"),
+                    }),
+                }
+            }
+        }
+        other => {
+            return Err(format!(
+                "{origin}: `permission` must be an action or an object, found {other}"
+            ));
+        }
+    }
+    Ok(rules)
+}
+
+/// A problem loading the policy.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The managed policy file exists but cannot be read or is invalid.
+    #[error("The managed policy `{path}` is invalid{}: {message}", position(*.line, *.column))]
+    Managed {
+        path: PathBuf,
+        line: Option<usize>,
+        column: Option<usize>,
+        message: String,
+    },
+    /// A rule cannot be used (a bad regex, an empty pattern).
+    #[error("{0}")]
+    Rule(String),
+}
+
+fn position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(" at line {line}, column {column}"),
+        _ => String::new(),
+    }
+}
+
+/// The keys a managed policy file may hold.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+struct ManagedFile {
+    #[serde(rename = "$schema")]
+    schema: Option<String>,
+    permission: Option<PermissionValue>,
+    dangerous: Option<DangerousValue>,
+}
+
+/// `permission` as written: validated with positions by json5.
+#[derive(Debug)]
+pub struct PermissionValue;
+
+impl<'de> Deserialize<'de> for PermissionValue {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(untagged)]
+        enum Shape {
+            One(String),
+            Keys(serde_json::Map<String, Value>),
+        }
+        let shape = Shape::deserialize(deserializer).map_err(|_| {
+            serde::de::Error::custom(
+                "expected \"allow\", \"ask\", \"deny\" or an object of permission keys",
+            )
+        })?;
+        let value = match shape {
+            Shape::One(text) => Value::String(text),
+            Shape::Keys(map) => Value::Object(map),
+        };
+        rules_from(&value, "permission")
+            .map(|_| Self)
+            .map_err(serde::de::Error::custom)
+    }
+}
+
+/// `dangerous` as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DangerousValue {
+    /// Rules added to the dangerous class.
+    #[serde(default)]
+    pub extra: Vec<ExtraFile>,
+}
+
+/// The effective policy for one workspace.
+#[derive(Debug)]
+pub struct Policy {
+    rules: Vec<Rule>,
+    managed: Vec<Rule>,
+    managed_file: Option<PathBuf>,
+    gate: Gate,
+    root: PathBuf,
+    home: Option<String>,
+}
+
+/// How one subject of a call was judged.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Subject {
+    /// The permission key it was matched under.
+    pub permission: String,
+    /// What was matched: a simple command, a path, a pattern.
+    pub value: String,
+    /// The outcome for this subject.
+    pub action: Action,
+    /// The rule that decided.
+    pub rule: String,
+}
+
+/// The policy's answer for one tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Decision {
+    /// Allow, ask or deny.
+    pub action: Action,
+    /// Whether the call is in the dangerous class.
+    pub dangerous: bool,
+    /// Why it is dangerous.
+    pub dangers: Vec<Danger>,
+    /// Each subject matched, in order.
+    pub subjects: Vec<Subject>,
+    /// The rule (or dangerous reason) that decided.
+    pub rule: String,
+    /// The managed policy made this decision (it cannot be waived by
+    /// `--yes` or a session approval).
+    pub managed: bool,
+    /// An approved run may overwrite existing files through `>`: run it
+    /// without noclobber.
+    pub clobbers: bool,
+    /// Rules "allow for this session" would add; empty when not offered.
+    #[serde(skip)]
+    pub session_rules: Vec<Rule>,
+}
+
+impl Policy {
+    /// Builds the policy: the built-in default, then `layers` in order,
+    /// then the managed file (when it exists).
+    pub fn load(
+        layers: &[Layer],
+        managed_path: &Path,
+        root: &Path,
+        home: Option<&str>,
+    ) -> Result<Self, Error> {
+        let default: Value = json5::from_str(DEFAULT)
+            .map_err(|e| Error::Rule(format!("policy/default.jsonc is broken: {e}")))?;
+        let mut rules = rules_from(&default["permission"], "built-in policy/default.jsonc")
+            .map_err(Error::Rule)?;
+        let mut extra = Vec::new();
+        for layer in layers {
+            let origin = layer.path.display().to_string();
+            if let Some(permission) = &layer.permission {
+                rules.extend(rules_from(permission, &origin).map_err(Error::Rule)?);
+            }
+            extra.extend(layer.dangerous_extra.iter().cloned());
+        }
+        let (managed, managed_file) = match std::fs::read_to_string(managed_path) {
+            Ok(text) => {
+                let problem = |message: String, position: Option<json5::Position>| Error::Managed {
+                    path: managed_path.to_path_buf(),
+                    line: position.map(|p| p.line + 1),
+                    column: position.map(|p| p.column + 1),
+                    message,
+                };
+                json5::from_str::<ManagedFile>(&text).map_err(|e| {
+                    let position = e.position();
+                    let message = e.to_string();
+                    let message = match message.rfind(" at line ") {
+                        Some(at) if position.is_some() => message[..at].to_owned(),
+                        _ => message,
+                    };
+                    problem(message, position)
+                })?;
+                let value: Value =
+                    json5::from_str(&text).map_err(|e| problem(e.to_string(), None))?;
+                let origin = format!("managed {}", managed_path.display());
+                let managed = match value.get("permission") {
+                    Some(permission) => {
+                        rules_from(permission, &origin).map_err(|m| problem(m, None))?
+                    }
+                    None => Vec::new(),
+                };
+                if let Some(entries) = value.get("dangerous").and_then(|d| d.get("extra")) {
+                    let entries: Vec<ExtraFile> = serde_json::from_value(entries.clone())
+                        .map_err(|e| problem(e.to_string(), None))?;
+                    extra.extend(entries);
+                }
+                (managed, Some(managed_path.to_path_buf()))
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => (Vec::new(), None),
+            Err(error) => {
+                return Err(Error::Managed {
+                    path: managed_path.to_path_buf(),
+                    line: None,
+                    column: None,
+                    message: format!("cannot be read: {error}"),
+                });
+            }
+        };
+        let gate = Gate::new(&extra).map_err(Error::Rule)?;
+        Ok(Self {
+            rules,
+            managed,
+            managed_file,
+            gate,
+            root: root.to_path_buf(),
+            home: home.map(str::to_owned),
+        })
+    }
+
+    /// The managed file in force, if any.
+    pub fn managed_file(&self) -> Option<&Path> {
+        self.managed_file.as_deref()
+    }
+
+    /// The gate's reading of a command line.
+    pub fn gate(&self, command: &str) -> gate::Verdict {
+        self.gate.check(command, &self.root, self.home.as_deref())
+    }
+
+    /// Decides on a call of `tool` with `arguments`; `session` holds rules
+    /// the user allowed for this session.
+    pub fn decide(&self, tool: &str, arguments: &Value, session: &[Rule]) -> Decision {
+        let found = self.subjects(tool, arguments);
+        let judged: Vec<Subject> = found
+            .subjects
+            .iter()
+            .map(|subject| self.judge(subject, session))
+            .collect();
+        let deciding = judged
+            .iter()
+            .find(|s| s.action == Action::Deny)
+            .or_else(|| judged.iter().find(|s| s.action == Action::Ask))
+            .or_else(|| judged.last());
+        let mut action = deciding.map_or(Action::Ask, |s| s.action);
+        let mut rule = deciding.map_or_else(String::new, |s| s.rule.clone());
+        let dangerous = !found.dangers.is_empty();
+        if dangerous && action != Action::Deny {
+            action = Action::Ask;
+            rule = format!(
+                "dangerous: {}",
+                found
+                    .dangers
+                    .iter()
+                    .map(|d| d.why.as_str())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            );
+        }
+        let managed = deciding.is_some_and(|s| s.rule.starts_with("managed "));
+        let session_rules = if action == Action::Ask && !dangerous && !managed {
+            judged
+                .iter()
+                .filter(|s| s.action == Action::Ask)
+                .map(|s| Rule {
+                    permission: s.permission.clone(),
+                    pattern: if s.permission == "bash" {
+                        session_pattern(&s.value)
+                    } else {
+                        "*".to_owned()
+                    },
+                    action: Action::Allow,
+                    origin: "allowed for this session".to_owned(),
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Decision {
+            action,
+            dangerous,
+            dangers: found.dangers,
+            subjects: judged,
+            rule,
+            managed,
+            clobbers: found.clobbers,
+            session_rules,
+        }
+    }
+
+    /// What a call is matched on: each simple command and redirect of a
+    /// command line, each path of a write, the pattern of a search.
+    fn subjects(&self, tool: &str, arguments: &Value) -> Found {
+        let mut found = Found::default();
+        let text_arg = |name: &str| {
+            arguments
+                .get(name)
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
+        match tool {
+            "bash" => {
+                let command = text_arg("command").unwrap_or_default();
+                let verdict = self.gate(&command);
+                for simple in verdict.commands {
+                    found.push(&["bash"], simple, true);
+                }
+                for write in verdict.writes {
+                    let inside = write.paths.iter().all(|p| p.starts_with(&self.root));
+                    let value = write.paths.first().map_or(write.target.clone(), |p| {
+                        p.strip_prefix(&self.root)
+                            .map_or_else(|_| p.display().to_string(), |r| r.display().to_string())
+                    });
+                    let key = if inside { "edit" } else { "external_directory" };
+                    found.push(&[key], value, false);
+                }
+                if found.subjects.is_empty() {
+                    found.push(&["bash"], command, true);
+                }
+                found.clobbers = verdict.dangers.iter().any(|d| d.why.contains("overwrites"));
+                found.dangers = verdict.dangers;
+            }
+            "write" | "edit" | "patch" => {
+                let paths = if tool == "patch" {
+                    patch_paths(&text_arg("patch").unwrap_or_default())
+                } else {
+                    vec![text_arg("path").unwrap_or_default()]
+                };
+                for path in paths {
+                    found.push(&["edit", tool], path, false);
+                }
+                if found.subjects.is_empty() {
+                    found.push(&["edit", tool], String::new(), false);
+                }
+            }
+            "read" | "list" => found.push(
+                &[tool],
+                text_arg("path").unwrap_or_else(|| ".".to_owned()),
+                false,
+            ),
+            "grep" | "glob" => found.push(&[tool], text_arg("pattern").unwrap_or_default(), false),
+            "skill" | "task" => found.push(
+                &[tool],
+                text_arg("name")
+                    .or_else(|| text_arg("agent"))
+                    .unwrap_or_default(),
+                false,
+            ),
+            "doom_loop" => found.push(
+                &[tool],
+                arguments.as_str().unwrap_or_default().to_owned(),
+                false,
+            ),
+            _ => found.push(&[tool], String::new(), false),
+        }
+        found
+    }
+
+    /// The rule that decides one subject: the last matching layered rule
+    /// (a session rule may turn an ask into an allow), then the managed
+    /// file when it is stricter.
+    fn judge(&self, subject: &Pending, session: &[Rule]) -> Subject {
+        let matching = |rules: &[Rule]| -> Option<Rule> {
+            rules
+                .iter()
+                .rev()
+                .find(|rule| {
+                    subject
+                        .keys
+                        .iter()
+                        .any(|key| wildcard::matches(&rule.permission, key))
+                        && if subject.command {
+                            wildcard::matches_command(&rule.pattern, &subject.value)
+                        } else {
+                            wildcard::matches(&rule.pattern, &subject.value)
+                        }
+                })
+                .cloned()
+        };
+        let layered = matching(&self.rules);
+        let from_session = matching(session);
+        let mut chosen = match (layered, from_session) {
+            (Some(rule), Some(session_rule)) if rule.action == Action::Ask => session_rule,
+            (Some(rule), _) | (None, Some(rule)) => rule,
+            (None, None) => Rule {
+                permission: "*".to_owned(),
+                pattern: "*".to_owned(),
+                action: Action::Ask,
+                origin: "no rule matched".to_owned(),
+            },
+        };
+        // The managed file only tightens; on a tie its rule is the one
+        // reported, so the decision is known to be mandatory.
+        if let Some(managed) = matching(&self.managed)
+            && managed.action >= chosen.action
+            && managed.action != Action::Allow
+        {
+            chosen = managed;
+        }
+        Subject {
+            permission: subject.keys[0].clone(),
+            value: subject.value.clone(),
+            action: chosen.action,
+            rule: chosen.origin,
+        }
+    }
+}
+
+/// A subject before it is judged.
+struct Pending {
+    /// Permission keys it answers to (`edit` and `write` for a write).
+    keys: Vec<String>,
+    value: String,
+    /// Matched as a command line (a trailing ` *` is optional).
+    command: bool,
+}
+
+/// What a call is matched on, and what the gate found.
+#[derive(Default)]
+struct Found {
+    subjects: Vec<Pending>,
+    dangers: Vec<Danger>,
+    clobbers: bool,
+}
+
+impl Found {
+    fn push(&mut self, keys: &[&str], value: String, command: bool) {
+        self.subjects.push(Pending {
+            keys: keys.iter().map(|k| (*k).to_owned()).collect(),
+            value,
+            command,
+        });
+    }
+}
+
+/// What "allow for this session" remembers for a command: the program and,
+/// for tools with subcommands, the subcommand (`cargo test *`).
+fn session_pattern(command: &str) -> String {
+    const SUBCOMMANDS: &[&str] = &[
+        "git", "cargo", "npm", "pnpm", "yarn", "go", "docker", "podman", "kubectl", "pip", "pip3",
+        "uv", "poetry", "make", "just", "rustup", "gradle", "mvn", "dotnet", "bun", "deno",
+        "composer", "bundle", "rake",
+    ];
+    let mut words = command.split(' ');
+    let first = words.next().unwrap_or("");
+    match words.next() {
+        Some(second) if SUBCOMMANDS.contains(&first) && !second.starts_with('-') => {
+            format!("{first} {second} *")
+        }
+        _ => format!("{first} *"),
+    }
+}
+
+/// The files a unified diff names (`+++`/`---` lines, `/dev/null` left out).
+fn patch_paths(patch: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    for line in patch.lines() {
+        let Some(rest) = line
+            .strip_prefix("+++ ")
+            .or_else(|| line.strip_prefix("--- "))
+        else {
+            continue;
+        };
+        let named = rest.split('\t').next().unwrap_or(rest).trim();
+        if named == "/dev/null" {
+            continue;
+        }
+        let named = named
+            .strip_prefix("a/")
+            .or_else(|| named.strip_prefix("b/"))
+            .unwrap_or(named)
+            .to_owned();
+        if !paths.contains(&named) {
+            paths.push(named);
+        }
+    }
+    paths
 }

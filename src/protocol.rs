@@ -250,6 +250,16 @@ pub struct ApprovalRequestEvent {
     pub rule: String,
     /// Whether "allow for the session" may be offered.
     pub session_allowed: bool,
+    /// The call is in the dangerous class: offer only allow once / deny,
+    /// and never approve it without a person.
+    #[serde(default)]
+    pub dangerous: bool,
+    /// Why it is dangerous, one line per finding.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dangers: Vec<String>,
+    /// The managed policy demands the question: never answered by `--yes`.
+    #[serde(default)]
+    pub mandatory: bool,
 }
 
 /// Payload of [`EventMsg::PermissionDecision`].

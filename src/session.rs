@@ -13,7 +13,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-pub use entry::{Entry, EntryBody, Message, Meta, ToolCall, now_rfc3339};
+pub use entry::{AllowedRule, Entry, EntryBody, Message, Meta, ToolCall, now_rfc3339};
 
 /// The session file format version written by this build.
 pub const FORMAT_VERSION: u32 = 1;
@@ -79,6 +79,8 @@ pub struct Session {
     pub messages: Vec<Message>,
     /// Lines that could not be read when the session was opened.
     pub skipped_lines: usize,
+    /// Rules the user allowed for the rest of this session.
+    pub allowed: Vec<AllowedRule>,
     /// Whether this is an existing session reopened.
     pub resumed: bool,
     file: File,
@@ -155,6 +157,7 @@ impl Store {
             model: model.to_owned(),
             messages: Vec::new(),
             skipped_lines: 0,
+            allowed: Vec::new(),
             resumed: false,
             file,
             last_id: None,
@@ -200,13 +203,14 @@ impl Store {
             });
         };
         let meta = meta.clone();
-        let (messages, model) = rebuild(&entries, &meta);
+        let (messages, model, allowed) = rebuild(&entries, &meta);
         let mut session = Session {
             id: id.to_owned(),
             path,
             model,
             messages,
             skipped_lines,
+            allowed,
             resumed: true,
             meta,
             file,
@@ -222,7 +226,7 @@ impl Store {
     pub fn load(&self, id: &str) -> Result<(Meta, Vec<Message>), Error> {
         let path = self.existing(id)?;
         let (meta, entries) = read_entries(&path)?;
-        let (messages, _) = rebuild(&entries, &meta);
+        let (messages, ..) = rebuild(&entries, &meta);
         Ok((meta, messages))
     }
 
@@ -266,7 +270,7 @@ impl Store {
             let Ok((meta, entries)) = read_entries(&path) else {
                 continue;
             };
-            let (messages, _) = rebuild(&entries, &meta);
+            let (messages, ..) = rebuild(&entries, &meta);
             let title = messages
                 .iter()
                 .find_map(|m| match m {
@@ -326,7 +330,7 @@ fn read_meta(path: &Path) -> Option<Meta> {
 
 /// The messages and active model along the branch that ends at the last
 /// entry.
-fn rebuild(entries: &[Entry], meta: &Meta) -> (Vec<Message>, String) {
+fn rebuild(entries: &[Entry], meta: &Meta) -> (Vec<Message>, String, Vec<AllowedRule>) {
     let by_id: std::collections::HashMap<&str, &Entry> =
         entries.iter().map(|e| (e.id.as_str(), e)).collect();
     let mut branch = Vec::new();
@@ -344,14 +348,16 @@ fn rebuild(entries: &[Entry], meta: &Meta) -> (Vec<Message>, String) {
     branch.reverse();
     let mut model = meta.model.clone();
     let mut messages = Vec::new();
+    let mut allowed = Vec::new();
     for entry in branch {
         match &entry.body {
             EntryBody::Message { message } => messages.push(message.clone()),
             EntryBody::ModelChange { model: next } => model.clone_from(next),
+            EntryBody::Permission { allowed: more, .. } => allowed.extend(more.iter().cloned()),
             _ => {}
         }
     }
-    (messages, model)
+    (messages, model, allowed)
 }
 
 impl Session {
@@ -378,6 +384,7 @@ impl Session {
         match entry.body {
             EntryBody::Message { message } => self.messages.push(message),
             EntryBody::ModelChange { model } => self.model = model,
+            EntryBody::Permission { allowed, .. } => self.allowed.extend(allowed),
             _ => {}
         }
         Ok(())

@@ -35,6 +35,9 @@ pub struct ToolContext {
     pub sandbox: Arc<Sandbox>,
     /// Fires when the turn is aborted.
     pub cancel: Cancel,
+    /// `bash` may overwrite existing files through `>` (a person approved
+    /// exactly that); otherwise commands run under `set -o noclobber`.
+    pub allow_clobber: bool,
 }
 
 /// The result of a tool call.
@@ -284,6 +287,7 @@ mod tests {
         let context = ToolContext {
             sandbox: Arc::new(Sandbox::new(dir.path()).unwrap()),
             cancel: Cancel::default(),
+            allow_clobber: false,
         };
         (dir, context)
     }

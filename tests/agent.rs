@@ -35,6 +35,11 @@ fn start(server: &MockServer, max_steps: u32) -> Harness {
         tools: Registry::default(),
         config,
         sandbox: Arc::new(offcode::sandbox::Sandbox::new(&root).unwrap()),
+        policy: Arc::new(
+            offcode::policy::Policy::load(&[], &dir.path().join("no-managed.jsonc"), &root, None)
+                .unwrap(),
+        ),
+        approver: "user",
     });
     Harness {
         _dir: dir,
@@ -193,10 +198,13 @@ async fn unknown_tool_and_bad_arguments_go_back_as_tool_errors() {
 
 #[tokio::test]
 async fn step_limit_ends_the_turn_with_an_error() {
-    let server = MockServer::start(Arc::new(|_: &crate::support::server::Request| {
+    // A different file each step, so the calls are no doom loop.
+    let step = std::sync::atomic::AtomicUsize::new(0);
+    let server = MockServer::start(Arc::new(move |_: &crate::support::server::Request| {
+        let n = step.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         sse(&chunks::tool_answer(
             "",
-            &[("c", "read", json!({"path": "missing.txt"}))],
+            &[("c", "read", json!({"path": format!("missing{n}.txt")}))],
         ))
     }));
     let mut harness = start(&server, 3);
@@ -206,6 +214,38 @@ async fn step_limit_ends_the_turn_with_an_error() {
     assert!(events.iter().any(
         |e| matches!(&e.msg, EventMsg::Error { message, .. } if message.contains("max_steps"))
     ));
+}
+
+#[tokio::test]
+async fn the_same_call_three_times_in_a_row_asks_as_a_doom_loop() {
+    let server = MockServer::start(Arc::new(|_: &crate::support::server::Request| {
+        sse(&chunks::tool_answer(
+            "",
+            &[("c", "read", json!({"path": "missing.txt"}))],
+        ))
+    }));
+    let mut harness = start(&server, 4);
+    let events = harness.turn("loop", Some(ApprovalDecision::Deny)).await;
+    let asks: Vec<&offcode::protocol::ApprovalRequestEvent> = events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::ApprovalRequest(r) => Some(r),
+            _ => None,
+        })
+        .collect();
+    // Reads are allowed; the third and fourth identical reads ask.
+    assert_eq!(asks.len(), 2, "{asks:?}");
+    assert!(
+        asks[0].rule.contains("permission.doom_loop") && asks[0].rule.contains("3 times"),
+        "{}",
+        asks[0].rule
+    );
+    assert!(!asks[0].dangerous);
+    let results = tool_results(&server.chat_bodies()[3]);
+    assert!(
+        results.last().unwrap().1.contains("Permission denied"),
+        "{results:?}"
+    );
 }
 
 #[tokio::test]

@@ -34,6 +34,7 @@ fn main() {
     let context = ToolContext {
         sandbox: Arc::new(Sandbox::new(dir.path()).unwrap()),
         cancel: Cancel::default(),
+        allow_clobber: false,
     };
     let registry = Registry::default();
     let runtime = tokio::runtime::Builder::new_current_thread()

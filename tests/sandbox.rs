@@ -102,6 +102,7 @@ fn call(sandbox: &Arc<Sandbox>, tool: &str, arguments: &Value) -> ToolOutput {
     let context = ToolContext {
         sandbox: Arc::clone(sandbox),
         cancel: Cancel::default(),
+        allow_clobber: false,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -5,7 +5,6 @@
 //! without tool calls, the step limit is hit, an error occurs or the user
 //! aborts. Every message is in the session before the next step starts.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -17,14 +16,14 @@ use crate::client::wire::{ChatRequest, StreamOptions, ToolSpec};
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
 use crate::context::{build_messages, system_prompt};
-use crate::policy::{self, Decision};
+use crate::policy::{Action, Decision, Policy, Rule};
 use crate::protocol::{
     ApprovalDecision, ApprovalRequestEvent, AssistantMessageEvent, ErrorKind, Event, EventMsg, Op,
     PermissionDecisionEvent, SessionConfiguredEvent, SubmissionId, TokenUsage, ToolCallBeginEvent,
     ToolCallEndEvent, TurnCompleteEvent, TurnState, TurnStatus,
 };
 use crate::sandbox::Sandbox;
-use crate::session::{EntryBody, Message, Session, ToolCall};
+use crate::session::{AllowedRule, EntryBody, Message, Session, ToolCall};
 use crate::tools::{Registry, ToolContext, ToolOutput, parse_argument_text};
 
 /// How a step ended.
@@ -48,7 +47,14 @@ pub(super) struct AgentState {
     system: String,
     events: mpsc::UnboundedSender<Event>,
     shared: Arc<Shared>,
-    session_allowed: HashSet<String>,
+    policy: Arc<Policy>,
+    /// Rules the user allowed for the rest of the session.
+    session_rules: Vec<Rule>,
+    /// Who answers approval requests (`user`, `headless`).
+    approver: &'static str,
+    /// The last call asked for and how many times in a row.
+    last_call: Option<(String, String)>,
+    repeats: u32,
 }
 
 impl AgentState {
@@ -61,14 +67,28 @@ impl AgentState {
         Self {
             system: system_prompt(setup.sandbox.root()),
             client: setup.client,
-            session: setup.session,
             tools: setup.tools,
             specs,
             config: setup.config,
             sandbox: setup.sandbox,
             events,
             shared,
-            session_allowed: HashSet::new(),
+            session_rules: setup
+                .session
+                .allowed
+                .iter()
+                .map(|a| Rule {
+                    permission: a.permission.clone(),
+                    pattern: a.pattern.clone(),
+                    action: Action::Allow,
+                    origin: "allowed for this session".to_owned(),
+                })
+                .collect(),
+            session: setup.session,
+            policy: setup.policy,
+            approver: setup.approver,
+            last_call: None,
+            repeats: 0,
         }
     }
 
@@ -386,11 +406,12 @@ impl AgentState {
             }),
         );
         let output = match self.permit(id, call, arguments, cancel).await {
-            Ok(()) => {
+            Ok(clobbers) => {
                 self.set_state(id, TurnState::ToolRunning);
                 let context = ToolContext {
                     sandbox: Arc::clone(&self.sandbox),
                     cancel: cancel.clone(),
+                    allow_clobber: clobbers,
                 };
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.
@@ -415,77 +436,189 @@ impl AgentState {
         output
     }
 
-    /// `Ok` when the call may run; otherwise the result the model gets.
+    /// `Ok(clobbers)` when the call may run (`clobbers`: an approved `>`
+    /// may overwrite files, so bash runs without noclobber); otherwise the
+    /// result the model gets.
     async fn permit(
         &mut self,
         id: SubmissionId,
         call: &ToolCall,
         arguments: Value,
         cancel: &Cancel,
-    ) -> Result<(), ToolOutput> {
-        let Decision::Ask { rule } = policy::decide(&call.name) else {
-            return Ok(());
-        };
+    ) -> Result<bool, ToolOutput> {
         if self.tools.get(&call.name).is_none() {
-            return Ok(()); // the registry reports the unknown tool
+            return Ok(false); // the registry reports the unknown tool
         }
-        let (decision, reason, by) = if self.session_allowed.contains(&call.name) {
-            (ApprovalDecision::AllowOnce, None, "session")
-        } else {
-            self.set_state(id, TurnState::AwaitingPermission);
-            let (sender, receiver) = oneshot::channel();
-            lock(&self.shared.approvals).insert(call.id.clone(), sender);
-            self.emit(
-                id,
-                EventMsg::ApprovalRequest(ApprovalRequestEvent {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    reason: arguments
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    arguments,
-                    rule: rule.clone(),
-                    session_allowed: true,
-                }),
-            );
-            let answer = tokio::select! {
-                answer = receiver => answer.unwrap_or((ApprovalDecision::Deny, None)),
-                () = cancel.cancelled() => (ApprovalDecision::Deny, Some("the turn was aborted".to_owned())),
-            };
-            lock(&self.shared.approvals).remove(&call.id);
-            (answer.0, answer.1, "user")
+        let mut decision = self
+            .policy
+            .decide(&call.name, &arguments, &self.session_rules);
+        self.doom_loop(call, &mut decision);
+        let summary = summarize(&call.name, &arguments);
+        let (answer, reason, by) = match decision.action {
+            Action::Allow => (ApprovalDecision::AllowOnce, None, "policy"),
+            Action::Deny => (
+                ApprovalDecision::Deny,
+                Some(format!("denied by the rule {}", decision.rule)),
+                "policy",
+            ),
+            Action::Ask => {
+                let (answer, reason) = self.ask(id, call, arguments, &decision, cancel).await;
+                (answer, reason, self.approver)
+            }
         };
-        if decision == ApprovalDecision::AllowSession {
-            self.session_allowed.insert(call.name.clone());
-        }
+        let allowed = if answer == ApprovalDecision::AllowSession {
+            let rules = std::mem::take(&mut decision.session_rules);
+            self.session_rules.extend(rules.iter().cloned());
+            rules
+                .into_iter()
+                .map(|r| AllowedRule {
+                    permission: r.permission,
+                    pattern: r.pattern,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
         let entry = EntryBody::Permission {
             call_id: call.id.clone(),
             tool: call.name.clone(),
-            decision,
+            summary,
+            dangerous: decision.dangerous,
+            decision: answer,
             by: by.to_owned(),
-            rule: rule.clone(),
+            rule: decision.rule.clone(),
+            allowed,
         };
         self.record(id, entry)
             .map_err(|_| ToolOutput::error("not run: the session could not be written"))?;
+        if by != "policy" || answer == ApprovalDecision::Deny {
+            self.emit(
+                id,
+                EventMsg::PermissionDecision(PermissionDecisionEvent {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    decision: answer,
+                    by: by.to_owned(),
+                    rule: decision.rule.clone(),
+                }),
+            );
+        }
+        match answer {
+            ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => Ok(decision.clobbers),
+            ApprovalDecision::Deny => {
+                let why = match (reason, by) {
+                    (Some(reason), _) => reason,
+                    (None, "policy") => format!("denied by the rule {}", decision.rule),
+                    (None, _) => "the user declined".to_owned(),
+                };
+                Err(ToolOutput::error(format!(
+                    "Permission denied: `{}` was not run ({why}). Do not try to get around this; ask the user or choose another way.",
+                    call.name
+                )))
+            }
+        }
+    }
+
+    /// Puts the question to the front end and waits for the answer.
+    async fn ask(
+        &mut self,
+        id: SubmissionId,
+        call: &ToolCall,
+        arguments: Value,
+        decision: &Decision,
+        cancel: &Cancel,
+    ) -> (ApprovalDecision, Option<String>) {
+        self.set_state(id, TurnState::AwaitingPermission);
+        let (sender, receiver) = oneshot::channel();
+        lock(&self.shared.approvals).insert(call.id.clone(), sender);
         self.emit(
             id,
-            EventMsg::PermissionDecision(PermissionDecisionEvent {
+            EventMsg::ApprovalRequest(ApprovalRequestEvent {
                 call_id: call.id.clone(),
                 tool: call.name.clone(),
-                decision,
-                by: by.to_owned(),
-                rule,
+                reason: arguments
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                arguments,
+                rule: decision.rule.clone(),
+                session_allowed: !decision.session_rules.is_empty(),
+                dangerous: decision.dangerous,
+                dangers: decision
+                    .dangers
+                    .iter()
+                    .map(|d| format!("{}: {}", d.command, d.why))
+                    .collect(),
+                mandatory: decision.managed,
             }),
         );
-        match decision {
-            ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => Ok(()),
-            ApprovalDecision::Deny => Err(ToolOutput::error(format!(
-                "Permission denied: `{}` was not run ({}). Do not try to get around this; ask the user or choose another way.",
-                call.name,
-                reason.as_deref().unwrap_or("the user declined")
-            ))),
+        let answer = tokio::select! {
+            answer = receiver => answer.unwrap_or((ApprovalDecision::Deny, None)),
+            () = cancel.cancelled() => (ApprovalDecision::Deny, Some("the turn was aborted".to_owned())),
+        };
+        lock(&self.shared.approvals).remove(&call.id);
+        match answer {
+            // A front end may not widen a dangerous call to the session.
+            (ApprovalDecision::AllowSession, reason) if decision.session_rules.is_empty() => {
+                (ApprovalDecision::AllowOnce, reason)
+            }
+            answer => answer,
         }
+    }
+
+    /// The same call asked for again and again is matched as `doom_loop`
+    /// too, and the stricter answer stands.
+    fn doom_loop(&mut self, call: &ToolCall, decision: &mut Decision) {
+        let repeats = self.count_repeat(call);
+        if repeats < DOOM_LOOP_REPEATS {
+            return;
+        }
+        let doom = self.policy.decide(
+            "doom_loop",
+            &Value::String(call.name.clone()),
+            &self.session_rules,
+        );
+        if doom.action > decision.action {
+            decision.action = doom.action;
+            decision.rule = format!(
+                "{} (the same `{}` call {repeats} times in a row)",
+                doom.rule, call.name
+            );
+            decision.managed = doom.managed;
+            decision.session_rules = Vec::new();
+        }
+    }
+
+    /// How many times in a row this exact call has now been asked for.
+    fn count_repeat(&mut self, call: &ToolCall) -> u32 {
+        let key = (call.name.clone(), call.arguments.clone());
+        if self.last_call.as_ref() == Some(&key) {
+            self.repeats += 1;
+        } else {
+            self.last_call = Some(key);
+            self.repeats = 1;
+        }
+        self.repeats
+    }
+}
+
+/// The same call this many times in a row is matched as `doom_loop`.
+const DOOM_LOOP_REPEATS: u32 = 3;
+
+/// A short, one-line form of a call's arguments for the session log.
+fn summarize(tool: &str, arguments: &Value) -> String {
+    let field = |name: &str| arguments.get(name).and_then(Value::as_str);
+    let text = match tool {
+        "bash" => field("command").map(str::to_owned),
+        "read" | "list" | "write" | "edit" => field("path").map(str::to_owned),
+        "grep" | "glob" => field("pattern").map(str::to_owned),
+        _ => None,
+    }
+    .unwrap_or_else(|| arguments.to_string());
+    let line = text.replace('\n', " ");
+    match line.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
     }
 }
 

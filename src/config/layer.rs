@@ -54,6 +54,8 @@ pub struct FileLayer {
     max_steps: Option<Positive>,
     retry: Option<RetryLayer>,
     timeouts: Option<TimeoutsLayer>,
+    permission: Option<crate::policy::PermissionValue>,
+    dangerous: Option<crate::policy::DangerousValue>,
 }
 
 #[derive(Debug, Deserialize)]

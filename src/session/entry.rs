@@ -34,14 +34,33 @@ pub enum EntryBody {
     Permission {
         call_id: String,
         tool: String,
+        /// A short form of the arguments (the command line, the path).
+        #[serde(default)]
+        summary: String,
+        /// The call was in the dangerous class.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        dangerous: bool,
         decision: ApprovalDecision,
+        /// `user`, `session`, `policy` or `headless`.
         by: String,
         rule: String,
+        /// Rules an "allow for this session" answer added.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        allowed: Vec<AllowedRule>,
     },
     /// A turn ended.
     TurnEnd { status: TurnStatus },
     /// An error ended a turn.
     Error { message: String },
+}
+
+/// A rule the user allowed for the rest of a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AllowedRule {
+    /// The permission key (`bash`, `edit`).
+    pub permission: String,
+    /// The pattern (`cargo test *`).
+    pub pattern: String,
 }
 
 /// Session metadata (first line).

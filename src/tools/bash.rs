@@ -68,8 +68,13 @@ async fn run_command(
     timeout: Duration,
     context: &ToolContext,
 ) -> Result<ToolOutput, Error> {
+    // `-C` is `set -o noclobber`: a `>` the gate judged safe (its target
+    // did not exist) cannot overwrite a file created since.
+    let noclobber: &[&str] = if context.allow_clobber { &[] } else { &["-C"] };
     let mut child = tokio::process::Command::new("bash")
-        .args(["--noprofile", "--norc", "-c", command])
+        .args(["--noprofile", "--norc"])
+        .args(noclobber)
+        .args(["-c", command])
         .current_dir(context.sandbox.root())
         .env_clear()
         .envs(
@@ -228,6 +233,7 @@ mod tests {
         ToolContext {
             sandbox: std::sync::Arc::new(crate::sandbox::Sandbox::new(dir.path()).unwrap()),
             cancel: Cancel::default(),
+            allow_clobber: false,
         }
     }
 

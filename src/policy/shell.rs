@@ -1,0 +1,725 @@
+//! Finds every simple command and redirect in a bash command line.
+//!
+//! The line is parsed with tree-sitter-bash and walked node by node against
+//! an allowlist of node kinds. A parse error, a missing token or a kind the
+//! walker does not know makes the whole line a [`Problem`], so the gate can
+//! fail closed. Words are decoded the way bash would before expansion
+//! (quotes, backslashes, `$'...'`, a leading `~`); anything only known at run
+//! time (parameters, substitutions, globs, brace expansion) is marked
+//! dynamic and keeps its source text.
+
+use tree_sitter::{Node, Parser};
+
+/// Longest command line the gate reads; longer ones are refused as too big.
+pub const MAX_SOURCE: usize = 64 * 1024;
+/// Deepest syntax tree walked.
+const MAX_TREE_DEPTH: usize = 256;
+/// Most simple commands checked in one line (nested code strings included).
+pub const MAX_COMMANDS: usize = 1_000;
+
+/// Why a command line could not be checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem(pub String);
+
+/// One word after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arg {
+    /// The decoded text, or the source text when the word is dynamic.
+    pub text: String,
+    /// Known only at run time: expansions, substitutions, globs, braces.
+    pub dynamic: bool,
+}
+
+impl Arg {
+    /// A literal word.
+    pub fn literal(text: &str) -> Self {
+        Self {
+            text: text.to_owned(),
+            dynamic: false,
+        }
+    }
+
+    /// The decoded text when the word is fully known.
+    pub fn known(&self) -> Option<&str> {
+        (!self.dynamic).then_some(self.text.as_str())
+    }
+}
+
+/// `NAME=value` before a command, in `export`/`declare`, or on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    /// The variable's name.
+    pub name: String,
+    /// The value.
+    pub value: Arg,
+}
+
+/// A simple command: assignments, then words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SimpleCommand {
+    /// Assignments written before the command name.
+    pub assignments: Vec<Assignment>,
+    /// The command name and its arguments; empty for a bare assignment.
+    pub argv: Vec<Arg>,
+}
+
+/// What a redirect does to its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RedirectKind {
+    /// `>`, `N>`, `&>`, `>& file`: creates or truncates.
+    Overwrite,
+    /// `>|`: truncates even under noclobber.
+    Clobber,
+    /// `>>`, `&>>`: appends.
+    Append,
+    /// `<`, `<&`, fd duplication and closing: no file is written.
+    Other,
+}
+
+/// An output or input redirection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Redirect {
+    /// The operator as written.
+    pub operator: String,
+    /// What it does.
+    pub kind: RedirectKind,
+    /// The target word.
+    pub target: Arg,
+}
+
+/// What the walker found, in the order bash meets it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Item {
+    /// A simple command.
+    Command(SimpleCommand),
+    /// A redirection.
+    Redirect(Redirect),
+    /// An assignment outside any command (`X=1;`, `export X=1`).
+    Assignment(Assignment),
+}
+
+/// Parses `source` and lists what it runs.
+pub fn parse(source: &str, home: Option<&str>) -> Result<Vec<Item>, Problem> {
+    if source.len() > MAX_SOURCE {
+        return Err(Problem(format!(
+            "the command is longer than {} KiB",
+            MAX_SOURCE / 1024
+        )));
+    }
+    if source.contains('\0') {
+        return Err(Problem("the command contains a NUL byte".to_owned()));
+    }
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .map_err(|e| Problem(format!("the shell grammar could not be loaded: {e}")))?;
+    let tree = parser
+        .parse(source, None)
+        .ok_or_else(|| Problem("the shell parser gave up".to_owned()))?;
+    let root = tree.root_node();
+    let mut walker = Walker {
+        source: source.as_bytes(),
+        home,
+        items: Vec::new(),
+    };
+    walker.visit(root, 0)?;
+    Ok(walker.items)
+}
+
+struct Walker<'a> {
+    source: &'a [u8],
+    home: Option<&'a str>,
+    items: Vec<Item>,
+}
+
+/// Kinds whose children are walked with nothing else to do.
+const CONTAINERS: &[&str] = &[
+    "program",
+    "list",
+    "pipeline",
+    "subshell",
+    "compound_statement",
+    "redirected_statement",
+    "if_statement",
+    "elif_clause",
+    "else_clause",
+    "while_statement",
+    "for_statement",
+    "c_style_for_statement",
+    "case_statement",
+    "case_item",
+    "do_group",
+    "function_definition",
+    "negated_command",
+    "test_command",
+    "command_substitution",
+    "process_substitution",
+    "heredoc_body",
+    "heredoc_redirect",
+    "herestring_redirect",
+    "variable_assignments",
+    "unset_command",
+    "array",
+    "expansion",
+    "arithmetic_expansion",
+    "binary_expression",
+    "unary_expression",
+    "ternary_expression",
+    "postfix_expression",
+    "parenthesized_expression",
+    "subscript",
+    "concatenation",
+    "string",
+    "translated_string",
+    "brace_expression",
+    "command_name",
+    "number",
+    "simple_expansion",
+];
+
+/// Kinds with nothing inside that can run.
+const LEAVES: &[&str] = &[
+    "word",
+    "raw_string",
+    "ansi_c_string",
+    "string_content",
+    "variable_name",
+    "special_variable_name",
+    "heredoc_content",
+    "heredoc_start",
+    "heredoc_end",
+    "file_descriptor",
+    "comment",
+    "regex",
+    "test_operator",
+    "extglob_pattern",
+];
+
+impl Walker<'_> {
+    fn text(&self, node: Node<'_>) -> &str {
+        std::str::from_utf8(&self.source[node.byte_range()]).unwrap_or("")
+    }
+
+    fn visit(&mut self, node: Node<'_>, depth: usize) -> Result<(), Problem> {
+        if depth > MAX_TREE_DEPTH {
+            return Err(Problem("the command is nested too deeply".to_owned()));
+        }
+        if node.is_error() || node.is_missing() {
+            return Err(Problem(format!(
+                "bash would not parse it as written (near `{}`)",
+                short(self.text(node))
+            )));
+        }
+        if !node.is_named() {
+            return Ok(());
+        }
+        let kind = node.kind();
+        match kind {
+            "command" => {
+                let command = self.command(node)?;
+                // Substitutions in assignment values run first, then the
+                // ones inside the words; redirects are looked at last.
+                let mut cursor = node.walk();
+                let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+                for child in &children {
+                    if child.kind() == "variable_assignment" {
+                        self.children(*child, depth + 1)?;
+                    }
+                }
+                self.items.push(Item::Command(command));
+                for child in &children {
+                    if !matches!(
+                        child.kind(),
+                        "file_redirect" | "herestring_redirect" | "variable_assignment"
+                    ) {
+                        self.visit(*child, depth + 1)?;
+                    }
+                }
+                for child in children {
+                    if matches!(child.kind(), "file_redirect" | "herestring_redirect") {
+                        self.visit(child, depth + 1)?;
+                    }
+                }
+                Ok(())
+            }
+            "file_redirect" => {
+                self.children(node, depth)?;
+                let redirect = self.redirect(node)?;
+                self.items.push(Item::Redirect(redirect));
+                Ok(())
+            }
+            "variable_assignment" => {
+                let assignment = self.assignment(node)?;
+                self.children(node, depth)?;
+                self.items.push(Item::Assignment(assignment));
+                Ok(())
+            }
+            "declaration_command" => {
+                let mut cursor = node.walk();
+                let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+                for child in children {
+                    if child.kind() == "variable_assignment" {
+                        self.visit(child, depth + 1)?;
+                    } else {
+                        self.visit(child, depth + 1)?;
+                        // `export PAGER` exports a value set elsewhere: the
+                        // name alone is enough to look at.
+                        let name = self.text(child).to_owned();
+                        self.items.push(Item::Assignment(Assignment {
+                            name,
+                            value: Arg {
+                                text: String::new(),
+                                dynamic: true,
+                            },
+                        }));
+                    }
+                }
+                Ok(())
+            }
+            _ if CONTAINERS.contains(&kind) => self.children(node, depth),
+            _ if LEAVES.contains(&kind) => Ok(()),
+            other => Err(Problem(format!(
+                "the checker does not understand bash's `{other}` construct (`{}`)",
+                short(self.text(node))
+            ))),
+        }
+    }
+
+    fn children(&mut self, node: Node<'_>, depth: usize) -> Result<(), Problem> {
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.children(&mut cursor).collect();
+        for child in children {
+            self.visit(child, depth + 1)?;
+        }
+        Ok(())
+    }
+
+    fn command(&self, node: Node<'_>) -> Result<SimpleCommand, Problem> {
+        let mut command = SimpleCommand {
+            assignments: Vec::new(),
+            argv: Vec::new(),
+        };
+        let mut cursor = node.walk();
+        for (index, child) in node.children(&mut cursor).enumerate() {
+            let field = node.field_name_for_child(u32::try_from(index).unwrap_or(u32::MAX));
+            match (field, child.kind()) {
+                (_, "variable_assignment") => command.assignments.push(self.assignment(child)?),
+                (Some("name"), _) => {
+                    let name = child.named_child(0).unwrap_or(child);
+                    command.argv.push(self.word(name, true));
+                }
+                (Some("argument"), _) => command.argv.push(self.word(child, false)),
+                (Some("redirect"), _) | (_, "file_redirect" | "herestring_redirect") => {}
+                (_, "subshell") => {
+                    return Err(Problem(format!(
+                        "the checker does not understand `{}`",
+                        short(self.text(node))
+                    )));
+                }
+                _ if !child.is_named() => {}
+                (_, other) => {
+                    return Err(Problem(format!(
+                        "the checker does not understand `{other}` in `{}`",
+                        short(self.text(node))
+                    )));
+                }
+            }
+        }
+        Ok(command)
+    }
+
+    fn assignment(&self, node: Node<'_>) -> Result<Assignment, Problem> {
+        let name = node
+            .child_by_field_name("name")
+            .ok_or_else(|| Problem(format!("odd assignment `{}`", short(self.text(node)))))?;
+        if name.kind() != "variable_name" {
+            return Err(Problem(format!(
+                "the checker does not understand the assignment `{}`",
+                short(self.text(node))
+            )));
+        }
+        let value = node.child_by_field_name("value").map_or_else(
+            || Arg::literal(""),
+            |value| {
+                if value.kind() == "array" {
+                    Arg {
+                        text: self.text(value).to_owned(),
+                        dynamic: true,
+                    }
+                } else {
+                    self.word(value, false)
+                }
+            },
+        );
+        Ok(Assignment {
+            name: self.text(name).to_owned(),
+            value,
+        })
+    }
+
+    fn redirect(&self, node: Node<'_>) -> Result<Redirect, Problem> {
+        let mut operator = String::new();
+        let mut cursor = node.walk();
+        for child in node.children(&mut cursor) {
+            if !child.is_named() {
+                operator.push_str(child.kind());
+            }
+        }
+        let target = match node.child_by_field_name("destination") {
+            Some(destination) => self.word(destination, false),
+            // `>&-` and `<&-` close a descriptor.
+            None if operator == ">&-" || operator == "<&-" => Arg::literal("-"),
+            None => {
+                return Err(Problem(format!(
+                    "a redirect without a target: `{}`",
+                    short(self.text(node))
+                )));
+            }
+        };
+        let kind = match operator.as_str() {
+            ">" | "&>" => RedirectKind::Overwrite,
+            ">|" => RedirectKind::Clobber,
+            ">>" | "&>>" => RedirectKind::Append,
+            // `>&2`, `>&-` duplicate or close; `>& file` writes the file.
+            ">&" | "&>&" => match target.known() {
+                Some(text) if is_fd_word(text) => RedirectKind::Other,
+                _ => RedirectKind::Overwrite,
+            },
+            "<" | "<&" | "<&-" | ">&-" => RedirectKind::Other,
+            other => {
+                return Err(Problem(format!(
+                    "the checker does not understand the redirect `{other}`"
+                )));
+            }
+        };
+        Ok(Redirect {
+            operator,
+            kind,
+            target,
+        })
+    }
+
+    /// Decodes a word. `name` is true in command-name position.
+    fn word(&self, node: Node<'_>, name: bool) -> Arg {
+        let mut out = Arg {
+            text: String::new(),
+            dynamic: false,
+        };
+        self.decode(node, &mut out, true, &mut false);
+        if out.dynamic || (name && out.text.is_empty()) {
+            out.dynamic = true;
+            self.text(node).clone_into(&mut out.text);
+        }
+        out
+    }
+
+    /// `brace` carries an unquoted `{` seen earlier in the same word.
+    fn decode(&self, node: Node<'_>, out: &mut Arg, first: bool, brace: &mut bool) {
+        let text = self.text(node);
+        match node.kind() {
+            "word" | "number" if node.named_child_count() == 0 => {
+                decode_unquoted(text, first, self.home, out, brace);
+            }
+            "raw_string" => {
+                out.text.push_str(
+                    text.strip_prefix('\'')
+                        .and_then(|t| t.strip_suffix('\''))
+                        .unwrap_or(text),
+                );
+            }
+            "ansi_c_string" => match decode_ansi_c(text) {
+                Some(decoded) => out.text.push_str(&decoded),
+                None => out.dynamic = true,
+            },
+            "string" => {
+                let mut cursor = node.walk();
+                for child in node.children(&mut cursor) {
+                    match child.kind() {
+                        "\"" => {}
+                        "string_content" => decode_double_quoted(self.text(child), out),
+                        "$" => out.text.push('$'),
+                        _ => out.dynamic = true,
+                    }
+                }
+            }
+            "translated_string" => match node.named_child(0) {
+                Some(inner) => self.decode(inner, out, false, brace),
+                None => out.dynamic = true,
+            },
+            "concatenation" => {
+                let mut cursor = node.walk();
+                for (index, child) in node.children(&mut cursor).enumerate() {
+                    self.decode(child, out, first && index == 0, brace);
+                }
+            }
+            _ => out.dynamic = true,
+        }
+    }
+}
+
+fn is_fd_word(text: &str) -> bool {
+    text == "-" || (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn short(text: &str) -> String {
+    let line = text.lines().next().unwrap_or("");
+    if line.chars().count() > 60 {
+        let cut: String = line.chars().take(57).collect();
+        format!("{cut}...")
+    } else {
+        line.to_owned()
+    }
+}
+
+/// Unquoted text: backslashes escape the next character, a backslash-newline
+/// disappears, glob characters and brace lists make the word dynamic, and a
+/// leading `~` or `~/` is the home directory.
+fn decode_unquoted(text: &str, first: bool, home: Option<&str>, out: &mut Arg, brace: &mut bool) {
+    let mut rest = text;
+    if first && (rest == "~" || rest.starts_with("~/")) {
+        match home {
+            Some(home) => {
+                out.text.push_str(home);
+                rest = &rest[1..];
+            }
+            None => out.dynamic = true,
+        }
+    } else if first && rest.starts_with('~') {
+        out.dynamic = true; // ~user, ~+, ~-
+    }
+    let mut chars = rest.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('\n') | None => {}
+                Some(next) => out.text.push(next),
+            },
+            '*' | '?' | '[' | '$' | '`' => {
+                out.dynamic = true;
+                out.text.push(c);
+            }
+            '{' => {
+                *brace = true;
+                out.text.push(c);
+            }
+            ',' | '.' if *brace => {
+                out.dynamic = true;
+                out.text.push(c);
+            }
+            _ => out.text.push(c),
+        }
+    }
+}
+
+/// Inside double quotes a backslash only escapes `$`, `` ` ``, `"`, `\` and
+/// a newline.
+fn decode_double_quoted(text: &str, out: &mut Arg) {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            match chars.peek() {
+                Some('$' | '`' | '"' | '\\') => {
+                    out.text.push(chars.next().unwrap_or('\\'));
+                }
+                Some('\n') => {
+                    chars.next();
+                }
+                _ => out.text.push('\\'),
+            }
+        } else {
+            if c == '$' || c == '`' {
+                out.dynamic = true;
+            }
+            out.text.push(c);
+        }
+    }
+}
+
+/// Decodes `$'...'` as bash does; `None` for a form it cannot be sure of.
+fn decode_ansi_c(text: &str) -> Option<String> {
+    let body = text.strip_prefix("$'")?.strip_suffix('\'')?;
+    let mut out = String::new();
+    let mut chars = body.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let escaped = chars.next()?;
+        match escaped {
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'e' | 'E' => out.push('\x1b'),
+            'f' => out.push('\x0c'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'v' => out.push('\x0b'),
+            '\\' | '\'' | '"' | '?' => out.push(escaped),
+            '0'..='7' => {
+                let mut value = escaped.to_digit(8)?;
+                for _ in 0..2 {
+                    match chars.peek().and_then(|d| d.to_digit(8)) {
+                        Some(digit) => {
+                            value = value * 8 + digit;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                out.push(char::from_u32(value & 0xff)?);
+            }
+            'x' | 'u' | 'U' => {
+                let max = match escaped {
+                    'x' => 2,
+                    'u' => 4,
+                    _ => 8,
+                };
+                let mut value = 0_u32;
+                let mut count = 0;
+                while count < max {
+                    match chars.peek().and_then(|d| d.to_digit(16)) {
+                        Some(digit) => {
+                            value = value * 16 + digit;
+                            chars.next();
+                            count += 1;
+                        }
+                        None => break,
+                    }
+                }
+                if count == 0 {
+                    out.push('\\');
+                    out.push(escaped);
+                } else {
+                    out.push(char::from_u32(value)?);
+                }
+            }
+            'c' => {
+                let control = chars.next()?;
+                out.push(char::from_u32(
+                    u32::from(control.to_ascii_uppercase()) ^ 0x40,
+                )?);
+            }
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn argvs(source: &str) -> Vec<Vec<String>> {
+        parse(source, Some("/home/u"))
+            .unwrap()
+            .into_iter()
+            .filter_map(|item| match item {
+                Item::Command(command) => Some(
+                    command
+                        .argv
+                        .iter()
+                        .map(|arg| {
+                            if arg.dynamic {
+                                format!("?{}", arg.text)
+                            } else {
+                                arg.text.clone()
+                            }
+                        })
+                        .collect(),
+                ),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn words_are_decoded_as_bash_would() {
+        assert_eq!(
+            argvs(r#"\rm "r"m 'a b' $'\x41\101\u00e9\n' a\ b ~/x "\$x \"q\"" c\"d"#),
+            vec![vec![
+                "rm",
+                "rm",
+                "a b",
+                "AAé\n",
+                "a b",
+                "/home/u/x",
+                "$x \"q\"",
+                "c\"d"
+            ]]
+        );
+        assert_eq!(
+            argvs("ls $HOME *.rs {a,b} \"$x\" x{1..3} {}"),
+            vec![vec![
+                "ls", "?$HOME", "?*.rs", "?{a,b}", "?\"$x\"", "?x{1..3}", "{}"
+            ]]
+        );
+    }
+
+    #[test]
+    fn commands_are_found_everywhere() {
+        let found = argvs(
+            "a && b | c; (d); { e; }; if f; then g; fi; for x in $(h); do i `j`; done; \
+             k <(l) >(m); n=$(o) p; q <<< \"$(r)\"; s() { t; }; case x in y) u;; esac",
+        );
+        let names: Vec<&str> = found.iter().map(|argv| argv[0].as_str()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "o", "p", "q",
+                "r", "t", "u"
+            ]
+        );
+        assert_eq!(argvs("cat <<EOF\n$(rm x)\nEOF")[1], vec!["rm", "x"]);
+        assert_eq!(argvs("cat <<'EOF'\n$(rm x)\nEOF").len(), 1);
+    }
+
+    #[test]
+    fn redirects_are_classified() {
+        use RedirectKind::{Append, Clobber, Other, Overwrite};
+        let items = parse("ls 2>&1 >/dev/null >&2 &>f 1>>g >|h 3>i >&j 2>&-", None).unwrap();
+        let redirects: Vec<(String, RedirectKind, String)> = items
+            .into_iter()
+            .filter_map(|item| match item {
+                Item::Redirect(r) => Some((r.operator, r.kind, r.target.text)),
+                _ => None,
+            })
+            .collect();
+        let expected = [
+            (">&", Other, "1"),
+            (">", Overwrite, "/dev/null"),
+            (">&", Other, "2"),
+            ("&>", Overwrite, "f"),
+            (">>", Append, "g"),
+            (">|", Clobber, "h"),
+            (">", Overwrite, "i"),
+            (">&", Overwrite, "j"),
+            (">&-", Other, "-"),
+        ];
+        let expected: Vec<(String, RedirectKind, String)> = expected
+            .iter()
+            .map(|(o, k, t)| ((*o).to_owned(), *k, (*t).to_owned()))
+            .collect();
+        assert_eq!(redirects, expected);
+    }
+
+    #[test]
+    fn what_cannot_be_read_is_a_problem() {
+        for source in [
+            "ls |",
+            "echo 'open",
+            "cmd 3<>f",
+            "a[$(id)]=1",
+            "if true; then",
+        ] {
+            assert!(parse(source, None).is_err(), "{source}");
+        }
+        assert!(parse(&"x".repeat(MAX_SOURCE + 1), None).is_err());
+        let deep = format!("{}x{}", "$(".repeat(400), ")".repeat(400));
+        assert!(parse(&deep, None).is_err());
+    }
+}
