@@ -17,7 +17,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::cancel::Cancel;
 use crate::client::Client;
 use crate::config::Config;
-use crate::policy::Policy;
+use crate::policy::PolicySource;
 use crate::protocol::{ApprovalDecision, Event, Op, SubmissionId};
 use crate::sandbox::Sandbox;
 use crate::session::Session;
@@ -35,8 +35,8 @@ pub struct AgentSetup {
     pub config: Config,
     /// The workspace root, held open; every file tool goes through it.
     pub sandbox: Arc<Sandbox>,
-    /// The effective permission policy.
-    pub policy: Arc<Policy>,
+    /// The effective permission policy, resolved before every call.
+    pub policy: Arc<PolicySource>,
     /// Who answers approval requests, as recorded: `user` or `headless`.
     pub approver: &'static str,
 }

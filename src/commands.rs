@@ -11,7 +11,7 @@ use serde_json::json;
 use crate::cli::{PolicyCheckArgs, SessionsArgs, ToolArgs};
 use crate::client::{self, Client};
 use crate::config::{self, Environment, Flags, Loaded};
-use crate::policy::{Action, Policy};
+use crate::policy::{Action, Policy, PolicySource};
 use crate::sandbox::Sandbox;
 use crate::session::Store;
 use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
@@ -43,17 +43,13 @@ pub fn load_policy(
     environment: &Environment,
     loaded: &Loaded,
     root: &std::path::Path,
-) -> Result<Arc<Policy>, Failure> {
-    let managed = environment
-        .var("OFFCODE_MANAGED_POLICY")
-        .unwrap_or(crate::policy::MANAGED_PATH);
+) -> Result<Policy, Failure> {
     Policy::load(
         &loaded.policy_layers,
-        std::path::Path::new(managed),
+        &managed_path(environment),
         root,
         environment.var("HOME"),
     )
-    .map(Arc::new)
     .map_err(|e| {
         let hint = match &e {
             crate::policy::Error::Managed { .. } => {
@@ -63,6 +59,45 @@ pub fn load_policy(
         };
         Failure::new(&e, EXIT_USAGE).with_hint(hint)
     })
+}
+
+fn managed_path(environment: &Environment) -> std::path::PathBuf {
+    std::path::PathBuf::from(
+        environment
+            .var("OFFCODE_MANAGED_POLICY")
+            .unwrap_or(crate::policy::MANAGED_PATH),
+    )
+}
+
+/// The policy for an agent: loaded now (problems stop the start with a
+/// clear error), then re-read before a tool call whenever a config file or
+/// the managed file changed.
+pub fn policy_source(
+    environment: &Environment,
+    flags: &Flags,
+    loaded: &Loaded,
+    root: &std::path::Path,
+) -> Result<Arc<PolicySource>, Failure> {
+    let files = |loaded: &Loaded| -> Vec<std::path::PathBuf> {
+        let mut files: Vec<_> = loaded.files.iter().map(|f| f.path.clone()).collect();
+        files.push(managed_path(environment));
+        files
+    };
+    let policy = load_policy(environment, loaded, root)?;
+    let initial = files(loaded);
+    let (environment, flags, root) = (environment.clone(), flags.clone(), root.to_path_buf());
+    let reload = move || -> Result<(Policy, Vec<std::path::PathBuf>), String> {
+        let loaded = config::load(&environment, &flags).map_err(|e| e.to_string())?;
+        let policy = load_policy(&environment, &loaded, &root).map_err(|f| f.message)?;
+        let mut files: Vec<_> = loaded.files.iter().map(|f| f.path.clone()).collect();
+        files.push(managed_path(&environment));
+        Ok((policy, files))
+    };
+    Ok(Arc::new(PolicySource::new(
+        policy,
+        initial,
+        Box::new(reload),
+    )))
 }
 
 /// The session store under the data directory.

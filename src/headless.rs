@@ -14,7 +14,7 @@ use crate::agent::{self, AgentSetup};
 use crate::cli::RunArgs;
 use crate::client::Client;
 use crate::commands::{
-    client_failure, load_config, load_policy, read_stdin, runtime, session_store, workspace,
+    client_failure, load_config, policy_source, read_stdin, runtime, session_store, workspace,
 };
 use crate::config::{Environment, Flags};
 use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Op, TurnStatus};
@@ -31,7 +31,7 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
     let loaded = load_config(environment, &flags)?;
     // Before a session is created, so a failure leaves no empty session.
     let sandbox = workspace(environment)?;
-    let policy = load_policy(environment, &loaded, sandbox.root())?;
+    let policy = policy_source(environment, &flags, &loaded, sandbox.root())?;
     let config = loaded.config;
     let store = session_store(environment)?;
     let client = Arc::new(Client::new(&config));

@@ -70,6 +70,9 @@ pub struct Rule {
     pub origin: String,
 }
 
+/// The origin of rules the user allowed for the session.
+pub const SESSION_ORIGIN: &str = "allowed for this session";
+
 /// The built-in default permissions.
 const DEFAULT: &str = include_str!("../policy/default.jsonc");
 /// Where the managed policy lives unless `OFFCODE_MANAGED_POLICY` says.
@@ -269,7 +272,7 @@ impl Policy {
             if let Some(permission) = &layer.permission {
                 rules.extend(rules_from(permission, &origin).map_err(Error::Rule)?);
             }
-            extra.extend(layer.dangerous_extra.iter().cloned());
+            extra.push((origin, layer.dangerous_extra.clone()));
         }
         let (managed, managed_file) = match std::fs::read_to_string(managed_path) {
             Ok(text) => {
@@ -300,7 +303,7 @@ impl Policy {
                 if let Some(entries) = value.get("dangerous").and_then(|d| d.get("extra")) {
                     let entries: Vec<ExtraFile> = serde_json::from_value(entries.clone())
                         .map_err(|e| problem(e.to_string(), None))?;
-                    extra.extend(entries);
+                    extra.push((origin, entries));
                 }
                 (managed, Some(managed_path.to_path_buf()))
             }
@@ -377,7 +380,7 @@ impl Policy {
                         "*".to_owned()
                     },
                     action: Action::Allow,
-                    origin: "allowed for this session".to_owned(),
+                    origin: SESSION_ORIGIN.to_owned(),
                 })
                 .collect()
         } else {
@@ -413,6 +416,9 @@ impl Policy {
                     found.push(&["bash"], simple, true);
                 }
                 for write in verdict.writes {
+                    if write.paths.iter().any(|p| self.is_own_config(p)) {
+                        found.dangers.push(own_config_danger(&write.target));
+                    }
                     let inside = write.paths.iter().all(|p| p.starts_with(&self.root));
                     let value = write.paths.first().map_or(write.target.clone(), |p| {
                         p.strip_prefix(&self.root)
@@ -425,7 +431,7 @@ impl Policy {
                     found.push(&["bash"], command, true);
                 }
                 found.clobbers = verdict.dangers.iter().any(|d| d.why.contains("overwrites"));
-                found.dangers = verdict.dangers;
+                found.dangers.extend(verdict.dangers);
             }
             "write" | "edit" | "patch" => {
                 let paths = if tool == "patch" {
@@ -434,6 +440,9 @@ impl Policy {
                     vec![text_arg("path").unwrap_or_default()]
                 };
                 for path in paths {
+                    if self.is_own_config(&self.root.join(&path)) {
+                        found.dangers.push(own_config_danger(&path));
+                    }
                     found.push(&["edit", tool], path, false);
                 }
                 if found.subjects.is_empty() {
@@ -461,6 +470,30 @@ impl Policy {
             _ => found.push(&[tool], String::new(), false),
         }
         found
+    }
+
+    /// Whether `path` is one of offcode's project config files or under
+    /// `.offcode/`: changing them changes what later calls may do.
+    fn is_own_config(&self, path: &Path) -> bool {
+        let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| {
+            // A new file: its directory may still be a symlink.
+            match (path.parent(), path.file_name()) {
+                (Some(parent), Some(name)) => std::fs::canonicalize(parent)
+                    .map_or_else(|_| path.to_path_buf(), |p| p.join(name)),
+                _ => path.to_path_buf(),
+            }
+        });
+        let root = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
+        let Ok(relative) = resolved.strip_prefix(&root) else {
+            return false;
+        };
+        let mut parts = relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy());
+        matches!(
+            (parts.next().as_deref(), parts.next()),
+            (Some("offcode.jsonc" | "offcode.json"), None) | (Some(".offcode"), _)
+        )
     }
 
     /// The rule that decides one subject: the last matching layered rule
@@ -510,6 +543,89 @@ impl Policy {
             action: chosen.action,
             rule: chosen.origin,
         }
+    }
+}
+
+/// A load of the policy: the policy and every file it was read from (or
+/// looked for), so a change to any of them is noticed.
+pub type Loader = dyn Fn() -> Result<(Policy, Vec<PathBuf>), String> + Send + Sync;
+
+/// The effective policy, resolved again before every tool call: when a
+/// config file or the managed file changed (or appeared or went away)
+/// since the last load, it is re-read, so an edit applies from the next
+/// call. A file that no longer loads refuses calls until it is fixed.
+pub struct PolicySource {
+    load: Option<Box<Loader>>,
+    cache: std::sync::Mutex<(Vec<Stamp>, Vec<PathBuf>, std::sync::Arc<Policy>)>,
+}
+
+impl fmt::Debug for PolicySource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PolicySource").finish_non_exhaustive()
+    }
+}
+
+/// What identifies a version of a file: absent, or its inode, size and
+/// change times.
+type Stamp = Option<(u64, u64, i64, i64, i64, i64)>;
+
+fn stamp(path: &Path) -> Stamp {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(path).ok().map(|m| {
+        (
+            m.ino(),
+            m.len(),
+            m.mtime(),
+            m.mtime_nsec(),
+            m.ctime(),
+            m.ctime_nsec(),
+        )
+    })
+}
+
+impl PolicySource {
+    /// `policy`, loaded from `files`, re-read through `load` when one of
+    /// them changes.
+    pub fn new(policy: Policy, files: Vec<PathBuf>, load: Box<Loader>) -> Self {
+        let stamps = files.iter().map(|f| stamp(f)).collect();
+        Self {
+            load: Some(load),
+            cache: std::sync::Mutex::new((stamps, files, std::sync::Arc::new(policy))),
+        }
+    }
+
+    /// A policy that never changes (tests, embedding).
+    pub fn fixed(policy: Policy) -> Self {
+        Self {
+            load: None,
+            cache: std::sync::Mutex::new((Vec::new(), Vec::new(), std::sync::Arc::new(policy))),
+        }
+    }
+
+    /// The policy in force now.
+    pub fn current(&self) -> Result<std::sync::Arc<Policy>, String> {
+        let mut cache = self
+            .cache
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(load) = &self.load else {
+            return Ok(std::sync::Arc::clone(&cache.2));
+        };
+        let now: Vec<Stamp> = cache.1.iter().map(|f| stamp(f)).collect();
+        if now != cache.0 {
+            let (policy, files) = load()?;
+            let stamps = files.iter().map(|f| stamp(f)).collect();
+            *cache = (stamps, files, std::sync::Arc::new(policy));
+        }
+        Ok(std::sync::Arc::clone(&cache.2))
+    }
+}
+
+fn own_config_danger(target: &str) -> Danger {
+    Danger {
+        command: target.to_owned(),
+        why: "changes offcode's own configuration, which decides what later calls may do"
+            .to_owned(),
     }
 }
 

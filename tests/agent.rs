@@ -1,6 +1,7 @@
 //! The agent loop through its ops/events interface, against the mock.
 
 use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,10 +36,7 @@ fn start(server: &MockServer, max_steps: u32) -> Harness {
         tools: Registry::default(),
         config,
         sandbox: Arc::new(offcode::sandbox::Sandbox::new(&root).unwrap()),
-        policy: Arc::new(
-            offcode::policy::Policy::load(&[], &dir.path().join("no-managed.jsonc"), &root, None)
-                .unwrap(),
-        ),
+        policy: built_in_policy(&root),
         approver: "user",
     });
     Harness {
@@ -97,6 +95,23 @@ fn status(events: &[Event]) -> TurnStatus {
         EventMsg::TurnComplete(complete) => complete.status,
         other => panic!("last event is {other:?}"),
     }
+}
+
+fn approval_requests(events: &[Event]) -> Vec<offcode::protocol::ApprovalRequestEvent> {
+    events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::ApprovalRequest(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The built-in policy for `root`, with no managed file.
+fn built_in_policy(root: &Path) -> Arc<offcode::policy::PolicySource> {
+    Arc::new(offcode::policy::PolicySource::fixed(
+        offcode::policy::Policy::load(&[], Path::new("/nonexistent/managed"), root, None).unwrap(),
+    ))
 }
 
 fn tool_results(body: &Value) -> Vec<(String, String)> {
@@ -226,13 +241,7 @@ async fn the_same_call_three_times_in_a_row_asks_as_a_doom_loop() {
     }));
     let mut harness = start(&server, 4);
     let events = harness.turn("loop", Some(ApprovalDecision::Deny)).await;
-    let asks: Vec<&offcode::protocol::ApprovalRequestEvent> = events
-        .iter()
-        .filter_map(|e| match &e.msg {
-            EventMsg::ApprovalRequest(r) => Some(r),
-            _ => None,
-        })
-        .collect();
+    let asks = approval_requests(&events);
     // Reads are allowed; the third and fourth identical reads ask.
     assert_eq!(asks.len(), 2, "{asks:?}");
     assert!(
@@ -305,6 +314,127 @@ async fn approved_write_runs_and_session_approval_is_remembered() {
         .filter(|e| matches!(e.msg, EventMsg::ApprovalRequest(_)))
         .count();
     assert_eq!(asked, 1, "the second write was allowed for the session");
+}
+
+#[tokio::test]
+async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("b1", "bash", json!({"command": "touch first"}))],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("b2", "bash", json!({"command": "touch second"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Both.")));
+    let mut harness = start(&server, 10);
+    let events = harness
+        .turn("touch two", Some(ApprovalDecision::AllowSession))
+        .await;
+    assert_eq!(status(&events), TurnStatus::Done);
+    let asks = approval_requests(&events);
+    assert_eq!(asks.len(), 1, "`touch *` was allowed for the session");
+    assert!(asks[0].session_allowed && !asks[0].dangerous);
+    assert!(harness.root.join("second").exists());
+    // The session file holds the answer, the rule it added and a summary.
+    let path = std::fs::read_dir(harness.store.dir())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let text = std::fs::read_to_string(&path).unwrap();
+    let entries: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "permission")
+        .collect();
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    assert_eq!(entries[0]["decision"], "allow_session");
+    assert_eq!(entries[0]["by"], "user");
+    assert_eq!(entries[0]["summary"], "touch first");
+    assert_eq!(
+        entries[0]["allowed"],
+        json!([{"permission": "bash", "pattern": "touch *"}])
+    );
+    assert_eq!(entries[1]["by"], "session");
+    // A resumed session remembers the allowance.
+    let id = path.file_stem().unwrap().to_str().unwrap().to_owned();
+    harness.handle.ops.submit(Op::Shutdown);
+    while harness.handle.events.recv().await.is_some() {}
+    let session = harness.store.open(&id).unwrap();
+    assert_eq!(session.allowed.len(), 1);
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("b3", "bash", json!({"command": "touch third"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Third.")));
+    let config = crate::support::fast_config(&server.base_url());
+    let mut resumed = agent::spawn(AgentSetup {
+        client: Arc::new(Client::new(&config)),
+        session,
+        tools: Registry::default(),
+        config,
+        sandbox: Arc::new(offcode::sandbox::Sandbox::new(&harness.root).unwrap()),
+        policy: built_in_policy(&harness.root),
+        approver: "user",
+    });
+    resumed.ops.submit(Op::UserTurn {
+        text: "one more".into(),
+    });
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), resumed.events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            !matches!(event.msg, EventMsg::ApprovalRequest(_)),
+            "asked again after resume"
+        );
+        if matches!(event.msg, EventMsg::TurnComplete(_)) {
+            break;
+        }
+    }
+    assert!(harness.root.join("third").exists());
+}
+
+#[tokio::test]
+async fn a_dangerous_call_is_never_allowed_for_the_session() {
+    let server = mock();
+    for id in ["r1", "r2"] {
+        server.push(sse(&chunks::tool_answer(
+            "",
+            &[(id, "bash", json!({"command": "rm -f gone.txt"}))],
+        )));
+    }
+    server.push(sse(&chunks::text_answer("Removed.")));
+    let mut harness = start(&server, 10);
+    std::fs::write(harness.root.join("gone.txt"), "x").unwrap();
+    // The front end answers "allow for the session"; the core treats it as
+    // "allow once", so the second call asks again.
+    let events = harness
+        .turn("remove it", Some(ApprovalDecision::AllowSession))
+        .await;
+    let asks = approval_requests(&events);
+    assert_eq!(asks.len(), 2);
+    for ask in &asks {
+        assert!(ask.dangerous && !ask.session_allowed, "{ask:?}");
+        assert_eq!(
+            ask.dangers,
+            vec!["rm -f gone.txt: `rm` deletes files".to_owned()]
+        );
+        assert!(ask.rule.starts_with("dangerous: "), "{}", ask.rule);
+    }
+    let decisions: Vec<ApprovalDecision> = events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::PermissionDecision(d) => Some(d.decision),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(decisions, vec![ApprovalDecision::AllowOnce; 2]);
+    assert!(!harness.root.join("gone.txt").exists());
 }
 
 #[tokio::test]

@@ -11,5 +11,6 @@ mod cli;
 mod client;
 mod fixtures;
 mod layout;
+mod policy;
 mod sandbox;
 mod support;

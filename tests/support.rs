@@ -80,8 +80,15 @@ impl Workspace {
             .env_clear()
             .env("HOME", &self.home)
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("OFFCODE_BASE_URL", base_url);
+            .env("OFFCODE_BASE_URL", base_url)
+            .env("OFFCODE_MANAGED_POLICY", self.managed_policy());
         command
+    }
+
+    /// Where the managed policy is looked for: absent unless a test writes
+    /// it, so the machine's own `/etc/offcode/policy.jsonc` never leaks in.
+    pub fn managed_policy(&self) -> PathBuf {
+        self.home.join("managed-policy.jsonc")
     }
 
     /// The session files written so far.

@@ -16,7 +16,7 @@ use crate::client::wire::{ChatRequest, StreamOptions, ToolSpec};
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
 use crate::context::{build_messages, system_prompt};
-use crate::policy::{Action, Decision, Policy, Rule};
+use crate::policy::{Action, Decision, Policy, PolicySource, Rule, SESSION_ORIGIN};
 use crate::protocol::{
     ApprovalDecision, ApprovalRequestEvent, AssistantMessageEvent, ErrorKind, Event, EventMsg, Op,
     PermissionDecisionEvent, SessionConfiguredEvent, SubmissionId, TokenUsage, ToolCallBeginEvent,
@@ -47,7 +47,7 @@ pub(super) struct AgentState {
     system: String,
     events: mpsc::UnboundedSender<Event>,
     shared: Arc<Shared>,
-    policy: Arc<Policy>,
+    policy: Arc<PolicySource>,
     /// Rules the user allowed for the rest of the session.
     session_rules: Vec<Rule>,
     /// Who answers approval requests (`user`, `headless`).
@@ -81,7 +81,7 @@ impl AgentState {
                     permission: a.permission.clone(),
                     pattern: a.pattern.clone(),
                     action: Action::Allow,
-                    origin: "allowed for this session".to_owned(),
+                    origin: SESSION_ORIGIN.to_owned(),
                 })
                 .collect(),
             session: setup.session,
@@ -449,12 +449,34 @@ impl AgentState {
         if self.tools.get(&call.name).is_none() {
             return Ok(false); // the registry reports the unknown tool
         }
-        let mut decision = self
-            .policy
-            .decide(&call.name, &arguments, &self.session_rules);
-        self.doom_loop(call, &mut decision);
+        let policy = match self.policy.current() {
+            Ok(policy) => policy,
+            Err(problem) => {
+                let message = format!(
+                    "Not run: the permission policy could not be loaded ({problem}); fix it and ask again"
+                );
+                self.warn(id, &message);
+                let entry = EntryBody::Permission {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    summary: summarize(&call.name, &arguments),
+                    dangerous: false,
+                    decision: ApprovalDecision::Deny,
+                    by: "policy".to_owned(),
+                    rule: format!("the policy could not be loaded: {problem}"),
+                    allowed: Vec::new(),
+                };
+                let _ = self.record(id, entry);
+                return Err(ToolOutput::error(message));
+            }
+        };
+        let mut decision = policy.decide(&call.name, &arguments, &self.session_rules);
+        self.doom_loop(&policy, call, &mut decision);
         let summary = summarize(&call.name, &arguments);
         let (answer, reason, by) = match decision.action {
+            Action::Allow if decision.rule == SESSION_ORIGIN => {
+                (ApprovalDecision::AllowOnce, None, "session")
+            }
             Action::Allow => (ApprovalDecision::AllowOnce, None, "policy"),
             Action::Deny => (
                 ApprovalDecision::Deny,
@@ -568,12 +590,12 @@ impl AgentState {
 
     /// The same call asked for again and again is matched as `doom_loop`
     /// too, and the stricter answer stands.
-    fn doom_loop(&mut self, call: &ToolCall, decision: &mut Decision) {
+    fn doom_loop(&mut self, policy: &Policy, call: &ToolCall, decision: &mut Decision) {
         let repeats = self.count_repeat(call);
         if repeats < DOOM_LOOP_REPEATS {
             return;
         }
-        let doom = self.policy.decide(
+        let doom = policy.decide(
             "doom_loop",
             &Value::String(call.name.clone()),
             &self.session_rules,

@@ -172,8 +172,9 @@ impl Rule {
 }
 
 impl Gate {
-    /// The built-in class plus `extra` rules from config.
-    pub fn new(extra: &[ExtraFile]) -> Result<Self, String> {
+    /// The built-in class plus `extra` rules from config, each list with
+    /// the file it came from (for messages).
+    pub fn new(extra: &[(String, Vec<ExtraFile>)]) -> Result<Self, String> {
         let file: ClassFile = json5::from_str(BUILT_IN)
             .map_err(|e| format!("policy/dangerous.jsonc is broken: {e}"))?;
         let rules = file
@@ -189,15 +190,17 @@ impl Gate {
             .collect::<Result<_, String>>()?;
         let extra = extra
             .iter()
-            .enumerate()
-            .map(|(index, entry)| match entry {
-                ExtraFile::Pattern(pattern) if pattern.trim().is_empty() => {
-                    Err(format!("dangerous.extra[{index}] must not be empty"))
-                }
-                ExtraFile::Pattern(pattern) => Ok(Extra::Pattern(pattern.clone())),
-                ExtraFile::Rule(rule) => {
-                    Rule::from_file(rule, &format!("dangerous.extra[{index}]")).map(Extra::Rule)
-                }
+            .flat_map(|(origin, entries)| {
+                entries.iter().enumerate().map(move |(index, entry)| {
+                    let what = format!("{origin} dangerous.extra[{index}]");
+                    match entry {
+                        ExtraFile::Pattern(pattern) if pattern.trim().is_empty() => {
+                            Err(format!("{what} must not be empty"))
+                        }
+                        ExtraFile::Pattern(pattern) => Ok(Extra::Pattern(pattern.clone())),
+                        ExtraFile::Rule(rule) => Rule::from_file(rule, &what).map(Extra::Rule),
+                    }
+                })
             })
             .collect::<Result<_, _>>()?;
         Ok(Self {
@@ -541,9 +544,13 @@ impl Check<'_> {
     /// Where `target` may be, given every directory the line may be in.
     fn resolve(&self, target: &str) -> Vec<PathBuf> {
         if target.starts_with('/') {
-            return vec![PathBuf::from(target)];
+            return vec![real_path(Path::new(target))];
         }
-        self.cwd.dirs.iter().map(|dir| dir.join(target)).collect()
+        self.cwd
+            .dirs
+            .iter()
+            .map(|dir| real_path(&dir.join(target)))
+            .collect()
     }
 
     fn target_must_be_new(&mut self, shown: &str, target: &str, paths: &[PathBuf], why: &str) {
@@ -918,6 +925,9 @@ impl Check<'_> {
         while index < args.len() {
             let arg = &args[index];
             let Some(word) = arg.known() else {
+                if code {
+                    break; // the code string itself: checked below
+                }
                 self.danger(text, format!("`{name}` options known only at run time"));
                 return;
             };
@@ -1304,6 +1314,30 @@ fn is_stream(target: &str) -> bool {
 
 /// A target counts as existing when anything but a character device is
 /// there, including a dangling symlink (noclobber would refuse it too).
+/// `path` as the kernel would reach it: `.` and `..` applied in order and
+/// every symlink along the existing part followed (a final dangling
+/// symlink is kept as it is, so it still counts as existing).
+fn real_path(path: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::from("/");
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => out = PathBuf::from("/"),
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => {
+                out.push(name);
+                if let Ok(real) = std::fs::canonicalize(&out) {
+                    out = real;
+                }
+            }
+        }
+    }
+    out
+}
+
 fn exists_as_file(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     match std::fs::metadata(path) {
