@@ -7,7 +7,9 @@ use clap::{Args, Parser, Subcommand};
 #[command(name = "offcode", version, about, long_about = None)]
 #[command(
     after_help = "Configuration: ~/.config/offcode/offcode.jsonc, ./offcode.jsonc, \
-OFFCODE_BASE_URL, OFFCODE_MODEL, OFFCODE_API_KEY. See `offcode config`."
+OFFCODE_BASE_URL, OFFCODE_MODEL, OFFCODE_API_KEY. See `offcode config`.\n\
+Permissions: `permission` and `dangerous` in those files, and the managed \
+/etc/offcode/policy.jsonc. See `offcode policy check --help`."
 )]
 pub struct Cli {
     /// What to do; without one, the interactive UI starts.
@@ -81,7 +83,7 @@ pub struct ToolArgs {
     pub name: String,
     /// The arguments as a JSON object (default `{}`); `-` reads them from stdin.
     pub arguments: Option<String>,
-    /// Run a tool that would ask for approval (write, edit, patch, bash).
+    /// Run a call that would ask for approval (never a dangerous one).
     #[arg(long, short = 'y')]
     pub yes: bool,
 }
@@ -107,7 +109,8 @@ pub struct RunArgs {
     /// Resume the session with this id.
     #[arg(long, short = 's')]
     pub session: Option<String>,
-    /// Approve tool calls that would ask for permission (writes, commands).
+    /// Approve tool calls that would ask for permission; dangerous calls
+    /// and questions the managed policy demands are still refused.
     #[arg(long, short = 'y')]
     pub yes: bool,
 }

@@ -577,6 +577,32 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
         "sets PAGER, which changes what programs run",
     ),
     ("IFS=/", Ask, "sets IFS, which changes what programs run"),
+    ("coproc rm x", Ask, "`coproc` runs a coprocess"),
+    ("coproc worker { rm x; }", Ask, "`coproc` runs a coprocess"),
+    (
+        "mapfile -C 'rm x' -c 1 lines < notes.md",
+        Ask,
+        "`rm` deletes files",
+    ),
+    ("trap -- 'rm exists.txt' EXIT", Ask, "`rm` deletes files"),
+    ("set +C; echo x > later.txt", Ask, "turns off noclobber"),
+    ("set +o noclobber", Ask, "turns off noclobber"),
+    (
+        "hash -p /bin/rm ls; ls",
+        Ask,
+        "hash -p changes which program a name runs",
+    ),
+    (
+        "enable -f ./evil.so evil",
+        Ask,
+        "enable -f loads code into the shell",
+    ),
+    (
+        "declare -n ref=PATH; ref=/tmp/evil",
+        Ask,
+        "a name reference can set any variable",
+    ),
+    ("declare -x PATH=/tmp/evil", Ask, "sets PATH"),
     (
         r#"echo '{ "permission": "allow" }' > offcode.jsonc"#,
         Ask,
@@ -830,6 +856,16 @@ const ORDINARY: &[(&str, Action, &str)] = &[
     ("date", Ask, r#"bash["*"]"#),
     ("env | sort", Ask, r#"bash["*"]"#),
     ("echo x > src/../../outside.txt", Deny, "external_directory"),
+    ("xargs -l1 echo < notes.md", Ask, r#"bash["*"]"#),
+    ("xargs -i{} echo {} < notes.md", Ask, r#"bash["*"]"#),
+    ("set -euo pipefail; ls", Ask, r#"bash["*"]"#),
+    ("mapfile -t lines < notes.md", Ask, r#"bash["*"]"#),
+    (
+        "declare -a list=(1 2); echo ${list[0]}",
+        Ask,
+        r#"bash["*"]"#,
+    ),
+    ("trap 'echo bye' EXIT; ls", Ask, r#"bash["*"]"#),
     (
         "echo x > /tmp/offcode-outside.txt",
         Deny,
@@ -1113,6 +1149,14 @@ fn policy_check_judges_other_tools_too() {
     let mcp = tool("docs_search", "{}");
     assert_eq!(mcp["action"], "ask");
     assert_eq!(mcp["rule"], "built-in policy/default.jsonc permission.*");
+    // MCP tools are matched by `<server>_<tool>` globs.
+    write_config(
+        &ws,
+        r#"{ "permission": { "docs_*": "allow", "docs_delete?": "deny" } }"#,
+    );
+    assert_eq!(tool("docs_search", "{}")["action"], "allow");
+    assert_eq!(tool("docs_deletes", "{}")["action"], "deny");
+    assert_eq!(tool("git_log", "{}")["action"], "ask");
     let bad = run(ws.offcode(
         "http://127.0.0.1:9/v1",
         &["policy", "check", "--tool", "read", "{not json"],

@@ -270,6 +270,8 @@ struct Options<'a> {
     long_values: &'a [&'a str],
     /// `-N` (a number) is an option (nice).
     numeric: bool,
+    /// Short options whose value, if any, is attached (`xargs -i{}`).
+    optional: &'a str,
 }
 
 impl Options<'static> {
@@ -279,6 +281,7 @@ impl Options<'static> {
         long_flags: &[],
         long_values: &[],
         numeric: false,
+        optional: "",
     };
 }
 
@@ -317,6 +320,7 @@ fn wrapper_grammar(name: &str) -> Option<(Options<'static>, usize)> {
                     "preserve-env",
                 ],
                 numeric: false,
+                optional: "",
             },
             0,
         ),
@@ -343,6 +347,7 @@ fn wrapper_grammar(name: &str) -> Option<(Options<'static>, usize)> {
                 long_flags: &["preserve-status", "foreground", "verbose"],
                 long_values: &["signal", "kill-after"],
                 numeric: false,
+                optional: "",
             },
             1,
         ),
@@ -378,6 +383,7 @@ fn wrapper_grammar(name: &str) -> Option<(Options<'static>, usize)> {
                 long_flags: &["ignore"],
                 long_values: &["class", "classdata"],
                 numeric: false,
+                optional: "",
             },
             0,
         ),
@@ -396,6 +402,7 @@ fn wrapper_grammar(name: &str) -> Option<(Options<'static>, usize)> {
                 long_flags: &["portability", "quiet", "verbose"],
                 long_values: &["format"],
                 numeric: false,
+                optional: "",
             },
             0,
         ),
@@ -458,6 +465,9 @@ fn skip_options(args: &[Arg], options: &Options<'_>) -> Result<usize, String> {
                 if at + c.len_utf8() == cluster.len() {
                     consumed = 2;
                 }
+                break;
+            }
+            if options.optional.contains(c) {
                 break;
             }
             return Err(text.to_owned());
@@ -823,10 +833,16 @@ impl Check<'_> {
             "flock" => self.flock(args, text, depth),
             "eval" => self.code(args, text, depth),
             "trap" => {
-                if let Some(code) = args.first().filter(|a| !a.text.starts_with('-')) {
+                // `trap [-lp] [--] CODE SIGNAL...`: the first operand is code.
+                let code = args
+                    .iter()
+                    .skip_while(|a| a.text.starts_with('-') && a.text != "--" && !a.dynamic)
+                    .find(|a| a.text != "--");
+                if let Some(code) = code {
                     self.code(std::slice::from_ref(code), text, depth);
                 }
             }
+            "mapfile" | "readarray" => self.callback(args, text, depth),
             "source" | "." if args.first().is_none_or(|arg| arg.dynamic) => {
                 self.danger(text, "sources a file named only at run time");
             }
@@ -888,6 +904,7 @@ impl Check<'_> {
             long_flags: &["ignore-environment", "null", "debug"],
             long_values: &["unset", "chdir"],
             numeric: false,
+            optional: "",
         };
         let mut index = match skip_options(args, &options) {
             Ok(index) => index,
@@ -993,6 +1010,28 @@ impl Check<'_> {
         }
     }
 
+    /// `mapfile -C CODE`: the callback is run as code.
+    fn callback(&mut self, args: &[Arg], text: &str, depth: usize) {
+        for (index, arg) in args.iter().enumerate() {
+            if arg.dynamic && arg.text.starts_with('-') {
+                self.danger(text, "an option known only at run time");
+            } else if let Some(attached) = arg.text.strip_prefix("-C") {
+                let code = if attached.is_empty() {
+                    args.get(index + 1).cloned()
+                } else {
+                    Some(Arg {
+                        text: attached.to_owned(),
+                        dynamic: arg.dynamic,
+                    })
+                };
+                match code {
+                    Some(code) => self.code(std::slice::from_ref(&code), text, depth),
+                    None => self.danger(text, "-C without its callback"),
+                }
+            }
+        }
+    }
+
     fn change_directory(&mut self, name: &str, args: &[Arg]) {
         let operands: Vec<&Arg> = args
             .iter()
@@ -1018,7 +1057,7 @@ impl Check<'_> {
 
     fn xargs(&mut self, args: &[Arg], text: &str, depth: usize) {
         let options = Options {
-            flags: "0oprtxie l",
+            flags: "0oprtx",
             values: "adEILnPs",
             long_flags: &[
                 "null",
@@ -1043,6 +1082,7 @@ impl Check<'_> {
                 "max-lines",
             ],
             numeric: false,
+            optional: "eil",
         };
         let start = match skip_options(args, &options) {
             Ok(start) => start,
@@ -1118,6 +1158,7 @@ impl Check<'_> {
             ],
             long_values: &["interval", "equexit"],
             numeric: false,
+            optional: "",
         };
         match skip_options(args, &options) {
             Ok(start) => {
@@ -1165,6 +1206,7 @@ impl Check<'_> {
             ],
             long_values: &["timeout", "conflict-exit-code"],
             numeric: false,
+            optional: "",
         };
         self.wrapper_after(args, &options, 1, text, depth);
     }
@@ -1196,6 +1238,7 @@ impl Check<'_> {
             long_flags: &[],
             long_values: &[],
             numeric: false,
+            optional: "",
         };
         match skip_options(args, &options) {
             Ok(host) if host + 1 < args.len() => self.code(&args[host + 1..], text, depth),

@@ -255,18 +255,29 @@ impl Walker<'_> {
                 Ok(())
             }
             "declaration_command" => {
+                // `declare -n r=PATH`: the keyword and its words are a
+                // command too, so rules can look at the options.
+                let keyword = node.child(0).map_or("declare", |k| k.kind()).to_owned();
                 let mut cursor = node.walk();
                 let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+                let mut argv = vec![Arg::literal(&keyword)];
+                for child in &children {
+                    argv.push(match child.kind() {
+                        "word" => self.word(*child, false),
+                        _ => Arg::literal(self.text(*child)),
+                    });
+                }
+                self.items.push(Item::Command(SimpleCommand {
+                    assignments: Vec::new(),
+                    argv,
+                }));
                 for child in children {
-                    if child.kind() == "variable_assignment" {
-                        self.visit(child, depth + 1)?;
-                    } else {
-                        self.visit(child, depth + 1)?;
+                    self.visit(child, depth + 1)?;
+                    if child.kind() == "variable_name" {
                         // `export PAGER` exports a value set elsewhere: the
                         // name alone is enough to look at.
-                        let name = self.text(child).to_owned();
                         self.items.push(Item::Assignment(Assignment {
-                            name,
+                            name: self.text(child).to_owned(),
                             value: Arg {
                                 text: String::new(),
                                 dynamic: true,

@@ -1,7 +1,8 @@
 //! A deterministic stand-in for a model, so offcode can be tried and
 //! benchmarked without a GPU. It follows the prompt's instructions
-//! `read PATH` and `write PATH` (also `读取` / `写入`) with real tool calls,
-//! one per step, then answers; any other prompt gets an echo.
+//! `read PATH`, `write PATH` and ``run `COMMAND` `` (also `读取` / `写入` /
+//! `运行`) with real tool calls, one per step, then answers; any other
+//! prompt gets an echo.
 
 use serde_json::{Value, json};
 
@@ -14,13 +15,19 @@ pub const MODEL: &str = "mock-model";
 enum Action {
     Read(String),
     Write(String),
+    Run(String),
 }
 
 fn actions(prompt: &str) -> Vec<Action> {
-    let words: Vec<&str> = prompt.split_whitespace().collect();
-    words
-        .windows(2)
-        .filter_map(|pair| {
+    // Backticks delimit commands: even pieces are prose, odd ones code.
+    let pieces: Vec<&str> = prompt.split('`').collect();
+    let mut plan = Vec::new();
+    for (index, piece) in pieces.iter().enumerate() {
+        if index % 2 == 1 {
+            continue;
+        }
+        let words: Vec<&str> = piece.split_whitespace().collect();
+        plan.extend(words.windows(2).filter_map(|pair| {
             let path =
                 pair[1].trim_matches(|c: char| c == ',' || c == '，' || c == '`' || c == '。');
             match pair[0].to_lowercase().as_str() {
@@ -28,8 +35,15 @@ fn actions(prompt: &str) -> Vec<Action> {
                 "write" | "写入" => Some(Action::Write(path.to_owned())),
                 _ => None,
             }
-        })
-        .collect()
+        }));
+        let asks_to_run = words
+            .last()
+            .is_some_and(|w| matches!(w.to_lowercase().as_str(), "run" | "运行"));
+        if let (true, Some(command)) = (asks_to_run, pieces.get(index + 1)) {
+            plan.push(Action::Run((*command).to_owned()));
+        }
+    }
+    plan
 }
 
 /// Answers like a vLLM server hosting one small, obedient model.
@@ -91,6 +105,14 @@ pub fn respond(request: &Request) -> Reply {
                 )],
             )
         }
+        Some(Action::Run(command)) => chunks::tool_answer(
+            if chinese {
+                "我来运行命令。"
+            } else {
+                "Running it."
+            },
+            &[(&format!("call_{step}"), "bash", json!({"command": command}))],
+        ),
         None if plan.is_empty() => {
             chunks::text_answer(&format!("Mock model here. You said: {prompt}"))
         }
@@ -100,6 +122,7 @@ pub fn respond(request: &Request) -> Reply {
                 .map(|a| match a {
                     Action::Read(p) => format!("read {p}"),
                     Action::Write(p) => format!("wrote {p}"),
+                    Action::Run(c) => format!("ran `{c}`"),
                 })
                 .collect();
             if chinese {
