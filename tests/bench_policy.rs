@@ -1,0 +1,71 @@
+//! `cargo bench --bench policy`: how long the permission engine takes to
+//! load and to judge a call, run before every tool call (targets: a
+//! typical command line well under 1 ms, the worst lines the gate accepts
+//! to read under 50 ms, a full load under 20 ms).
+#![allow(
+    clippy::print_stdout,
+    clippy::unwrap_used,
+    reason = "a benchmark reports on stdout"
+)]
+
+use std::time::{Duration, Instant};
+
+use offcode::policy::Policy;
+use serde_json::json;
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn time(runs: usize, mut f: impl FnMut()) -> Duration {
+    median(
+        (0..runs)
+            .map(|_| {
+                let start = Instant::now();
+                f();
+                start.elapsed()
+            })
+            .collect(),
+    )
+}
+
+fn main() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("exists.txt"), "x").unwrap();
+    let managed = dir.path().join("no-managed.jsonc");
+    let load = time(20, || {
+        Policy::load(&[], &managed, dir.path(), Some("/home/u")).unwrap();
+    });
+    println!("load (built-in default and dangerous class): {load:?}");
+    let policy = Policy::load(&[], &managed, dir.path(), Some("/home/u")).unwrap();
+    let cases = [
+        ("ls -la".to_owned(), 200),
+        ("cargo test 2>&1 | tail -20".to_owned(), 200),
+        (
+            "cd src && git diff --stat > ../diff.txt; sudo -u root bash -c 'rm -rf build'"
+                .to_owned(),
+            200,
+        ),
+        (
+            "find . -name '*.rs' -exec sh -c 'grep -n \"$(cat pat)\" \"$1\"' _ {} \\;".to_owned(),
+            200,
+        ),
+        (format!("echo {}", "word ".repeat(13_000)), 10),
+        ("true; ".repeat(1_000), 10),
+        (format!("echo {}x{}", "$(".repeat(120), ")".repeat(120)), 10),
+    ];
+    for (command, runs) in cases {
+        let arguments = json!({ "command": command });
+        let took = time(runs, || {
+            let _ = policy.decide("bash", &arguments, &[]);
+        });
+        let shown: String = command.chars().take(60).collect();
+        println!("decide bash ({} bytes) {shown:?}: {took:?}", command.len());
+    }
+    let edit = json!({ "path": "src/main.rs" });
+    let took = time(200, || {
+        let _ = policy.decide("edit", &edit, &[]);
+    });
+    println!("decide edit: {took:?}");
+}
