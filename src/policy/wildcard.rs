@@ -35,7 +35,7 @@ pub fn matches(pattern: &str, text: &str) -> bool {
     pattern[p..].iter().all(|c| *c == '*')
 }
 
-/// Like [`matches`] for a command line: a pattern ending in ` *` also
+/// Like [`matches()`] for a command line: a pattern ending in ` *` also
 /// matches the command without arguments (`ls *` matches `ls`).
 pub fn matches_command(pattern: &str, text: &str) -> bool {
     matches(pattern, text)
