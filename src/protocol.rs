@@ -260,6 +260,10 @@ pub struct ApprovalRequestEvent {
     /// The managed policy demands the question: never answered by `--yes`.
     #[serde(default)]
     pub mandatory: bool,
+    /// For write, edit and patch: the change the call would make, worked
+    /// out without making it (absent when the call would fail).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<ToolDisplay>,
 }
 
 /// Payload of [`EventMsg::PermissionDecision`].

@@ -132,6 +132,16 @@ pub trait Tool: Send + Sync {
         arguments: Self::Arguments,
         context: &ToolContext,
     ) -> impl Future<Output = Result<ToolOutput, Error>> + Send;
+
+    /// What the call would change, worked out without changing anything,
+    /// for the approval prompt. `None` for tools that change no files.
+    fn preview(
+        &self,
+        _arguments: &Self::Arguments,
+        _context: &ToolContext,
+    ) -> Option<Result<ToolDisplay, Error>> {
+        None
+    }
 }
 
 /// Any [`Tool`] behind a pointer, taking JSON arguments: parsing them (with
@@ -149,6 +159,12 @@ pub trait DynTool: Send + Sync {
         arguments: Value,
         context: &'a ToolContext,
     ) -> BoxFuture<'a, Result<ToolOutput, Error>>;
+    /// Parses `arguments` and previews the call ([`Tool::preview`]).
+    fn preview(
+        &self,
+        arguments: Value,
+        context: &ToolContext,
+    ) -> Option<Result<ToolDisplay, Error>>;
 }
 
 impl<T: Tool> DynTool for T {
@@ -177,6 +193,20 @@ impl<T: Tool> DynTool for T {
                 })?;
             self.run(arguments, context).await
         })
+    }
+
+    fn preview(
+        &self,
+        arguments: Value,
+        context: &ToolContext,
+    ) -> Option<Result<ToolDisplay, Error>> {
+        match serde_json::from_value(arguments) {
+            Ok(arguments) => Tool::preview(self, &arguments, context),
+            Err(e) => Some(Err(Error::InvalidArguments {
+                tool: T::NAME,
+                reason: e.to_string(),
+            })),
+        }
     }
 }
 
@@ -233,6 +263,19 @@ impl Registry {
 
     /// Runs `name` with raw argument text, turning every failure (unknown
     /// tool, bad JSON, tool error) into a result for the model.
+    /// What a call would change (for write, edit and patch), without
+    /// changing anything; `None` when there is nothing to show or the
+    /// call would fail (running it reports why).
+    pub fn preview(
+        &self,
+        name: &str,
+        arguments: &str,
+        context: &ToolContext,
+    ) -> Option<ToolDisplay> {
+        let arguments = parse_argument_text(arguments).ok()?;
+        self.get(name)?.preview(arguments, context)?.ok()
+    }
+
     pub async fn call(&self, name: &str, arguments: &str, context: &ToolContext) -> ToolOutput {
         let Some(tool) = self.get(name) else {
             return ToolOutput::error(format!(
@@ -281,6 +324,7 @@ pub fn parse_argument_text(text: &str) -> Result<Value, String> {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+    use serde_json::json;
 
     pub(super) fn context() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
@@ -290,6 +334,75 @@ mod tests {
             allow_clobber: false,
         };
         (dir, context)
+    }
+
+    /// (path, operation, +, -) of each file a preview shows.
+    fn shown(display: Option<ToolDisplay>) -> Vec<(String, String, usize, usize)> {
+        match display {
+            Some(ToolDisplay::Diff { files }) => files
+                .into_iter()
+                .map(|f| (f.path, f.operation, f.additions, f.deletions))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    fn entry(
+        path: &str,
+        operation: &str,
+        added: usize,
+        removed: usize,
+    ) -> (String, String, usize, usize) {
+        (path.to_owned(), operation.to_owned(), added, removed)
+    }
+
+    #[tokio::test]
+    async fn previews_show_the_change_and_change_nothing() {
+        let (dir, context) = context();
+        let registry = Registry::default();
+        std::fs::write(dir.path().join("a.txt"), "one\ntwo\n").unwrap();
+        let preview = |name: &str, arguments: Value| {
+            shown(registry.preview(name, &arguments.to_string(), &context))
+        };
+        assert_eq!(
+            preview("write", json!({"path": "new/b.txt", "content": "x\ny\n"})),
+            vec![entry("new/b.txt", "created", 2, 0)]
+        );
+        assert_eq!(
+            preview("write", json!({"path": "a.txt", "content": "one\n"})),
+            vec![entry("a.txt", "updated", 0, 1)]
+        );
+        assert_eq!(
+            preview(
+                "edit",
+                json!({"path": "a.txt", "old_string": "two", "new_string": "2\n3"})
+            ),
+            vec![entry("a.txt", "updated", 2, 1)]
+        );
+        let patch = "--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+zwei\n--- /dev/null\n+++ b/c.txt\n@@ -0,0 +1 @@\n+c\n";
+        assert_eq!(
+            preview("patch", json!({ "patch": patch })),
+            vec![
+                entry("a.txt", "updated", 1, 1),
+                entry("c.txt", "created", 1, 0)
+            ]
+        );
+        // A call that would fail, and tools that change no files, show none.
+        assert!(
+            preview(
+                "edit",
+                json!({"path": "a.txt", "old_string": "nine", "new_string": "9"})
+            )
+            .is_empty()
+        );
+        assert!(preview("bash", json!({"command": "ls"})).is_empty());
+        assert!(preview("write", json!({"path": "../out.txt", "content": ""})).is_empty());
+        // Nothing was written.
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("a.txt")).unwrap(),
+            "one\ntwo\n"
+        );
+        assert!(!dir.path().join("new").exists() && !dir.path().join("c.txt").exists());
     }
 
     #[tokio::test]

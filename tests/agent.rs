@@ -400,6 +400,53 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
 }
 
 #[tokio::test]
+async fn a_write_approval_shows_the_diff_before_anything_is_written() {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "e1",
+            "edit",
+            json!({"path": "main.rs", "old_string": "41", "new_string": "42"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Not changed.")));
+    let mut harness = start(&server, 10);
+    std::fs::write(
+        harness.root.join("main.rs"),
+        "fn main() {\n    let x = 41;\n}\n",
+    )
+    .unwrap();
+    let events = harness
+        .turn("change it", Some(ApprovalDecision::Deny))
+        .await;
+    let asks = approval_requests(&events);
+    assert_eq!(asks.len(), 1);
+    let Some(offcode::protocol::ToolDisplay::Diff { files }) = &asks[0].preview else {
+        panic!("no preview: {:?}", asks[0]);
+    };
+    assert_eq!(files.len(), 1);
+    assert_eq!(
+        (
+            files[0].operation.as_str(),
+            files[0].additions,
+            files[0].deletions
+        ),
+        ("updated", 1, 1)
+    );
+    assert!(
+        files[0].diff.contains("-    let x = 41;") && files[0].diff.contains("+    let x = 42;"),
+        "{}",
+        files[0].diff
+    );
+    // Denied: the file is as it was.
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("main.rs")).unwrap(),
+        "fn main() {\n    let x = 41;\n}\n"
+    );
+}
+
+#[tokio::test]
 async fn a_dangerous_call_is_never_allowed_for_the_session() {
     let server = mock();
     for id in ["r1", "r2"] {

@@ -551,6 +551,15 @@ impl AgentState {
         cancel: &Cancel,
     ) -> (ApprovalDecision, Option<String>) {
         self.set_state(id, TurnState::AwaitingPermission);
+        let preview = self.tools.preview(
+            &call.name,
+            &call.arguments,
+            &ToolContext {
+                sandbox: Arc::clone(&self.sandbox),
+                cancel: cancel.clone(),
+                allow_clobber: false,
+            },
+        );
         let (sender, receiver) = oneshot::channel();
         lock(&self.shared.approvals).insert(call.id.clone(), sender);
         self.emit(
@@ -572,6 +581,7 @@ impl AgentState {
                     .map(|d| format!("{}: {}", d.command, d.why))
                     .collect(),
                 mandatory: decision.managed,
+                preview,
             }),
         );
         let answer = tokio::select! {

@@ -5,8 +5,9 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::write::write_file;
+use super::write::{preview_write, write_file};
 use super::{Error, Tool, ToolContext, ToolOutput};
+use crate::protocol::ToolDisplay;
 
 /// The `edit` tool.
 pub struct Edit;
@@ -50,6 +51,24 @@ impl Tool for Edit {
         })?;
         let updated = replace(&text, &arguments)?;
         write_file(&context.sandbox, &arguments.path, &updated, Some(&text))
+    }
+
+    fn preview(
+        &self,
+        arguments: &Arguments,
+        context: &ToolContext,
+    ) -> Option<Result<ToolDisplay, Error>> {
+        Some(
+            context
+                .sandbox
+                .read(&arguments.path)
+                .map_err(Error::from)
+                .and_then(|bytes| {
+                    let text = String::from_utf8_lossy(&bytes);
+                    let updated = replace(&text, arguments)?;
+                    preview_write(&context.sandbox, &arguments.path, &updated, Some(&text))
+                }),
+        )
     }
 }
 

@@ -45,6 +45,21 @@ impl Tool for Patch {
         let files = parse(&arguments.patch).map_err(Error::Rejected)?;
         apply_all(&context.sandbox, &files)
     }
+
+    fn preview(
+        &self,
+        arguments: &Arguments,
+        context: &ToolContext,
+    ) -> Option<Result<ToolDisplay, Error>> {
+        Some(
+            parse(&arguments.patch)
+                .map_err(Error::Rejected)
+                .and_then(|files| plan(&context.sandbox, &files))
+                .map(|plan| ToolDisplay::Diff {
+                    files: plan.diffs(),
+                }),
+        )
+    }
 }
 
 /// One file's part of a patch.
@@ -410,30 +425,42 @@ impl Plan {
     }
 }
 
-fn apply_all(sandbox: &Sandbox, files: &[FilePatch]) -> Result<ToolOutput, Error> {
-    // Every section is applied in memory, in order, before anything is
-    // written; a later section sees what earlier ones did.
+/// Every section applied in memory, in order, before anything is written;
+/// a later section sees what earlier ones did.
+fn plan(sandbox: &Sandbox, files: &[FilePatch]) -> Result<Plan, Error> {
     let mut plan = Plan::default();
     for file in files {
         plan.apply(sandbox, file)?;
     }
-    let mut diffs = Vec::new();
-    let mut report = String::new();
-    let changed: Vec<_> = plan
-        .files
-        .iter()
-        .filter(|(_, (original, current))| original != current)
-        .collect();
-    for (path, (original, current)) in &changed {
-        let diff = match (original, current) {
-            (None, Some(new)) => file_diff(path, "created", "", new),
-            (Some(old), None) => file_diff(path, "deleted", old, ""),
-            (Some(old), Some(new)) => file_diff(path, "updated", old, new),
-            (None, None) => continue,
-        };
-        diffs.push(diff);
+    Ok(plan)
+}
+
+impl Plan {
+    /// The files whose content changes, with their original and new text.
+    fn changed(&self) -> impl Iterator<Item = (&String, &Option<String>, &Option<String>)> {
+        self.files
+            .iter()
+            .filter(|(_, (original, current))| original != current)
+            .map(|(path, (original, current))| (path, original, current))
     }
-    for (path, (_, current)) in &changed {
+
+    fn diffs(&self) -> Vec<crate::protocol::FileDiff> {
+        self.changed()
+            .filter_map(|(path, original, current)| match (original, current) {
+                (None, Some(new)) => Some(file_diff(path, "created", "", new)),
+                (Some(old), None) => Some(file_diff(path, "deleted", old, "")),
+                (Some(old), Some(new)) => Some(file_diff(path, "updated", old, new)),
+                (None, None) => None,
+            })
+            .collect()
+    }
+}
+
+fn apply_all(sandbox: &Sandbox, files: &[FilePatch]) -> Result<ToolOutput, Error> {
+    let plan = plan(sandbox, files)?;
+    let diffs = plan.diffs();
+    let mut report = String::new();
+    for (path, _, current) in plan.changed() {
         match current {
             Some(content) => {
                 sandbox.write(path, content.as_bytes())?;

@@ -39,6 +39,47 @@ impl Tool for Write {
     async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
         write_file(&context.sandbox, &arguments.path, &arguments.content, None)
     }
+
+    fn preview(
+        &self,
+        arguments: &Arguments,
+        context: &ToolContext,
+    ) -> Option<Result<ToolDisplay, Error>> {
+        Some(preview_write(
+            &context.sandbox,
+            &arguments.path,
+            &arguments.content,
+            None,
+        ))
+    }
+}
+
+/// The diff `write_file` would make, without writing.
+pub fn preview_write(
+    sandbox: &Sandbox,
+    path: &str,
+    content: &str,
+    known_old: Option<&str>,
+) -> Result<ToolDisplay, Error> {
+    let old = match known_old {
+        Some(old) => Some(old.to_owned()),
+        None => current(sandbox, path)?,
+    };
+    let diff = match old.as_deref() {
+        Some(old) if old == content => file_diff(path, "unchanged", "", ""),
+        Some(old) => file_diff(path, "updated", old, content),
+        None => file_diff(path, "created", "", content),
+    };
+    Ok(ToolDisplay::Diff { files: vec![diff] })
+}
+
+/// The file's text, `None` when it does not exist.
+fn current(sandbox: &Sandbox, path: &str) -> Result<Option<String>, Error> {
+    match sandbox.read(path) {
+        Ok(bytes) => Ok(Some(String::from_utf8_lossy(&bytes).into_owned())),
+        Err(sandbox::Error::NotFound { .. }) => Ok(None),
+        Err(error) => Err(error.into()),
+    }
 }
 
 /// Writes `content` to `path` and describes the change (shared by `write`
@@ -51,16 +92,11 @@ pub fn write_file(
     known_old: Option<&str>,
 ) -> Result<ToolOutput, Error> {
     let read_old;
-    let old = match known_old {
-        Some(old) => Some(old),
-        None => match sandbox.read(path) {
-            Ok(bytes) => {
-                read_old = String::from_utf8_lossy(&bytes).into_owned();
-                Some(read_old.as_str())
-            }
-            Err(sandbox::Error::NotFound { .. }) => None,
-            Err(error) => return Err(error.into()),
-        },
+    let old = if let Some(old) = known_old {
+        Some(old)
+    } else {
+        read_old = current(sandbox, path)?;
+        read_old.as_deref()
     };
     if old == Some(content) {
         return Ok(ToolOutput::ok(
