@@ -17,6 +17,7 @@ pub mod protocol;
 pub mod sandbox;
 pub mod session;
 pub mod tools;
+pub mod ui;
 
 use cli::{Cli, Command};
 use config::Environment;

@@ -1,0 +1,542 @@
+//! Output blocks as styled lines: tool lines, folded output, diff excerpts
+//! and the approval prompt. Front ends print them into the terminal's
+//! scrollback (with colour, or plain for `NO_COLOR`); nothing here touches
+//! the terminal, so every block is tested as text at a fixed width.
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+use crate::protocol::{ApprovalRequestEvent, FileDiff, ToolCallEndEvent, ToolDisplay};
+
+/// What a piece of text means; the palette turns it into a colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Ordinary text.
+    Text,
+    /// Secondary text: hints, counts, rules.
+    Dim,
+    /// A block label (`TOOL`, `PLAN`, `ANSWER`) and titles.
+    Label,
+    /// A tool's name.
+    Tool,
+    /// A command or path the user should read exactly.
+    Code,
+    /// Success.
+    Ok,
+    /// Failure or refusal.
+    Error,
+    /// Something to think about before answering.
+    Warning,
+    /// A diff's added line.
+    Added,
+    /// A diff's removed line.
+    Removed,
+    /// A diff's hunk header.
+    Hunk,
+    /// A key the user can press.
+    Key,
+}
+
+/// A run of text with one role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// The meaning.
+    pub role: Role,
+    /// The text (no newlines).
+    pub text: String,
+}
+
+/// One screen line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Line(pub Vec<Span>);
+
+impl Line {
+    fn new() -> Self {
+        Self(Vec::new())
+    }
+
+    fn with(mut self, role: Role, text: impl Into<String>) -> Self {
+        let text: String = text.into();
+        if !text.is_empty() {
+            self.0.push(Span { role, text });
+        }
+        self
+    }
+
+    /// The line's text without styles.
+    pub fn plain(&self) -> String {
+        self.0.iter().map(|s| s.text.as_str()).collect()
+    }
+
+    /// Display width in terminal columns.
+    pub fn width(&self) -> usize {
+        self.0.iter().map(|s| s.text.width()).sum()
+    }
+}
+
+/// ANSI colours for each role; `None` means plain text (`NO_COLOR`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Palette {
+    colour: bool,
+}
+
+impl Palette {
+    /// Colour on or off.
+    pub fn new(colour: bool) -> Self {
+        Self { colour }
+    }
+
+    /// The line as terminal text.
+    pub fn paint(self, line: &Line) -> String {
+        let mut out = String::new();
+        for span in &line.0 {
+            let code = if self.colour { ansi(span.role) } else { "" };
+            if code.is_empty() {
+                out.push_str(&span.text);
+            } else {
+                out.push_str(code);
+                out.push_str(&span.text);
+                out.push_str("\x1b[0m");
+            }
+        }
+        out
+    }
+}
+
+/// The one palette: every colour the UI uses, by meaning.
+fn ansi(role: Role) -> &'static str {
+    match role {
+        Role::Text => "",
+        Role::Dim => "\x1b[2m",
+        Role::Label | Role::Code => "\x1b[1m",
+        Role::Tool => "\x1b[1;36m",
+        Role::Ok | Role::Added => "\x1b[32m",
+        Role::Error => "\x1b[1;31m",
+        Role::Warning => "\x1b[1;33m",
+        Role::Removed => "\x1b[31m",
+        Role::Hunk => "\x1b[36m",
+        Role::Key => "\x1b[1;7m",
+    }
+}
+
+/// Cuts `text` to at most `width` columns, marking a cut with `…`.
+pub fn truncate(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// `text` with control characters made visible, on one line.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' => '⏎',
+            '\t' => ' ',
+            c if c.is_control() => '·',
+            c => c,
+        })
+        .collect()
+}
+
+/// `TOOL name  subject`: a call starting.
+pub fn tool_begin(name: &str, subject: &str, width: usize) -> Line {
+    let head = format!("TOOL {name}  ");
+    let room = width.saturating_sub(head.width());
+    Line::new()
+        .with(Role::Label, "TOOL ")
+        .with(Role::Tool, name)
+        .with(Role::Text, "  ")
+        .with(Role::Code, truncate(&one_line(subject), room))
+}
+
+/// How many lines of a tool's output are shown before folding.
+pub const FOLD_LINES: usize = 4;
+
+/// A call's result: a summary line, then for a failure the first lines of
+/// the message, folded.
+pub fn tool_end(end: &ToolCallEndEvent, width: usize) -> Vec<Line> {
+    let room = width.saturating_sub(4);
+    if end.ok {
+        let mut lines = vec![
+            Line::new()
+                .with(Role::Ok, "  ✓ ")
+                .with(Role::Text, truncate(&one_line(&end.summary), room)),
+        ];
+        if let Some(ToolDisplay::Diff { files }) = &end.display {
+            for file in files {
+                lines.extend(diff_excerpt(file, FOLD_LINES, width));
+            }
+        }
+        return lines;
+    }
+    let refused = end.output.starts_with("Error: Permission denied");
+    let (mark, role) = if refused {
+        ("  ⊘ ", Role::Warning)
+    } else {
+        ("  ✗ ", Role::Error)
+    };
+    let text = end.output.strip_prefix("Error: ").unwrap_or(&end.output);
+    let mut lines = Vec::new();
+    for (index, line) in fold(text, FOLD_LINES).into_iter().enumerate() {
+        let (lead, role) = if index == 0 {
+            (mark, role)
+        } else {
+            ("    ", Role::Dim)
+        };
+        lines.push(
+            Line::new()
+                .with(role, lead)
+                .with(role, truncate(&line, room)),
+        );
+    }
+    lines
+}
+
+/// The first `keep` lines of `text`, and a count of the rest.
+pub fn fold(text: &str, keep: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.trim_end_matches('\n').lines().collect();
+    let mut out: Vec<String> = lines.iter().take(keep).map(|l| one_line(l)).collect();
+    if lines.len() > keep {
+        let more = lines.len() - keep;
+        out.push(format!(
+            "… {more} more line{}",
+            if more == 1 { "" } else { "s" }
+        ));
+    }
+    out
+}
+
+/// `path  updated  +3 -1`, then up to `keep` changed lines of the diff.
+pub fn diff_excerpt(file: &FileDiff, keep: usize, width: usize) -> Vec<Line> {
+    let mut lines = vec![
+        Line::new()
+            .with(Role::Text, "    ")
+            .with(Role::Code, truncate(&file.path, width.saturating_sub(24)))
+            .with(Role::Dim, format!("  {}  ", file.operation))
+            .with(Role::Added, format!("+{}", file.additions))
+            .with(Role::Text, " ")
+            .with(Role::Removed, format!("-{}", file.deletions)),
+    ];
+    let body: Vec<&str> = file
+        .diff
+        .lines()
+        .filter(|l| !l.starts_with("+++") && !l.starts_with("---"))
+        .filter(|l| l.starts_with('+') || l.starts_with('-') || l.starts_with("@@"))
+        .collect();
+    let room = width.saturating_sub(4);
+    for line in body.iter().take(keep) {
+        let role = match line.as_bytes().first() {
+            Some(b'+') => Role::Added,
+            Some(b'-') => Role::Removed,
+            _ => Role::Hunk,
+        };
+        lines.push(
+            Line::new()
+                .with(Role::Text, "    ")
+                .with(role, truncate(&one_line(line), room)),
+        );
+    }
+    if body.len() > keep {
+        lines.push(Line::new().with(
+            Role::Dim,
+            format!("    … {} more changed lines", body.len() - keep),
+        ));
+    }
+    lines
+}
+
+/// Lines of diff shown in an approval prompt.
+pub const PROMPT_DIFF_LINES: usize = 12;
+
+/// The approval prompt: what would run or change, why it asks, and the
+/// keys. Never the raw JSON of the arguments.
+pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
+    let room = width.saturating_sub(4);
+    let mut lines = vec![
+        Line::new()
+            .with(Role::Label, "Allow ")
+            .with(Role::Tool, &request.tool)
+            .with(Role::Label, "?"),
+    ];
+    let argument = |name: &str| request.arguments.get(name).and_then(|v| v.as_str());
+    match (request.tool.as_str(), &request.preview) {
+        ("bash", _) => {
+            let command = argument("command").unwrap_or("");
+            for (index, line) in command.lines().enumerate() {
+                let lead = if index == 0 { "  $ " } else { "    " };
+                lines.push(
+                    Line::new()
+                        .with(Role::Dim, lead)
+                        .with(Role::Code, truncate(line, room)),
+                );
+            }
+        }
+        (_, Some(ToolDisplay::Diff { files })) => {
+            for file in files {
+                lines.extend(diff_excerpt(file, PROMPT_DIFF_LINES, width));
+            }
+        }
+        (_, None) => {
+            let subject = argument("path")
+                .or_else(|| argument("pattern"))
+                .map_or_else(|| summarize_arguments(&request.arguments), str::to_owned);
+            lines.push(
+                Line::new()
+                    .with(Role::Text, "    ")
+                    .with(Role::Code, truncate(&one_line(&subject), room)),
+            );
+        }
+    }
+    if let Some(reason) = &request.reason {
+        lines.push(Line::new().with(Role::Dim, "  why: ").with(
+            Role::Text,
+            truncate(&one_line(reason), room.saturating_sub(5)),
+        ));
+    }
+    if request.dangerous {
+        for danger in &request.dangers {
+            lines.push(
+                Line::new()
+                    .with(Role::Warning, "  ⚠ ")
+                    .with(Role::Warning, truncate(&one_line(danger), room)),
+            );
+        }
+    } else {
+        lines.push(
+            Line::new()
+                .with(Role::Dim, "  rule: ")
+                .with(Role::Dim, truncate(&request.rule, room.saturating_sub(6))),
+        );
+    }
+    if request.mandatory {
+        lines.push(Line::new().with(Role::Warning, "  required by the managed policy"));
+    }
+    let mut keys = Line::new()
+        .with(Role::Text, "  ")
+        .with(Role::Key, " y ")
+        .with(Role::Text, " allow once   ")
+        .with(Role::Key, " n ")
+        .with(Role::Text, " deny");
+    if request.session_allowed {
+        keys = keys
+            .with(Role::Text, "   ")
+            .with(Role::Key, " a ")
+            .with(Role::Text, " allow for this session");
+    }
+    lines.push(keys);
+    lines
+}
+
+/// Top-level argument names and short values, for tools with no better
+/// form (MCP tools): `name=value, ...`.
+fn summarize_arguments(arguments: &serde_json::Value) -> String {
+    match arguments.as_object() {
+        Some(map) => map
+            .iter()
+            .map(|(key, value)| match value.as_str() {
+                Some(text) => format!("{key}={text}"),
+                None => format!("{key}={value}"),
+            })
+            .collect::<Vec<_>>()
+            .join(", "),
+        None => arguments.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::FileDiff;
+    use serde_json::json;
+    use std::fmt::Write as _;
+
+    /// Lines as the user sees them: plain, then with colour codes shown
+    /// as `{role}` markers so a snapshot records the styling too.
+    fn screen(lines: &[Line]) -> String {
+        let mut out = String::new();
+        for line in lines {
+            assert!(line.width() <= 80, "wider than 80: {}", line.plain());
+            out.push_str(&Palette::new(false).paint(line));
+            out.push('\n');
+        }
+        out
+    }
+
+    fn styled(lines: &[Line]) -> String {
+        lines
+            .iter()
+            .map(|line| {
+                line.0.iter().fold(String::new(), |mut out, s| {
+                    let _ = write!(out, "{{{:?}}}{}", s.role, s.text);
+                    out
+                })
+            })
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn request(tool: &str, arguments: serde_json::Value) -> ApprovalRequestEvent {
+        ApprovalRequestEvent {
+            call_id: "c1".into(),
+            tool: tool.into(),
+            arguments,
+            reason: None,
+            rule: r#"built-in policy/default.jsonc permission.bash["*"]"#.into(),
+            session_allowed: true,
+            dangerous: false,
+            dangers: Vec::new(),
+            mandatory: false,
+            preview: None,
+        }
+    }
+
+    fn diff() -> FileDiff {
+        FileDiff {
+            path: "src/main.rs".into(),
+            operation: "updated".into(),
+            additions: 2,
+            deletions: 1,
+            diff: "--- a/src/main.rs\n+++ b/src/main.rs\n@@ -1,3 +1,4 @@\n fn main() {\n-    let x = 41;\n+    let x = 42;\n+    println!(\"{x}\");\n }\n".into(),
+        }
+    }
+
+    #[test]
+    fn dangerous_bash_prompt_offers_only_once_or_deny() {
+        let mut ask = request("bash", json!({"command": "rm -rf build && echo done"}));
+        ask.reason = Some("clean the old build".into());
+        ask.dangerous = true;
+        ask.session_allowed = false;
+        ask.dangers = vec!["rm -rf build: `rm` deletes files".into()];
+        let lines = approval(&ask, 80);
+        assert_eq!(
+            screen(&lines),
+            "Allow bash?\n  \
+             $ rm -rf build && echo done\n  \
+             why: clean the old build\n  \
+             ⚠ rm -rf build: `rm` deletes files\n   \
+             y  allow once    n  deny\n"
+        );
+        assert!(
+            styled(&lines).contains("{Warning}  ⚠ "),
+            "{}",
+            styled(&lines)
+        );
+        assert!(!screen(&lines).contains("session"));
+    }
+
+    #[test]
+    fn ordinary_bash_prompt_names_the_rule_and_offers_the_session() {
+        let lines = approval(&request("bash", json!({"command": "cargo test"})), 80);
+        assert_eq!(
+            screen(&lines),
+            "Allow bash?\n  \
+             $ cargo test\n  \
+             rule: built-in policy/default.jsonc permission.bash[\"*\"]\n   \
+             y  allow once    n  deny    a  allow for this session\n"
+        );
+    }
+
+    #[test]
+    fn edit_prompt_shows_the_diff_not_json() {
+        let mut ask = request(
+            "edit",
+            json!({"path": "src/main.rs", "old_string": "41", "new_string": "42"}),
+        );
+        ask.rule = "built-in policy/default.jsonc permission.edit".into();
+        ask.preview = Some(ToolDisplay::Diff {
+            files: vec![diff()],
+        });
+        let lines = approval(&ask, 80);
+        assert_eq!(
+            screen(&lines),
+            "Allow edit?\n    \
+             src/main.rs  updated  +2 -1\n    \
+             @@ -1,3 +1,4 @@\n    \
+             -    let x = 41;\n    \
+             +    let x = 42;\n    \
+             +    println!(\"{x}\");\n  \
+             rule: built-in policy/default.jsonc permission.edit\n   \
+             y  allow once    n  deny    a  allow for this session\n"
+        );
+        let colours = styled(&lines);
+        assert!(colours.contains("{Removed}-    let x = 41;"), "{colours}");
+        assert!(colours.contains("{Added}+    let x = 42;"), "{colours}");
+        assert!(!screen(&lines).contains("old_string"), "no raw JSON");
+    }
+
+    #[test]
+    fn tool_lines_fold_long_output_and_fit_80_columns() {
+        let long = "x".repeat(200);
+        assert_eq!(
+            tool_begin("bash", &format!("echo {long}"), 80).width(),
+            80,
+            "cut to the width"
+        );
+        assert_eq!(
+            tool_begin("read", "src/主要.rs", 80).plain(),
+            "TOOL read  src/主要.rs"
+        );
+        let failed = ToolCallEndEvent {
+            call_id: "c".into(),
+            name: "bash".into(),
+            ok: false,
+            summary: String::new(),
+            output: "Error: line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n".into(),
+            display: None,
+        };
+        assert_eq!(
+            screen(&tool_end(&failed, 80)),
+            "  ✗ line 1\n    line 2\n    line 3\n    line 4\n    … 2 more lines\n"
+        );
+        let denied = ToolCallEndEvent {
+            output: "Error: Permission denied: `bash` was not run (the user declined)".into(),
+            ..failed.clone()
+        };
+        let lines = tool_end(&denied, 80);
+        assert_eq!(lines[0].0[0].role, Role::Warning);
+        assert!(lines[0].plain().starts_with("  ⊘ Permission denied"));
+        let written = ToolCallEndEvent {
+            ok: true,
+            summary: "src/main.rs: updated, +2 -1".into(),
+            output: String::new(),
+            display: Some(ToolDisplay::Diff {
+                files: vec![diff()],
+            }),
+            ..failed
+        };
+        assert_eq!(
+            screen(&tool_end(&written, 80)),
+            "  ✓ src/main.rs: updated, +2 -1\n    \
+             src/main.rs  updated  +2 -1\n    \
+             @@ -1,3 +1,4 @@\n    \
+             -    let x = 41;\n    \
+             +    let x = 42;\n    \
+             +    println!(\"{x}\");\n"
+        );
+    }
+
+    #[test]
+    fn colour_is_ansi_and_no_colour_is_plain() {
+        let line = Line::new().with(Role::Error, "bad").with(Role::Text, " ok");
+        assert_eq!(Palette::new(true).paint(&line), "\x1b[1;31mbad\x1b[0m ok");
+        assert_eq!(Palette::new(false).paint(&line), "bad ok");
+    }
+
+    #[test]
+    fn truncation_counts_wide_characters() {
+        assert_eq!(truncate("你好世界", 5), "你好…");
+        assert_eq!(truncate("你好", 4), "你好");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+    }
+}
