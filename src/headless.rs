@@ -25,8 +25,31 @@ use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
 /// Runs one headless task; returns the exit status.
 pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
     let prompt = read_prompt(&args.prompt)?;
+    let setup = prepare(
+        environment,
+        args.model.as_deref(),
+        args.session.as_deref(),
+        args.r#continue,
+        "headless",
+    )?;
+    let runtime = runtime()?;
+    let printer = Printer::new(args.json, environment);
+    Ok(runtime.block_on(drive(setup, prompt, args.yes, printer)))
+}
+
+/// Everything a core needs, from config, flags and the session asked for
+/// (`session` id, or the latest here with `resume_latest`); shared by
+/// headless runs and the interactive UI. `approver` is recorded as who
+/// answered approval requests.
+pub fn prepare(
+    environment: &Environment,
+    model: Option<&str>,
+    session: Option<&str>,
+    resume_latest: bool,
+    approver: &'static str,
+) -> Result<AgentSetup, Failure> {
     let flags = Flags {
-        model: args.model.clone(),
+        model: model.map(str::to_owned),
     };
     let loaded = load_config(environment, &flags)?;
     // Before a session is created, so a failure leaves no empty session.
@@ -36,7 +59,7 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
     let store = session_store(environment)?;
     let client = Arc::new(Client::new(&config));
     let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
-    let resumed = match (&args.session, args.r#continue) {
+    let resumed = match (session, resume_latest) {
         (Some(id), _) => Some(store.open(id).map_err(session_failure)?),
         (None, true) => {
             let id = store.latest_for(&environment.cwd).map_err(|e| {
@@ -46,7 +69,7 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
         }
         (None, false) => None,
     };
-    let model = match (&args.model, &resumed, &config.model) {
+    let model = match (&flags.model, &resumed, &config.model) {
         (Some(model), ..) | (None, Some(Session { model, .. }), _) | (None, None, Some(model)) => {
             model.clone()
         }
@@ -65,18 +88,15 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
             .create(&environment.cwd, &model, client.base_url())
             .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
     };
-    let setup = AgentSetup {
+    Ok(AgentSetup {
         client,
         session,
         tools: Registry::default(),
         config,
         sandbox,
         policy,
-        approver: "headless",
-    };
-    let runtime = runtime()?;
-    let printer = Printer::new(args.json, environment);
-    Ok(runtime.block_on(drive(setup, prompt, args.yes, printer)))
+        approver,
+    })
 }
 
 fn read_prompt(argument: &str) -> Result<String, Failure> {

@@ -95,10 +95,6 @@ pub fn run(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Policy(args)) => match args.command {
             cli::PolicyCommand::Check(check) => commands::policy_check(&check, environment),
         },
-        None => Err(Failure::message(
-            "The interactive terminal UI is not in this build yet",
-            EXIT_USAGE,
-        )
-        .with_hint("Run a task headless with `offcode run \"PROMPT\"`; see `offcode --help`")),
+        None => ui::run(environment),
     }
 }

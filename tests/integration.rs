@@ -14,3 +14,4 @@ mod layout;
 mod policy;
 mod sandbox;
 mod support;
+mod ui_lines;

@@ -50,11 +50,14 @@ pub struct Span {
 pub struct Line(pub Vec<Span>);
 
 impl Line {
-    fn new() -> Self {
+    /// An empty line.
+    pub fn new() -> Self {
         Self(Vec::new())
     }
 
-    fn with(mut self, role: Role, text: impl Into<String>) -> Self {
+    /// The line with `text` in `role` added at the end.
+    #[must_use]
+    pub fn with(mut self, role: Role, text: impl Into<String>) -> Self {
         let text: String = text.into();
         if !text.is_empty() {
             self.0.push(Span { role, text });

@@ -1,0 +1,97 @@
+//! `offcode` with no subcommand and piped input: the line-mode loop, as
+//! the fallback for terminals the editor cannot drive.
+
+use std::io::Write;
+use std::process::Stdio;
+
+use serde_json::Value;
+
+use crate::support::{Workspace, demo_mock};
+
+/// Runs `offcode` in `workspace` with `input` on stdin; (exit, stdout).
+fn interactive(workspace: &Workspace, url: &str, input: &str) -> (i32, String) {
+    let mut child = workspace
+        .offcode(url, &[])
+        .env("OFFCODE_MODEL", "mock-model")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn a_task_with_approvals_answered_on_the_next_line() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("README.md"), "# 你好\n").unwrap();
+    std::fs::create_dir(ws.root.join("build")).unwrap();
+    let (code, out) = interactive(
+        &ws,
+        &server.base_url(),
+        "read README.md then write notes.txt\ny\nrun `rm -rf build`\nn\n写入 备注.txt\nn\n/quit\n",
+    );
+    assert_eq!(code, 0, "{out}");
+    // The write was shown as a diff, never as JSON, and written after `y`.
+    for expected in [
+        "> read README.md then write notes.txt\n",
+        "TOOL read  README.md\n",
+        "Allow write?\n    notes.txt  created  +3 -0\n",
+        "    +First line of what I read: # 你好\n",
+        "answer [y/n] > y\n  ✓ notes.txt: created, +3 -0\n",
+    ] {
+        assert!(out.contains(expected), "missing {expected:?} in\n{out}");
+    }
+    assert!(!out.contains("\"content\""), "raw JSON shown:\n{out}");
+    assert!(ws.root.join("notes.txt").exists());
+    // A dangerous command: only once / deny, and `n` refused it.
+    let bash = out.find("Allow bash?").expect("a bash prompt");
+    let prompt = &out[bash..bash + out[bash..].find("answer").unwrap()];
+    assert!(
+        prompt.contains("⚠ rm -rf build: `rm` deletes files"),
+        "{prompt}"
+    );
+    assert!(!prompt.contains("session"), "{prompt}");
+    assert!(ws.root.join("build").is_dir());
+    // Chinese prompt, refused write.
+    assert!(
+        out.contains("⊘ Permission denied: `write` was not run"),
+        "{out}"
+    );
+    assert!(!ws.root.join("备注.txt").exists());
+    // Decisions are in the session, by the user.
+    let session = std::fs::read_to_string(&ws.session_files()[0]).unwrap();
+    let by_user: Vec<Value> = session
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["type"] == "permission" && e["by"] == "user")
+        .collect();
+    assert_eq!(by_user.len(), 3, "{session}");
+    assert_eq!(by_user[1]["summary"], "rm -rf build");
+    assert_eq!(by_user[1]["decision"], "deny");
+}
+
+#[test]
+fn end_of_input_mid_question_denies_and_exits_cleanly() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let (code, out) = interactive(&ws, &server.base_url(), "write a.txt\n");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("Allow write?"), "{out}");
+    assert!(!ws.root.join("a.txt").exists());
+    let (code, out) = interactive(&ws, &server.base_url(), "/help\n/nope\n");
+    assert_eq!(code, 0);
+    assert!(out.contains("y = allow once, n = deny"), "{out}");
+    assert!(out.contains("Unknown command `/nope`"), "{out}");
+}
