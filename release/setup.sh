@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs what the release builds need: the musl targets, and for arm64 a
-# cross C compiler (ring has C code) plus qemu-user to run the result.
+# Installs what the release builds and tests need: the musl targets, for
+# arm64 a cross C compiler (ring has C code) plus qemu-user to run the
+# result, and tmux for the terminal UI tests.
 # Usage: release/setup.sh [x86_64|aarch64|all]   (default: x86_64)
 set -euo pipefail
 want=${1:-x86_64}
@@ -8,6 +9,11 @@ want=${1:-x86_64}
 add_target() {
     rustup target list --installed | grep -qx "$1" || rustup target add "$1"
 }
+
+if ! command -v tmux >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux >/dev/null
+fi
 
 case "$want" in
     x86_64|all) add_target x86_64-unknown-linux-musl ;;

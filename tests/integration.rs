@@ -15,3 +15,4 @@ mod policy;
 mod sandbox;
 mod support;
 mod ui_lines;
+mod ui_tmux;

@@ -1,16 +1,13 @@
-//! Line mode: the interactive loop over plain lines of standard input.
-//!
-//! It is the fallback for when no line editor can run (standard input is
-//! not a terminal, `TERM=dumb`), and until the full-screen-free editor of
-//! issue 5 lands it is the interactive UI everywhere. Prompts are read a
-//! line at a time; approval questions are answered with `y`, `n` or `a`
-//! on the next line; output blocks come from [`super::render`].
+//! The interactive loop: tasks and approval answers come a line at a time
+//! from [`Input`] (the editor on a terminal, plain lines otherwise);
+//! approval questions are answered with `y`, `n` or `a`; output blocks
+//! come from [`super::render`] and go into the terminal's scrollback.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::Write;
 
 use serde_json::Value;
-use tokio::sync::mpsc;
 
+use super::input::{self, Input};
 use super::render::{self, Line, Palette, Role};
 use crate::agent::{self, AgentHandle, AgentSetup};
 use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, EventMsg, Op};
@@ -25,14 +22,12 @@ Type a task and press Enter. Commands:
 Approval questions: y = allow once, n = deny, a = allow for this session.";
 
 /// Runs the loop until `/quit` or the end of input; returns the exit status.
-pub async fn run(setup: AgentSetup, colour: bool) -> u8 {
+pub async fn run(setup: AgentSetup, mut input: Input, colour: bool) -> u8 {
     let palette = Palette::new(colour);
     let mut screen = Screen {
         palette,
         in_text: false,
-        echo: !std::io::stdin().is_terminal(),
     };
-    let mut input = spawn_reader();
     let mut handle = agent::spawn(setup);
     // The core introduces the session first.
     let mut session_file = None;
@@ -55,12 +50,9 @@ pub async fn run(setup: AgentSetup, colour: bool) -> u8 {
         "Type a task and press Enter; /help lists the commands.",
     ));
     loop {
-        Screen::prompt("> ");
-        let Some(text) = input.recv().await else {
-            screen.echo("");
+        let Some(text) = input.line(input::TASK).await else {
             break;
         };
-        screen.echo(&text);
         match text.trim() {
             "" => {}
             "/quit" | "/exit" => break,
@@ -93,11 +85,7 @@ pub async fn run(setup: AgentSetup, colour: bool) -> u8 {
 
 /// Shows one turn's events and answers its questions; false when the core
 /// stopped unexpectedly.
-async fn turn(
-    handle: &mut AgentHandle,
-    input: &mut mpsc::UnboundedReceiver<String>,
-    screen: &mut Screen,
-) -> bool {
+async fn turn(handle: &mut AgentHandle, input: &mut Input, screen: &mut Screen) -> bool {
     loop {
         let event = tokio::select! {
             event = handle.events.recv() => event,
@@ -129,9 +117,7 @@ async fn turn(
                 for line in render::approval(request, WIDTH) {
                     screen.line(&line);
                 }
-                Screen::prompt("answer [y/n] > ");
-                let answer = input.recv().await;
-                screen.echo(answer.as_deref().unwrap_or(""));
+                let answer = input.line(input::ANSWER).await;
                 let (decision, reason) = answer_of(request, answer.as_deref());
                 handle.ops.submit(Op::Approve {
                     call_id: request.call_id.clone(),
@@ -181,29 +167,12 @@ fn subject(arguments: &Value) -> String {
         .map_or_else(String::new, str::to_owned)
 }
 
-/// Reads standard input a line at a time on its own thread.
-fn spawn_reader() -> mpsc::UnboundedReceiver<String> {
-    let (sender, receiver) = mpsc::unbounded_channel();
-    std::thread::spawn(move || {
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            if sender.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    receiver
-}
-
 /// Standard output; write errors (a closed pipe) are ignored so the
 /// session still finishes and is saved.
 struct Screen {
     palette: Palette,
     /// Answer text was streamed and its line is not finished.
     in_text: bool,
-    /// Input is not a terminal, so nothing shows what was read: print it
-    /// after the prompt, and the output reads as a transcript.
-    echo: bool,
 }
 
 impl Screen {
@@ -211,19 +180,6 @@ impl Screen {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{}", self.palette.paint(line));
         let _ = out.flush();
-    }
-
-    fn prompt(text: &str) {
-        let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{text}");
-        let _ = out.flush();
-    }
-
-    fn echo(&mut self, text: &str) {
-        if self.echo {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{text}");
-        }
     }
 
     fn text(&mut self, delta: &str) {
