@@ -78,26 +78,27 @@ pub fn policy_source(
     loaded: &Loaded,
     root: &std::path::Path,
 ) -> Result<Arc<PolicySource>, Failure> {
-    let files = |loaded: &Loaded| -> Vec<std::path::PathBuf> {
-        let mut files: Vec<_> = loaded.files.iter().map(|f| f.path.clone()).collect();
-        files.push(managed_path(environment));
-        files
-    };
     let policy = load_policy(environment, loaded, root)?;
-    let initial = files(loaded);
+    let initial = policy_files(environment, loaded);
     let (environment, flags, root) = (environment.clone(), flags.clone(), root.to_path_buf());
     let reload = move || -> Result<(Policy, Vec<std::path::PathBuf>), String> {
         let loaded = config::load(&environment, &flags).map_err(|e| e.to_string())?;
         let policy = load_policy(&environment, &loaded, &root).map_err(|f| f.message)?;
-        let mut files: Vec<_> = loaded.files.iter().map(|f| f.path.clone()).collect();
-        files.push(managed_path(&environment));
-        Ok((policy, files))
+        Ok((policy, policy_files(&environment, &loaded)))
     };
     Ok(Arc::new(PolicySource::new(
         policy,
         initial,
         Box::new(reload),
     )))
+}
+
+/// Every file the policy is read from or looked for: the config files and
+/// the managed file.
+fn policy_files(environment: &Environment, loaded: &Loaded) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = loaded.files.iter().map(|f| f.path.clone()).collect();
+    files.push(managed_path(environment));
+    files
 }
 
 /// The session store under the data directory.

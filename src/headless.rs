@@ -437,14 +437,8 @@ impl TextPrinter {
 
 /// A one-line view of a call's arguments.
 fn describe_arguments(tool: &str, arguments: &Value) -> String {
-    let key = match tool {
-        "bash" => "command",
-        _ => "path",
-    };
-    let text = match arguments.get(key).and_then(Value::as_str) {
-        Some(text) => text.to_owned(),
-        None => arguments.to_string(),
-    };
+    let text =
+        crate::tools::subject(tool, arguments).map_or_else(|| arguments.to_string(), str::to_owned);
     let line = text.lines().next().unwrap_or_default();
     let mut shown: String = line.chars().take(100).collect();
     if shown.len() < text.len() {

@@ -12,8 +12,10 @@
 //! dangerous class always asks (allow once / deny) unless a rule denies it.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod file;
 pub mod gate;
 pub mod shell;
+mod source;
 pub mod wildcard;
 
 use std::fmt;
@@ -22,7 +24,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use file::{DangerousValue, Error, PermissionValue, rules_from};
 pub use gate::{Danger, ExtraFile, Gate};
+pub use source::{Loader, PolicySource};
 
 /// What a rule says about a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -87,122 +91,6 @@ pub struct Layer {
     pub permission: Option<Value>,
     /// Its `dangerous.extra` entries.
     pub dangerous_extra: Vec<ExtraFile>,
-}
-
-/// Turns a `permission` value into rules, in file order.
-pub fn rules_from(value: &Value, origin: &str) -> Result<Vec<Rule>, String> {
-    let mut rules = Vec::new();
-    let action = |value: &Value, key: &str| -> Result<Action, String> {
-        value.as_str().and_then(Action::parse).ok_or_else(|| {
-            format!("{origin}: `{key}` must be \"allow\", \"ask\" or \"deny\", found {value}")
-        })
-    };
-    match value {
-        Value::String(_) => rules.push(Rule {
-            permission: "*".to_owned(),
-            pattern: "*".to_owned(),
-            action: action(value, "permission")?,
-            origin: format!("{origin} permission"),
-        }),
-        Value::Object(keys) => {
-            for (key, value) in keys {
-                match value {
-                    Value::Object(patterns) => {
-                        for (pattern, value) in patterns {
-                            rules.push(Rule {
-                                permission: key.clone(),
-                                pattern: pattern.clone(),
-                                action: action(value, &format!("permission.{key}[\"{pattern}\"]"))?,
-                                origin: format!("{origin} permission.{key}[\"{pattern}\"]"),
-                            });
-                        }
-                    }
-                    other => rules.push(Rule {
-                        permission: key.clone(),
-                        pattern: "*".to_owned(),
-                        action: action(other, &format!("permission.{key}"))?,
-                        origin: format!("{origin} permission.{key}"),
-                    }),
-                }
-            }
-        }
-        other => {
-            return Err(format!(
-                "{origin}: `permission` must be an action or an object, found {other}"
-            ));
-        }
-    }
-    Ok(rules)
-}
-
-/// A problem loading the policy.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The managed policy file exists but cannot be read or is invalid.
-    #[error("The managed policy `{path}` is invalid{}: {message}", position(*.line, *.column))]
-    Managed {
-        path: PathBuf,
-        line: Option<usize>,
-        column: Option<usize>,
-        message: String,
-    },
-    /// A rule cannot be used (a bad regex, an empty pattern).
-    #[error("{0}")]
-    Rule(String),
-}
-
-fn position(line: Option<usize>, column: Option<usize>) -> String {
-    match (line, column) {
-        (Some(line), Some(column)) => format!(" at line {line}, column {column}"),
-        _ => String::new(),
-    }
-}
-
-/// The keys a managed policy file may hold.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-#[expect(dead_code, reason = "fields exist to be validated, not read")]
-struct ManagedFile {
-    #[serde(rename = "$schema")]
-    schema: Option<String>,
-    permission: Option<PermissionValue>,
-    dangerous: Option<DangerousValue>,
-}
-
-/// `permission` as written: validated with positions by json5.
-#[derive(Debug)]
-pub struct PermissionValue;
-
-impl<'de> Deserialize<'de> for PermissionValue {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        #[derive(Deserialize)]
-        #[serde(untagged)]
-        enum Shape {
-            One(String),
-            Keys(serde_json::Map<String, Value>),
-        }
-        let shape = Shape::deserialize(deserializer).map_err(|_| {
-            serde::de::Error::custom(
-                "expected \"allow\", \"ask\", \"deny\" or an object of permission keys",
-            )
-        })?;
-        let value = match shape {
-            Shape::One(text) => Value::String(text),
-            Shape::Keys(map) => Value::Object(map),
-        };
-        rules_from(&value, "permission")
-            .map(|_| Self)
-            .map_err(serde::de::Error::custom)
-    }
-}
-
-/// `dangerous` as written.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct DangerousValue {
-    /// Rules added to the dangerous class.
-    #[serde(default)]
-    pub extra: Vec<ExtraFile>,
 }
 
 /// The effective policy for one workspace.
@@ -274,48 +162,12 @@ impl Policy {
             }
             extra.push((origin, layer.dangerous_extra.clone()));
         }
-        let (managed, managed_file) = match std::fs::read_to_string(managed_path) {
-            Ok(text) => {
-                let problem = |message: String, position: Option<json5::Position>| Error::Managed {
-                    path: managed_path.to_path_buf(),
-                    line: position.map(|p| p.line + 1),
-                    column: position.map(|p| p.column + 1),
-                    message,
-                };
-                json5::from_str::<ManagedFile>(&text).map_err(|e| {
-                    let position = e.position();
-                    let message = e.to_string();
-                    let message = match message.rfind(" at line ") {
-                        Some(at) if position.is_some() => message[..at].to_owned(),
-                        _ => message,
-                    };
-                    problem(message, position)
-                })?;
-                let value: Value =
-                    json5::from_str(&text).map_err(|e| problem(e.to_string(), None))?;
-                let origin = format!("managed {}", managed_path.display());
-                let managed = match value.get("permission") {
-                    Some(permission) => {
-                        rules_from(permission, &origin).map_err(|m| problem(m, None))?
-                    }
-                    None => Vec::new(),
-                };
-                if let Some(entries) = value.get("dangerous").and_then(|d| d.get("extra")) {
-                    let entries: Vec<ExtraFile> = serde_json::from_value(entries.clone())
-                        .map_err(|e| problem(e.to_string(), None))?;
-                    extra.push((origin, entries));
-                }
-                (managed, Some(managed_path.to_path_buf()))
+        let (managed, managed_file) = match file::read_managed(managed_path)? {
+            Some(file) => {
+                extra.push((format!("managed {}", managed_path.display()), file.extra));
+                (file.rules, Some(managed_path.to_path_buf()))
             }
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => (Vec::new(), None),
-            Err(error) => {
-                return Err(Error::Managed {
-                    path: managed_path.to_path_buf(),
-                    line: None,
-                    column: None,
-                    message: format!("cannot be read: {error}"),
-                });
-            }
+            None => (Vec::new(), None),
         };
         let gate = Gate::new(&extra).map_err(Error::Rule)?;
         Ok(Self {
@@ -323,7 +175,8 @@ impl Policy {
             managed,
             managed_file,
             gate,
-            root: root.to_path_buf(),
+            // As the gate resolves paths, so prefixes compare.
+            root: gate::real_path(root),
             home: home.map(str::to_owned),
         })
     }
@@ -430,7 +283,7 @@ impl Policy {
                 if found.subjects.is_empty() {
                     found.push(&["bash"], command, true);
                 }
-                found.clobbers = verdict.dangers.iter().any(|d| d.why.contains("overwrites"));
+                found.clobbers = verdict.clobbers;
                 found.dangers.extend(verdict.dangers);
             }
             "write" | "edit" | "patch" => {
@@ -475,16 +328,8 @@ impl Policy {
     /// Whether `path` is one of offcode's project config files or under
     /// `.offcode/`: changing them changes what later calls may do.
     fn is_own_config(&self, path: &Path) -> bool {
-        let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| {
-            // A new file: its directory may still be a symlink.
-            match (path.parent(), path.file_name()) {
-                (Some(parent), Some(name)) => std::fs::canonicalize(parent)
-                    .map_or_else(|_| path.to_path_buf(), |p| p.join(name)),
-                _ => path.to_path_buf(),
-            }
-        });
-        let root = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
-        let Ok(relative) = resolved.strip_prefix(&root) else {
+        let resolved = gate::real_path(path);
+        let Ok(relative) = resolved.strip_prefix(&self.root) else {
             return false;
         };
         let mut parts = relative
@@ -543,81 +388,6 @@ impl Policy {
             action: chosen.action,
             rule: chosen.origin,
         }
-    }
-}
-
-/// A load of the policy: the policy and every file it was read from (or
-/// looked for), so a change to any of them is noticed.
-pub type Loader = dyn Fn() -> Result<(Policy, Vec<PathBuf>), String> + Send + Sync;
-
-/// The effective policy, resolved again before every tool call: when a
-/// config file or the managed file changed (or appeared or went away)
-/// since the last load, it is re-read, so an edit applies from the next
-/// call. A file that no longer loads refuses calls until it is fixed.
-pub struct PolicySource {
-    load: Option<Box<Loader>>,
-    cache: std::sync::Mutex<(Vec<Stamp>, Vec<PathBuf>, std::sync::Arc<Policy>)>,
-}
-
-impl fmt::Debug for PolicySource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("PolicySource").finish_non_exhaustive()
-    }
-}
-
-/// What identifies a version of a file: absent, or its inode, size and
-/// change times.
-type Stamp = Option<(u64, u64, i64, i64, i64, i64)>;
-
-fn stamp(path: &Path) -> Stamp {
-    use std::os::unix::fs::MetadataExt;
-    std::fs::metadata(path).ok().map(|m| {
-        (
-            m.ino(),
-            m.len(),
-            m.mtime(),
-            m.mtime_nsec(),
-            m.ctime(),
-            m.ctime_nsec(),
-        )
-    })
-}
-
-impl PolicySource {
-    /// `policy`, loaded from `files`, re-read through `load` when one of
-    /// them changes.
-    pub fn new(policy: Policy, files: Vec<PathBuf>, load: Box<Loader>) -> Self {
-        let stamps = files.iter().map(|f| stamp(f)).collect();
-        Self {
-            load: Some(load),
-            cache: std::sync::Mutex::new((stamps, files, std::sync::Arc::new(policy))),
-        }
-    }
-
-    /// A policy that never changes (tests, embedding).
-    pub fn fixed(policy: Policy) -> Self {
-        Self {
-            load: None,
-            cache: std::sync::Mutex::new((Vec::new(), Vec::new(), std::sync::Arc::new(policy))),
-        }
-    }
-
-    /// The policy in force now.
-    pub fn current(&self) -> Result<std::sync::Arc<Policy>, String> {
-        let mut cache = self
-            .cache
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let Some(load) = &self.load else {
-            return Ok(std::sync::Arc::clone(&cache.2));
-        };
-        let now: Vec<Stamp> = cache.1.iter().map(|f| stamp(f)).collect();
-        if now != cache.0 {
-            let (policy, files) = load()?;
-            let stamps = files.iter().map(|f| stamp(f)).collect();
-            *cache = (stamps, files, std::sync::Arc::new(policy));
-        }
-        Ok(std::sync::Arc::clone(&cache.2))
     }
 }
 

@@ -112,6 +112,19 @@ pub enum Error {
     Aborted,
 }
 
+/// The argument that says what a call is about (the command, the path,
+/// the pattern), for one-line displays; `None` for other tools or when it
+/// is missing.
+pub fn subject<'a>(tool: &str, arguments: &'a Value) -> Option<&'a str> {
+    let key = match tool {
+        "bash" => "command",
+        "read" | "list" | "write" | "edit" => "path",
+        "grep" | "glob" => "pattern",
+        _ => return None,
+    };
+    arguments.get(key).and_then(Value::as_str)
+}
+
 /// A boxed future, so tools can live in one registry.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

@@ -639,14 +639,8 @@ const DOOM_LOOP_REPEATS: u32 = 3;
 
 /// A short, one-line form of a call's arguments for the session log.
 fn summarize(tool: &str, arguments: &Value) -> String {
-    let field = |name: &str| arguments.get(name).and_then(Value::as_str);
-    let text = match tool {
-        "bash" => field("command").map(str::to_owned),
-        "read" | "list" | "write" | "edit" => field("path").map(str::to_owned),
-        "grep" | "glob" => field("pattern").map(str::to_owned),
-        _ => None,
-    }
-    .unwrap_or_else(|| arguments.to_string());
+    let text =
+        crate::tools::subject(tool, arguments).map_or_else(|| arguments.to_string(), str::to_owned);
     let line = text.replace('\n', " ");
     match line.char_indices().nth(200) {
         Some((at, _)) => format!("{}…", &line[..at]),

@@ -5,8 +5,6 @@
 
 use std::io::Write;
 
-use serde_json::Value;
-
 use super::input::{self, Input};
 use super::render::{self, Line, Palette, Role};
 use crate::agent::{self, AgentHandle, AgentSetup};
@@ -103,7 +101,7 @@ async fn turn(handle: &mut AgentHandle, input: &mut Input, screen: &mut Screen) 
                 screen.end_text();
                 screen.line(&render::tool_begin(
                     &call.name,
-                    &subject(&call.arguments),
+                    crate::tools::subject(&call.name, &call.arguments).unwrap_or(""),
                     WIDTH,
                 ));
             }
@@ -157,14 +155,6 @@ fn answer_of(
         ),
         Some(_) => (ApprovalDecision::Deny, Some("the user declined".to_owned())),
     }
-}
-
-/// The one-line subject of a call: its command, path or pattern.
-fn subject(arguments: &Value) -> String {
-    ["command", "path", "pattern"]
-        .iter()
-        .find_map(|key| arguments.get(*key).and_then(Value::as_str))
-        .map_or_else(String::new, str::to_owned)
 }
 
 /// Standard output; write errors (a closed pipe) are ignored so the

@@ -1,0 +1,550 @@
+//! What particular commands do beyond their name: wrappers that run the
+//! rest of their words, code strings, `cd`, and commands that write the
+//! files they name.
+
+use super::options::{Options, skip_options, wrapper_grammar};
+use std::path::PathBuf;
+
+use super::{Arg, Assignment, Check, SHELLS, basename, is_stream, text_of};
+
+impl Check<'_> {
+    /// Wrappers, code strings, `cd`, and commands that write named files.
+    pub(super) fn special(&mut self, name: &str, args: &[Arg], text: &str, depth: usize) {
+        if let Some((options, positional)) = wrapper_grammar(name) {
+            self.wrapper_after(args, &options, positional, text, depth);
+            return;
+        }
+        match name {
+            "cd" | "pushd" | "popd" => self.change_directory(name, args),
+            "env" => self.env(args, text, depth),
+            "nohup" | "builtin" | "busybox" | "toybox" => self.argv(args, depth),
+            "command" => {
+                let lookup = args
+                    .iter()
+                    .take_while(|a| a.text.starts_with('-'))
+                    .any(|a| a.text.contains('v') || a.text.contains('V'));
+                if !lookup {
+                    let options = Options {
+                        flags: "p",
+                        ..Options::NONE
+                    };
+                    self.wrapper_after(args, &options, 0, text, depth);
+                }
+            }
+            "xargs" => self.xargs(args, text, depth),
+            "find" => self.find(args, depth),
+            "watch" => self.watch(args, text, depth),
+            "flock" => self.flock(args, text, depth),
+            "eval" => self.code(args, text, depth),
+            "trap" => {
+                // `trap [-lp] [--] CODE SIGNAL...`: the first operand is code.
+                let code = args
+                    .iter()
+                    .skip_while(|a| a.text.starts_with('-') && a.text != "--" && !a.dynamic)
+                    .find(|a| a.text != "--");
+                if let Some(code) = code {
+                    self.code(std::slice::from_ref(code), text, depth);
+                }
+            }
+            "mapfile" | "readarray" => self.callback(args, text, depth),
+            "source" | "." if args.first().is_none_or(|arg| arg.dynamic) => {
+                self.danger(text, "sources a file named only at run time");
+            }
+            "su" | "runuser" => self.su(args, text, depth),
+            "ssh" => self.ssh(args, text, depth),
+            "tee" => self.tee(args, text),
+            "cp" | "install" => self.copy(name, args, text),
+            "ln" if args.iter().any(|a| {
+                a.text == "--force"
+                    || (a.text.starts_with('-')
+                        && !a.text.starts_with("--")
+                        && a.text.contains('f'))
+            }) =>
+            {
+                self.copy(name, args, text);
+            }
+            _ if SHELLS.contains(&name) => self.shell(name, args, text, depth),
+            _ => {}
+        }
+    }
+
+    /// A wrapper with `positional` operands (a duration, a mask, a
+    /// directory) between its options and the command.
+    fn wrapper_after(
+        &mut self,
+        args: &[Arg],
+        options: &Options<'_>,
+        positional: usize,
+        text: &str,
+        depth: usize,
+    ) {
+        match skip_options(args, options) {
+            Ok(start) => {
+                let start = (start + positional).min(args.len());
+                self.argv(&args[start..], depth);
+            }
+            Err(option) => self.danger(
+                text,
+                format!("unknown wrapper option `{option}`: cannot tell what it runs"),
+            ),
+        }
+    }
+
+    fn env(&mut self, args: &[Arg], text: &str, depth: usize) {
+        if args.iter().any(|a| {
+            a.text == "-S"
+                || a.text.starts_with("--split-string")
+                || (a.text.starts_with("-S") && !a.text.starts_with("--"))
+        }) {
+            self.danger(
+                text,
+                "env -S splits a string into a command offcode does not check",
+            );
+            return;
+        }
+        let options = Options {
+            flags: "i0v",
+            values: "uC",
+            long_flags: &["ignore-environment", "null", "debug"],
+            long_values: &["unset", "chdir"],
+            numeric: false,
+            optional: "",
+        };
+        let mut index = match skip_options(args, &options) {
+            Ok(index) => index,
+            Err(option) => {
+                self.danger(
+                    text,
+                    format!("unknown env option `{option}`: cannot tell what it runs"),
+                );
+                return;
+            }
+        };
+        while let Some(arg) = args.get(index) {
+            match arg.text.split_once('=') {
+                Some((name, value))
+                    if !name.is_empty() && !name.contains('/') && !arg.text.starts_with('-') =>
+                {
+                    self.assignment(&Assignment {
+                        name: name.to_owned(),
+                        value: Arg {
+                            text: value.to_owned(),
+                            dynamic: arg.dynamic,
+                        },
+                    });
+                    index += 1;
+                }
+                _ => break,
+            }
+        }
+        self.argv(&args[index..], depth);
+    }
+
+    fn shell(&mut self, name: &str, args: &[Arg], text: &str, depth: usize) {
+        let mut code = false;
+        let mut index = 0;
+        while index < args.len() {
+            let arg = &args[index];
+            let Some(word) = arg.known() else {
+                if code {
+                    break; // the code string itself: checked below
+                }
+                self.danger(text, format!("`{name}` options known only at run time"));
+                return;
+            };
+            if word == "--" || word == "-" {
+                index += 1;
+                break;
+            }
+            if let Some(long) = word.strip_prefix("--") {
+                index += if matches!(long, "rcfile" | "init-file") {
+                    2
+                } else {
+                    1
+                };
+                continue;
+            }
+            if (word.starts_with('-') || word.starts_with('+')) && word.len() > 1 {
+                let cluster = &word[1..];
+                if cluster.contains('s') {
+                    self.danger(
+                        text,
+                        format!("`{name} -s` reads commands from standard input"),
+                    );
+                    return;
+                }
+                code |= cluster.contains('c');
+                index += if cluster.contains('o') || cluster.contains('O') {
+                    2
+                } else {
+                    1
+                };
+                continue;
+            }
+            break;
+        }
+        match (code, args.get(index)) {
+            (true, Some(source)) => self.code(std::slice::from_ref(source), text, depth),
+            (true, None) => self.danger(text, format!("`{name} -c` without a command")),
+            (false, Some(_)) => {} // a script file: its contents are not checked
+            (false, None) => self.danger(
+                text,
+                format!("`{name}` would read commands from standard input"),
+            ),
+        }
+    }
+
+    /// Checks words joined by spaces as a new command line.
+    fn code(&mut self, words: &[Arg], text: &str, depth: usize) {
+        if words.iter().any(|w| w.dynamic) {
+            self.danger(text, "runs code known only at run time");
+            return;
+        }
+        let source = text_of(words);
+        let saved = self.cwd.clone();
+        self.script(&source, depth + 1);
+        // A `cd` inside the code string may have moved the outer line too
+        // (`eval cd /x`): keep both.
+        let inner = std::mem::replace(&mut self.cwd, saved);
+        self.cwd.unknown |= inner.unknown;
+        for dir in inner.dirs {
+            if !self.cwd.dirs.contains(&dir) {
+                self.cwd.dirs.push(dir);
+            }
+        }
+    }
+
+    /// `mapfile -C CODE`: the callback is run as code.
+    fn callback(&mut self, args: &[Arg], text: &str, depth: usize) {
+        for (index, arg) in args.iter().enumerate() {
+            if arg.dynamic && arg.text.starts_with('-') {
+                self.danger(text, "an option known only at run time");
+            } else if let Some(attached) = arg.text.strip_prefix("-C") {
+                let code = if attached.is_empty() {
+                    args.get(index + 1).cloned()
+                } else {
+                    Some(Arg {
+                        text: attached.to_owned(),
+                        dynamic: arg.dynamic,
+                    })
+                };
+                match code {
+                    Some(code) => self.code(std::slice::from_ref(&code), text, depth),
+                    None => self.danger(text, "-C without its callback"),
+                }
+            }
+        }
+    }
+
+    fn change_directory(&mut self, name: &str, args: &[Arg]) {
+        let operands: Vec<&Arg> = args
+            .iter()
+            .filter(|a| !(a.known().is_some_and(|t| t.starts_with('-') && t.len() > 1)))
+            .collect();
+        let target = match (name, operands.first()) {
+            ("popd", _) => None,
+            (_, None) => self.home.map(str::to_owned),
+            (_, Some(arg)) => arg.known().filter(|t| *t != "-").map(str::to_owned),
+        };
+        match target {
+            Some(target) => {
+                let fresh: Vec<PathBuf> = self.resolve(&target);
+                for dir in fresh {
+                    if !self.cwd.dirs.contains(&dir) {
+                        self.cwd.dirs.push(dir);
+                    }
+                }
+            }
+            None => self.cwd.unknown = true,
+        }
+    }
+
+    fn xargs(&mut self, args: &[Arg], text: &str, depth: usize) {
+        let options = Options {
+            flags: "0oprtx",
+            values: "adEILnPs",
+            long_flags: &[
+                "null",
+                "open-tty",
+                "interactive",
+                "no-run-if-empty",
+                "verbose",
+                "exit",
+                "show-limits",
+                "replace",
+                "max-lines",
+            ],
+            long_values: &[
+                "arg-file",
+                "delimiter",
+                "eof",
+                "max-args",
+                "max-procs",
+                "max-chars",
+                "process-slot-var",
+                "replace",
+                "max-lines",
+            ],
+            numeric: false,
+            optional: "eil",
+        };
+        let start = match skip_options(args, &options) {
+            Ok(start) => start,
+            Err(option) => {
+                self.danger(
+                    text,
+                    format!("unknown xargs option `{option}`: cannot tell what it runs"),
+                );
+                return;
+            }
+        };
+        let mut inner: Vec<Arg> = args[start..].to_vec();
+        if inner.is_empty() {
+            inner.push(Arg::literal("echo"));
+        }
+        // The arguments read from standard input.
+        inner.push(Arg {
+            text: "<input>".to_owned(),
+            dynamic: true,
+        });
+        self.argv(&inner, depth);
+    }
+
+    fn find(&mut self, args: &[Arg], depth: usize) {
+        let mut index = 0;
+        while index < args.len() {
+            if matches!(
+                args[index].text.as_str(),
+                "-exec" | "-execdir" | "-ok" | "-okdir"
+            ) {
+                let start = index + 1;
+                let mut end = start;
+                while end < args.len() && !matches!(args[end].text.as_str(), ";" | "+") {
+                    end += 1;
+                }
+                let inner: Vec<Arg> = args[start..end]
+                    .iter()
+                    .map(|arg| {
+                        if arg.text.contains("{}") {
+                            Arg {
+                                text: arg.text.clone(),
+                                dynamic: true,
+                            }
+                        } else {
+                            arg.clone()
+                        }
+                    })
+                    .collect();
+                self.argv(&inner, depth);
+                index = end + 1;
+            } else {
+                index += 1;
+            }
+        }
+    }
+
+    fn watch(&mut self, args: &[Arg], text: &str, depth: usize) {
+        let options = Options {
+            flags: "bcCdegprtwx",
+            values: "nq",
+            long_flags: &[
+                "beep",
+                "color",
+                "no-color",
+                "differences",
+                "errexit",
+                "chgexit",
+                "precise",
+                "no-rerun",
+                "no-title",
+                "no-wrap",
+                "exec",
+            ],
+            long_values: &["interval", "equexit"],
+            numeric: false,
+            optional: "",
+        };
+        match skip_options(args, &options) {
+            Ok(start) => {
+                let exec = args[..start].iter().any(|a| {
+                    a.text == "--exec"
+                        || (a.text.starts_with('-')
+                            && !a.text.starts_with("--")
+                            && a.text.contains('x'))
+                });
+                if exec {
+                    self.argv(&args[start..], depth);
+                } else if start < args.len() {
+                    self.code(&args[start..], text, depth);
+                }
+            }
+            Err(option) => self.danger(
+                text,
+                format!("unknown watch option `{option}`: cannot tell what it runs"),
+            ),
+        }
+    }
+
+    fn flock(&mut self, args: &[Arg], text: &str, depth: usize) {
+        if let Some(at) = args
+            .iter()
+            .position(|a| a.text == "-c" || a.text == "--command")
+        {
+            match args.get(at + 1) {
+                Some(code) => self.code(std::slice::from_ref(code), text, depth),
+                None => self.danger(text, "flock -c without a command"),
+            }
+            return;
+        }
+        let options = Options {
+            flags: "snxuoFe",
+            values: "wE",
+            long_flags: &[
+                "shared",
+                "nonblock",
+                "exclusive",
+                "unlock",
+                "close",
+                "no-fork",
+                "verbose",
+            ],
+            long_values: &["timeout", "conflict-exit-code"],
+            numeric: false,
+            optional: "",
+        };
+        self.wrapper_after(args, &options, 1, text, depth);
+    }
+
+    fn su(&mut self, args: &[Arg], text: &str, depth: usize) {
+        let code = args.iter().position(|a| {
+            a.text == "-c" || a.text == "--command" || a.text.starts_with("--command=")
+        });
+        match code {
+            Some(at) if args[at].text.starts_with("--command=") => {
+                let value = Arg {
+                    text: args[at].text["--command=".len()..].to_owned(),
+                    dynamic: args[at].dynamic,
+                };
+                self.code(std::slice::from_ref(&value), text, depth);
+            }
+            Some(at) => match args.get(at + 1) {
+                Some(code) => self.code(std::slice::from_ref(code), text, depth),
+                None => self.danger(text, "su -c without a command"),
+            },
+            None => self.danger(text, "starts a shell as another user"),
+        }
+    }
+
+    fn ssh(&mut self, args: &[Arg], text: &str, depth: usize) {
+        let options = Options {
+            flags: "46AaCfGgKkMNnqsTtVvXxYy",
+            values: "BbcDEeFIiJLlmOoPpQRSWw",
+            long_flags: &[],
+            long_values: &[],
+            numeric: false,
+            optional: "",
+        };
+        match skip_options(args, &options) {
+            Ok(host) if host + 1 < args.len() => self.code(&args[host + 1..], text, depth),
+            Ok(_) => self.danger(
+                text,
+                "a remote shell that reads commands from standard input",
+            ),
+            Err(option) => self.danger(
+                text,
+                format!("unknown ssh option `{option}`: cannot tell what it runs"),
+            ),
+        }
+    }
+
+    fn tee(&mut self, args: &[Arg], text: &str) {
+        if args.iter().any(|a| {
+            a.text == "--append"
+                || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('a'))
+        }) {
+            return;
+        }
+        for arg in args
+            .iter()
+            .filter(|a| !a.text.starts_with('-') || a.text == "-")
+        {
+            self.file_target(arg, text, "tee overwrites an existing file");
+        }
+    }
+
+    fn file_target(&mut self, arg: &Arg, text: &str, why: &str) {
+        match arg.known() {
+            None => self.danger(text, "writes to a file named only at run time"),
+            Some(target) if is_stream(target) => {}
+            Some(target) => {
+                let paths = self.resolve(target);
+                self.target_must_be_new(text, target, &paths, why);
+            }
+        }
+    }
+
+    /// `cp`, `install`, `ln -f`: the destination must not exist (or, for a
+    /// directory, hold none of the sources' names).
+    fn copy(&mut self, name: &str, args: &[Arg], text: &str) {
+        let mut operands = Vec::new();
+        let mut directory: Option<&Arg> = None;
+        let mut index = 0;
+        let mut options_end = false;
+        while index < args.len() {
+            let arg = &args[index];
+            if !options_end && arg.text == "--" {
+                options_end = true;
+            } else if !options_end && (arg.text == "-t" || arg.text == "--target-directory") {
+                directory = args.get(index + 1);
+                index += 1;
+            } else if !options_end && arg.text.starts_with("--target-directory=") {
+                return self.danger(
+                    text,
+                    format!("{name} into a directory given as an option value"),
+                );
+            } else if !options_end
+                && arg.text.starts_with('-')
+                && arg.text.len() > 1
+                && !arg.dynamic
+            {
+                // option; `-S SUFFIX`, `-m MODE`, `-o OWNER`, `-g GROUP` take a value
+                if matches!(arg.text.as_str(), "-S" | "-m" | "-o" | "-g") {
+                    index += 1;
+                }
+            } else {
+                operands.push(arg);
+            }
+            index += 1;
+        }
+        let (destination, sources): (&Arg, Vec<&Arg>) = match directory {
+            Some(dir) => (dir, operands),
+            None => match operands.split_last() {
+                Some((last, rest)) if !rest.is_empty() => (last, rest.to_vec()),
+                _ => return,
+            },
+        };
+        let why = format!("{name} replaces an existing file");
+        let Some(target) = destination.known() else {
+            return self.danger(text, "writes to a file named only at run time");
+        };
+        if is_stream(target) {
+            return;
+        }
+        let paths = self.resolve(target);
+        if paths.iter().any(|p| p.is_dir()) {
+            for source in sources {
+                let Some(source) = source.known() else {
+                    return self.danger(
+                        text,
+                        "copies a file named only at run time into a directory",
+                    );
+                };
+                let leaf = basename(source.trim_end_matches('/')).to_owned();
+                let inside: Vec<PathBuf> = paths.iter().map(|p| p.join(&leaf)).collect();
+                self.target_must_be_new(text, target, &inside, &why);
+            }
+        } else {
+            self.target_must_be_new(text, target, &paths, &why);
+        }
+    }
+}
