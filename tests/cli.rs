@@ -1,13 +1,14 @@
 //! The `offcode` binary as users run it, against the mock server.
 
-use std::io::Write;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
-use crate::support::{End, Reply, Workspace, chunks, demo_mock, mock, run, sse, wait_until};
+use crate::support::{
+    End, Reply, Workspace, chunks, demo_mock, mock, run, run_with_stdin, sse, wait_until,
+};
 
 #[test]
 fn three_step_task_reads_writes_and_answers() {
@@ -179,24 +180,11 @@ fn continue_and_session_resume_the_history() {
 fn prompt_can_come_from_stdin() {
     let server = demo_mock();
     let workspace = Workspace::new();
-    let mut child = workspace
-        .offcode(&server.base_url(), &["run", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all("你好，世界".as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert_eq!(
-        String::from_utf8_lossy(&output.stdout),
-        "Mock model here. You said: 你好，世界\n"
+    let output = run_with_stdin(
+        workspace.offcode(&server.base_url(), &["run", "-"]),
+        "你好，世界",
     );
+    assert_eq!(output.stdout, "Mock model here. You said: 你好，世界\n");
 }
 
 #[test]

@@ -130,3 +130,28 @@ pub fn run(mut command: impl std::borrow::BorrowMut<Command>) -> Output {
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
+
+/// Runs `command` with `input` written to its standard input.
+pub fn run_with_stdin(mut command: impl std::borrow::BorrowMut<Command>, input: &str) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = command
+        .borrow_mut()
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    Output {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}

@@ -1,34 +1,16 @@
 //! `offcode` with no subcommand and piped input: the line-mode loop, as
 //! the fallback for terminals the editor cannot drive.
 
-use std::io::Write;
-use std::process::Stdio;
-
 use serde_json::Value;
 
-use crate::support::{Workspace, demo_mock};
+use crate::support::{Workspace, demo_mock, run_with_stdin};
 
 /// Runs `offcode` in `workspace` with `input` on stdin; (exit, stdout).
 fn interactive(workspace: &Workspace, url: &str, input: &str) -> (i32, String) {
-    let mut child = workspace
-        .offcode(url, &[])
-        .env("OFFCODE_MODEL", "mock-model")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    (
-        output.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-    )
+    let mut command = workspace.offcode(url, &[]);
+    command.env("OFFCODE_MODEL", "mock-model");
+    let output = run_with_stdin(command, input);
+    (output.code, output.stdout)
 }
 
 #[test]

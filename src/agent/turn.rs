@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 use super::{Queued, Shared, lock};
 use crate::cancel::Cancel;
@@ -16,14 +16,13 @@ use crate::client::wire::{ChatRequest, StreamOptions, ToolSpec};
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
 use crate::context::{build_messages, system_prompt};
-use crate::policy::{Action, Decision, Policy, PolicySource, Rule, SESSION_ORIGIN};
+use crate::policy::{Action, PolicySource, Rule, SESSION_ORIGIN};
 use crate::protocol::{
-    ApprovalDecision, ApprovalRequestEvent, AssistantMessageEvent, ErrorKind, Event, EventMsg, Op,
-    PermissionDecisionEvent, SessionConfiguredEvent, SubmissionId, TokenUsage, ToolCallBeginEvent,
-    ToolCallEndEvent, TurnCompleteEvent, TurnState, TurnStatus,
+    AssistantMessageEvent, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent, SubmissionId,
+    TokenUsage, ToolCallBeginEvent, ToolCallEndEvent, TurnCompleteEvent, TurnState, TurnStatus,
 };
 use crate::sandbox::Sandbox;
-use crate::session::{AllowedRule, EntryBody, Message, Session, ToolCall};
+use crate::session::{EntryBody, Message, Session, ToolCall};
 use crate::tools::{Registry, ToolContext, ToolOutput, parse_argument_text};
 
 /// How a step ended.
@@ -38,23 +37,23 @@ enum Step {
 
 /// The core's state, owned by the turn runner task.
 pub(super) struct AgentState {
-    client: Arc<Client>,
-    session: Session,
-    tools: Registry,
-    specs: Vec<ToolSpec>,
-    config: Config,
-    sandbox: Arc<Sandbox>,
-    system: String,
-    events: mpsc::UnboundedSender<Event>,
-    shared: Arc<Shared>,
-    policy: Arc<PolicySource>,
+    pub(super) client: Arc<Client>,
+    pub(super) session: Session,
+    pub(super) tools: Registry,
+    pub(super) specs: Vec<ToolSpec>,
+    pub(super) config: Config,
+    pub(super) sandbox: Arc<Sandbox>,
+    pub(super) system: String,
+    pub(super) events: mpsc::UnboundedSender<Event>,
+    pub(super) shared: Arc<Shared>,
+    pub(super) policy: Arc<PolicySource>,
     /// Rules the user allowed for the rest of the session.
-    session_rules: Vec<Rule>,
+    pub(super) session_rules: Vec<Rule>,
     /// Who answers approval requests (`user`, `headless`).
-    approver: &'static str,
+    pub(super) approver: &'static str,
     /// The last call asked for and how many times in a row.
-    last_call: Option<(String, String)>,
-    repeats: u32,
+    pub(super) last_call: Option<(String, String)>,
+    pub(super) repeats: u32,
 }
 
 impl AgentState {
@@ -92,18 +91,18 @@ impl AgentState {
         }
     }
 
-    fn emit(&self, id: SubmissionId, msg: EventMsg) {
+    pub(super) fn emit(&self, id: SubmissionId, msg: EventMsg) {
         // Nobody listening means the front end is gone; the session still
         // records everything.
         let _ = self.events.send(Event { id, msg });
     }
 
-    fn set_state(&self, id: SubmissionId, state: TurnState) {
+    pub(super) fn set_state(&self, id: SubmissionId, state: TurnState) {
         self.emit(id, EventMsg::StateChanged { state });
     }
 
     /// Appends to the session; a failure is reported and ends the turn.
-    fn record(&mut self, id: SubmissionId, body: EntryBody) -> Result<(), TurnStatus> {
+    pub(super) fn record(&mut self, id: SubmissionId, body: EntryBody) -> Result<(), TurnStatus> {
         self.session.append(body).map_err(|error| {
             self.emit(
                 id,
@@ -384,7 +383,7 @@ impl AgentState {
         self.emit(id, EventMsg::Error { message, kind });
     }
 
-    fn warn(&self, id: SubmissionId, message: &str) {
+    pub(super) fn warn(&self, id: SubmissionId, message: &str) {
         self.emit(
             id,
             EventMsg::Warning {
@@ -434,217 +433,6 @@ impl AgentState {
             }),
         );
         output
-    }
-
-    /// `Ok(clobbers)` when the call may run (`clobbers`: an approved `>`
-    /// may overwrite files, so bash runs without noclobber); otherwise the
-    /// result the model gets.
-    async fn permit(
-        &mut self,
-        id: SubmissionId,
-        call: &ToolCall,
-        arguments: Value,
-        cancel: &Cancel,
-    ) -> Result<bool, ToolOutput> {
-        if self.tools.get(&call.name).is_none() {
-            return Ok(false); // the registry reports the unknown tool
-        }
-        let policy = match self.policy.current() {
-            Ok(policy) => policy,
-            Err(problem) => {
-                let message = format!(
-                    "Not run: the permission policy could not be loaded ({problem}); fix it and ask again"
-                );
-                self.warn(id, &message);
-                let entry = EntryBody::Permission {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    summary: summarize(&call.name, &arguments),
-                    dangerous: false,
-                    decision: ApprovalDecision::Deny,
-                    by: "policy".to_owned(),
-                    rule: format!("the policy could not be loaded: {problem}"),
-                    allowed: Vec::new(),
-                };
-                let _ = self.record(id, entry);
-                return Err(ToolOutput::error(message));
-            }
-        };
-        let mut decision = policy.decide(&call.name, &arguments, &self.session_rules);
-        self.doom_loop(&policy, call, &mut decision);
-        let summary = summarize(&call.name, &arguments);
-        let (answer, reason, by) = match decision.action {
-            Action::Allow if decision.rule == SESSION_ORIGIN => {
-                (ApprovalDecision::AllowOnce, None, "session")
-            }
-            Action::Allow => (ApprovalDecision::AllowOnce, None, "policy"),
-            Action::Deny => (
-                ApprovalDecision::Deny,
-                Some(format!("denied by the rule {}", decision.rule)),
-                "policy",
-            ),
-            Action::Ask => {
-                let (answer, reason) = self.ask(id, call, arguments, &decision, cancel).await;
-                (answer, reason, self.approver)
-            }
-        };
-        let allowed = if answer == ApprovalDecision::AllowSession {
-            let rules = std::mem::take(&mut decision.session_rules);
-            self.session_rules.extend(rules.iter().cloned());
-            rules
-                .into_iter()
-                .map(|r| AllowedRule {
-                    permission: r.permission,
-                    pattern: r.pattern,
-                })
-                .collect()
-        } else {
-            Vec::new()
-        };
-        let entry = EntryBody::Permission {
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            summary,
-            dangerous: decision.dangerous,
-            decision: answer,
-            by: by.to_owned(),
-            rule: decision.rule.clone(),
-            allowed,
-        };
-        self.record(id, entry)
-            .map_err(|_| ToolOutput::error("not run: the session could not be written"))?;
-        if by != "policy" || answer == ApprovalDecision::Deny {
-            self.emit(
-                id,
-                EventMsg::PermissionDecision(PermissionDecisionEvent {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    decision: answer,
-                    by: by.to_owned(),
-                    rule: decision.rule.clone(),
-                }),
-            );
-        }
-        match answer {
-            ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => Ok(decision.clobbers),
-            ApprovalDecision::Deny => {
-                let why = match (reason, by) {
-                    (Some(reason), _) => reason,
-                    (None, "policy") => format!("denied by the rule {}", decision.rule),
-                    (None, _) => "the user declined".to_owned(),
-                };
-                Err(ToolOutput::error(format!(
-                    "Permission denied: `{}` was not run ({why}). Do not try to get around this; ask the user or choose another way.",
-                    call.name
-                )))
-            }
-        }
-    }
-
-    /// Puts the question to the front end and waits for the answer.
-    async fn ask(
-        &mut self,
-        id: SubmissionId,
-        call: &ToolCall,
-        arguments: Value,
-        decision: &Decision,
-        cancel: &Cancel,
-    ) -> (ApprovalDecision, Option<String>) {
-        self.set_state(id, TurnState::AwaitingPermission);
-        let preview = self.tools.preview(
-            &call.name,
-            &call.arguments,
-            &ToolContext {
-                sandbox: Arc::clone(&self.sandbox),
-                cancel: cancel.clone(),
-                allow_clobber: false,
-            },
-        );
-        let (sender, receiver) = oneshot::channel();
-        lock(&self.shared.approvals).insert(call.id.clone(), sender);
-        self.emit(
-            id,
-            EventMsg::ApprovalRequest(ApprovalRequestEvent {
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                reason: arguments
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .map(str::to_owned),
-                arguments,
-                rule: decision.rule.clone(),
-                session_allowed: !decision.session_rules.is_empty(),
-                dangerous: decision.dangerous,
-                dangers: decision
-                    .dangers
-                    .iter()
-                    .map(|d| format!("{}: {}", d.command, d.why))
-                    .collect(),
-                mandatory: decision.managed,
-                preview,
-            }),
-        );
-        let answer = tokio::select! {
-            answer = receiver => answer.unwrap_or((ApprovalDecision::Deny, None)),
-            () = cancel.cancelled() => (ApprovalDecision::Deny, Some("the turn was aborted".to_owned())),
-        };
-        lock(&self.shared.approvals).remove(&call.id);
-        match answer {
-            // A front end may not widen a dangerous call to the session.
-            (ApprovalDecision::AllowSession, reason) if decision.session_rules.is_empty() => {
-                (ApprovalDecision::AllowOnce, reason)
-            }
-            answer => answer,
-        }
-    }
-
-    /// The same call asked for again and again is matched as `doom_loop`
-    /// too, and the stricter answer stands.
-    fn doom_loop(&mut self, policy: &Policy, call: &ToolCall, decision: &mut Decision) {
-        let repeats = self.count_repeat(call);
-        if repeats < DOOM_LOOP_REPEATS {
-            return;
-        }
-        let doom = policy.decide(
-            "doom_loop",
-            &Value::String(call.name.clone()),
-            &self.session_rules,
-        );
-        if doom.action > decision.action {
-            decision.action = doom.action;
-            decision.rule = format!(
-                "{} (the same `{}` call {repeats} times in a row)",
-                doom.rule, call.name
-            );
-            decision.managed = doom.managed;
-            decision.session_rules = Vec::new();
-        }
-    }
-
-    /// How many times in a row this exact call has now been asked for.
-    fn count_repeat(&mut self, call: &ToolCall) -> u32 {
-        let key = (call.name.clone(), call.arguments.clone());
-        if self.last_call.as_ref() == Some(&key) {
-            self.repeats += 1;
-        } else {
-            self.last_call = Some(key);
-            self.repeats = 1;
-        }
-        self.repeats
-    }
-}
-
-/// The same call this many times in a row is matched as `doom_loop`.
-const DOOM_LOOP_REPEATS: u32 = 3;
-
-/// A short, one-line form of a call's arguments for the session log.
-fn summarize(tool: &str, arguments: &Value) -> String {
-    let text =
-        crate::tools::subject(tool, arguments).map_or_else(|| arguments.to_string(), str::to_owned);
-    let line = text.replace('\n', " ");
-    match line.char_indices().nth(200) {
-        Some((at, _)) => format!("{}…", &line[..at]),
-        None => line,
     }
 }
 

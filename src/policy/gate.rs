@@ -59,13 +59,6 @@ pub struct Verdict {
     pub clobbers: bool,
 }
 
-impl Verdict {
-    /// Whether the command line is in the dangerous class.
-    pub fn is_dangerous(&self) -> bool {
-        !self.dangers.is_empty()
-    }
-}
-
 impl Gate {
     /// Reads `command` as bash would run it in `cwd`.
     pub fn check(&self, command: &str, cwd: &Path, home: Option<&str>) -> Verdict {

@@ -123,14 +123,13 @@ async fn turn(handle: &mut AgentHandle, input: &mut Input, screen: &mut Screen) 
                     reason,
                 });
             }
-            EventMsg::Warning { message } | EventMsg::Error { message, .. } => {
+            EventMsg::Warning { message } => {
                 screen.end_text();
-                let role = if matches!(event.msg, EventMsg::Error { .. }) {
-                    Role::Error
-                } else {
-                    Role::Warning
-                };
-                screen.line(&Line::new().with(role, message.as_str()));
+                screen.line(&Line::new().with(Role::Warning, message.as_str()));
+            }
+            EventMsg::Error { message, .. } => {
+                screen.end_text();
+                screen.line(&Line::new().with(Role::Error, message.as_str()));
             }
             EventMsg::TurnComplete(_) => {
                 screen.end_text();

@@ -1,0 +1,231 @@
+//! Permission for each tool call: the policy's decision, the doom-loop
+//! check, the question to the front end, and the record in the session.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::lock;
+use super::turn::AgentState;
+use crate::cancel::Cancel;
+use crate::policy::{Action, Decision, Policy, SESSION_ORIGIN};
+use crate::protocol::{
+    ApprovalDecision, ApprovalRequestEvent, EventMsg, PermissionDecisionEvent, SubmissionId,
+    TurnState,
+};
+use crate::session::{AllowedRule, EntryBody, ToolCall};
+use crate::tools::{ToolContext, ToolOutput};
+
+impl AgentState {
+    /// `Ok(clobbers)` when the call may run (`clobbers`: an approved `>`
+    /// may overwrite files, so bash runs without noclobber); otherwise the
+    /// result the model gets.
+    pub(super) async fn permit(
+        &mut self,
+        id: SubmissionId,
+        call: &ToolCall,
+        arguments: Value,
+        cancel: &Cancel,
+    ) -> Result<bool, ToolOutput> {
+        if self.tools.get(&call.name).is_none() {
+            return Ok(false); // the registry reports the unknown tool
+        }
+        let policy = match self.policy.current() {
+            Ok(policy) => policy,
+            Err(problem) => {
+                let message = format!(
+                    "Not run: the permission policy could not be loaded ({problem}); fix it and ask again"
+                );
+                self.warn(id, &message);
+                let entry = EntryBody::Permission {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    summary: summarize(&call.name, &arguments),
+                    dangerous: false,
+                    decision: ApprovalDecision::Deny,
+                    by: "policy".to_owned(),
+                    rule: format!("the policy could not be loaded: {problem}"),
+                    allowed: Vec::new(),
+                };
+                let _ = self.record(id, entry);
+                return Err(ToolOutput::error(message));
+            }
+        };
+        let mut decision = policy.decide(&call.name, &arguments, &self.session_rules);
+        self.doom_loop(&policy, call, &mut decision);
+        let summary = summarize(&call.name, &arguments);
+        let (answer, reason, by) = match decision.action {
+            Action::Allow if decision.rule == SESSION_ORIGIN => {
+                (ApprovalDecision::AllowOnce, None, "session")
+            }
+            Action::Allow => (ApprovalDecision::AllowOnce, None, "policy"),
+            Action::Deny => (
+                ApprovalDecision::Deny,
+                Some(format!("denied by the rule {}", decision.rule)),
+                "policy",
+            ),
+            Action::Ask => {
+                let (answer, reason) = self.ask(id, call, arguments, &decision, cancel).await;
+                (answer, reason, self.approver)
+            }
+        };
+        let allowed = if answer == ApprovalDecision::AllowSession {
+            let rules = std::mem::take(&mut decision.session_rules);
+            self.session_rules.extend(rules.iter().cloned());
+            rules
+                .into_iter()
+                .map(|r| AllowedRule {
+                    permission: r.permission,
+                    pattern: r.pattern,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let entry = EntryBody::Permission {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            summary,
+            dangerous: decision.dangerous,
+            decision: answer,
+            by: by.to_owned(),
+            rule: decision.rule.clone(),
+            allowed,
+        };
+        self.record(id, entry)
+            .map_err(|_| ToolOutput::error("not run: the session could not be written"))?;
+        if by != "policy" || answer == ApprovalDecision::Deny {
+            self.emit(
+                id,
+                EventMsg::PermissionDecision(PermissionDecisionEvent {
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    decision: answer,
+                    by: by.to_owned(),
+                    rule: decision.rule.clone(),
+                }),
+            );
+        }
+        match answer {
+            ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => Ok(decision.clobbers),
+            ApprovalDecision::Deny => {
+                let why = match (reason, by) {
+                    (Some(reason), _) => reason,
+                    (None, "policy") => format!("denied by the rule {}", decision.rule),
+                    (None, _) => "the user declined".to_owned(),
+                };
+                Err(ToolOutput::error(format!(
+                    "Permission denied: `{}` was not run ({why}). Do not try to get around this; ask the user or choose another way.",
+                    call.name
+                )))
+            }
+        }
+    }
+
+    /// Puts the question to the front end and waits for the answer.
+    async fn ask(
+        &mut self,
+        id: SubmissionId,
+        call: &ToolCall,
+        arguments: Value,
+        decision: &Decision,
+        cancel: &Cancel,
+    ) -> (ApprovalDecision, Option<String>) {
+        self.set_state(id, TurnState::AwaitingPermission);
+        let preview = self.tools.preview(
+            &call.name,
+            &call.arguments,
+            &ToolContext {
+                sandbox: Arc::clone(&self.sandbox),
+                cancel: cancel.clone(),
+                allow_clobber: false,
+            },
+        );
+        let (sender, receiver) = oneshot::channel();
+        lock(&self.shared.approvals).insert(call.id.clone(), sender);
+        self.emit(
+            id,
+            EventMsg::ApprovalRequest(ApprovalRequestEvent {
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                reason: arguments
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                arguments,
+                rule: decision.rule.clone(),
+                session_allowed: !decision.session_rules.is_empty(),
+                dangerous: decision.dangerous,
+                dangers: decision
+                    .dangers
+                    .iter()
+                    .map(|d| format!("{}: {}", d.command, d.why))
+                    .collect(),
+                mandatory: decision.managed,
+                preview,
+            }),
+        );
+        let answer = tokio::select! {
+            answer = receiver => answer.unwrap_or((ApprovalDecision::Deny, None)),
+            () = cancel.cancelled() => (ApprovalDecision::Deny, Some("the turn was aborted".to_owned())),
+        };
+        lock(&self.shared.approvals).remove(&call.id);
+        match answer {
+            // A front end may not widen a dangerous call to the session.
+            (ApprovalDecision::AllowSession, reason) if decision.session_rules.is_empty() => {
+                (ApprovalDecision::AllowOnce, reason)
+            }
+            answer => answer,
+        }
+    }
+
+    /// The same call asked for again and again is matched as `doom_loop`
+    /// too, and the stricter answer stands.
+    fn doom_loop(&mut self, policy: &Policy, call: &ToolCall, decision: &mut Decision) {
+        let repeats = self.count_repeat(call);
+        if repeats < DOOM_LOOP_REPEATS {
+            return;
+        }
+        let doom = policy.decide(
+            "doom_loop",
+            &Value::String(call.name.clone()),
+            &self.session_rules,
+        );
+        if doom.action > decision.action {
+            decision.action = doom.action;
+            decision.rule = format!(
+                "{} (the same `{}` call {repeats} times in a row)",
+                doom.rule, call.name
+            );
+            decision.managed = doom.managed;
+            decision.session_rules = Vec::new();
+        }
+    }
+
+    /// How many times in a row this exact call has now been asked for.
+    fn count_repeat(&mut self, call: &ToolCall) -> u32 {
+        let key = (call.name.clone(), call.arguments.clone());
+        if self.last_call.as_ref() == Some(&key) {
+            self.repeats += 1;
+        } else {
+            self.last_call = Some(key);
+            self.repeats = 1;
+        }
+        self.repeats
+    }
+}
+
+/// The same call this many times in a row is matched as `doom_loop`.
+const DOOM_LOOP_REPEATS: u32 = 3;
+
+/// A short, one-line form of a call's arguments for the session log.
+fn summarize(tool: &str, arguments: &Value) -> String {
+    let text =
+        crate::tools::subject(tool, arguments).map_or_else(|| arguments.to_string(), str::to_owned);
+    let line = text.replace('\n', " ");
+    match line.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line,
+    }
+}
