@@ -128,9 +128,9 @@ async fn route(
                     let _ = waiter.send((decision, reason));
                 }
             }
-            Op::UserTurn { .. } | Op::SetModel { .. } | Op::Shutdown => {
+            Op::UserTurn { .. } | Op::Shell { .. } | Op::SetModel { .. } | Op::Shutdown => {
                 let cancel = Cancel::default();
-                if matches!(op, Op::UserTurn { .. }) {
+                if matches!(op, Op::UserTurn { .. } | Op::Shell { .. }) {
                     lock(&shared.cancels).push(cancel.clone());
                 }
                 if queue.send((id, op, cancel)).is_err() {

@@ -15,6 +15,23 @@ pub struct Cli {
     /// What to do; without one, the interactive UI starts.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// For the interactive UI.
+    #[command(flatten)]
+    pub start: SessionArgs,
+}
+
+/// Which model and session to start with (interactive UI and `run`).
+#[derive(Debug, Args)]
+pub struct SessionArgs {
+    /// Model to use (overrides config and the session's model).
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
+    /// Resume the latest session started in this directory.
+    #[arg(long, short = 'c', conflicts_with = "session")]
+    pub r#continue: bool,
+    /// Resume the session with this id.
+    #[arg(long, short = 's')]
+    pub session: Option<String>,
 }
 
 /// The subcommands.
@@ -100,15 +117,9 @@ pub struct RunArgs {
     /// Print one JSON event per line instead of text.
     #[arg(long)]
     pub json: bool,
-    /// Model to use (overrides config and the session's model).
-    #[arg(long, short = 'm')]
-    pub model: Option<String>,
-    /// Resume the latest session started in this directory.
-    #[arg(long, short = 'c', conflicts_with = "session")]
-    pub r#continue: bool,
-    /// Resume the session with this id.
-    #[arg(long, short = 's')]
-    pub session: Option<String>,
+    /// Model and session.
+    #[command(flatten)]
+    pub start: SessionArgs,
     /// Approve tool calls that would ask for permission; dangerous calls
     /// and questions the managed policy demands are still refused.
     #[arg(long, short = 'y')]

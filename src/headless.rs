@@ -27,9 +27,9 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
     let prompt = read_prompt(&args.prompt)?;
     let setup = prepare(
         environment,
-        args.model.as_deref(),
-        args.session.as_deref(),
-        args.r#continue,
+        args.start.model.as_deref(),
+        args.start.session.as_deref(),
+        args.start.r#continue,
         "headless",
     )?;
     let runtime = runtime()?;

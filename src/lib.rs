@@ -95,6 +95,13 @@ pub fn run(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Policy(args)) => match args.command {
             cli::PolicyCommand::Check(check) => commands::policy_check(&check, environment),
         },
-        None => ui::run(environment),
+        None => ui::run(
+            environment,
+            &ui::Start {
+                model: cli.start.model,
+                session: cli.start.session,
+                resume_latest: cli.start.r#continue,
+            },
+        ),
     }
 }

@@ -27,6 +27,10 @@ pub enum Op {
         #[serde(default)]
         reason: Option<String>,
     },
+    /// Run a shell command the user typed (`!cmd`) under the same gate as
+    /// the model's `bash` calls; the input and the result are recorded as
+    /// a user and an assistant message, so the model sees them next turn.
+    Shell { command: String },
     /// Use this model from the next request on.
     SetModel { model: String },
     /// Finish the running turn's bookkeeping and stop the core.

@@ -1,36 +1,130 @@
-//! The interactive terminal UI (issue 5). So far: the output blocks and
-//! the approval prompt as styled lines, the input (the reedline editor on
-//! a terminal, plain lines otherwise) and the loop that joins them.
+//! The interactive terminal UI: `offcode` with no subcommand.
+//!
+//! Output goes into the terminal's normal scrollback; while the agent
+//! works, a live area at the bottom shows text still arriving, queued
+//! input, an input line and the status line ([`busy`]). Between turns the
+//! reedline editor reads the next prompt ([`input`]). Without a terminal
+//! the same loop reads plain lines and prints finished lines ([`lines`]).
 
+pub mod app;
+pub mod busy;
+pub mod complete;
 pub mod input;
 pub mod lines;
+pub mod live;
+pub mod markdown;
 pub mod render;
+pub mod view;
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
 
 use crate::Failure;
 use crate::commands::runtime;
 use crate::config::Environment;
 
+/// Columns assumed when the terminal does not say.
+const WIDTH: usize = 80;
+
+/// How the interactive UI starts.
+#[derive(Debug, Default, Clone)]
+pub struct Start {
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--session`.
+    pub session: Option<String>,
+    /// `--continue`.
+    pub resume_latest: bool,
+}
+
 /// `offcode` with no subcommand.
-pub fn run(environment: &Environment) -> Result<u8, Failure> {
-    let setup = crate::headless::prepare(environment, None, None, false, "user")?;
+pub fn run(environment: &Environment, start: &Start) -> Result<u8, Failure> {
+    let setup = crate::headless::prepare(
+        environment,
+        start.model.as_deref(),
+        start.session.as_deref(),
+        start.resume_latest,
+        "user",
+    )?;
     let colour = std::io::stdout().is_terminal()
         && environment.var("NO_COLOR").is_none()
         && environment.var("OFFCODE_NO_COLOR").is_none();
-    // The editor needs a terminal it can drive; anything else (a pipe,
-    // `TERM=dumb`) gets plain lines.
+    // The editor and the live area need a terminal they can drive;
+    // anything else (a pipe, `TERM=dumb`) gets plain lines.
     let terminal = std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
         && std::io::stderr().is_terminal()
         && environment.var("TERM").is_some_and(|term| term != "dumb");
+    let session_path = setup.session.path.clone();
     let input = if terminal {
         let history = environment.data_dir().map(|dir| {
             let _ = std::fs::create_dir_all(&dir);
             dir.join("history")
         });
-        input::editor(history)
+        let root = setup.sandbox.root().to_owned();
+        input::editor(history, complete::Completions::new(root), colour)
     } else {
         input::plain(!std::io::stdin().is_terminal())
     };
-    Ok(runtime()?.block_on(lines::run(setup, input, colour)))
+    let width = if terminal {
+        crossterm::terminal::size().map_or(WIDTH, |(columns, _)| usize::from(columns).max(10))
+    } else {
+        WIDTH
+    };
+    install_panic_hook(crash_log(environment), session_path);
+    Ok(runtime()?.block_on(lines::run(environment, setup, input, colour, width)))
+}
+
+/// Where a crash report goes: the state directory.
+fn crash_log(environment: &Environment) -> Option<PathBuf> {
+    let dir = environment
+        .var("OFFCODE_STATE_DIR")
+        .map(PathBuf::from)
+        .or_else(|| {
+            environment
+                .var("HOME")
+                .map(|home| PathBuf::from(home).join(".local/state/offcode"))
+        })?;
+    Some(dir.join("crash.log"))
+}
+
+/// A panic anywhere puts the terminal back (raw mode off, cursor shown,
+/// paste mode off), appends the report to the crash log and says where it
+/// and the session are. Session lines are written as they happen, so the
+/// session file is whole.
+fn install_panic_hook(log: Option<PathBuf>, session: PathBuf) {
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let _ = crossterm::terminal::disable_raw_mode();
+        let mut err = std::io::stderr();
+        let _ = write!(err, "\x1b[?2026l\x1b[?2004l\x1b[?25h\x1b[0m\r\n");
+        let report = format!(
+            "offcode {} panicked: {info}\n{}\n",
+            env!("CARGO_PKG_VERSION"),
+            std::backtrace::Backtrace::force_capture()
+        );
+        let written = log.as_ref().is_some_and(|path| {
+            path.parent()
+                .is_some_and(|dir| std::fs::create_dir_all(dir).is_ok())
+                && std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .and_then(|mut file| file.write_all(report.as_bytes()))
+                    .is_ok()
+        });
+        let _ = writeln!(err, "offcode stopped on an internal error: {info}");
+        if written && let Some(path) = &log {
+            let _ = writeln!(err, "The report is in {}", path.display());
+        }
+        let _ = writeln!(
+            err,
+            "The session is saved in {}; `offcode --continue` resumes it.",
+            session.display()
+        );
+        if !written {
+            previous(info);
+        }
+        std::process::exit(crate::EXIT_FAILED.into());
+    }));
 }

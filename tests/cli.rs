@@ -447,7 +447,9 @@ fn models_config_sessions_and_version() {
     let models = run(workspace.offcode(&server.base_url(), &["models"]));
     assert_eq!(
         models.stdout,
-        "MODEL        CONTEXT  OWNED BY\nmock-model     32768  vllm\n"
+        "MODEL              CONTEXT  OWNED BY\n\
+         mock-model           32768  vllm\n\
+         mock-model-large    131072  vllm\n"
     );
     let mut command = workspace.offcode(&server.base_url(), &["config"]);
     command.env("OFFCODE_API_KEY", "sk-secret-value-1234");

@@ -387,7 +387,8 @@ async fn models_lists_context_lengths() {
     let server = crate::support::demo_mock();
     let client = Client::new(&fast_config(&server.base_url()));
     let models = client.list_models().unwrap();
-    assert_eq!(models.len(), 1);
+    assert_eq!(models.len(), 2);
     assert_eq!(models[0].id, "mock-model");
     assert_eq!(models[0].max_model_len, Some(32768));
+    assert_eq!(models[1].max_model_len, Some(131_072));
 }

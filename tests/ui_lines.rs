@@ -74,6 +74,9 @@ fn end_of_input_mid_question_denies_and_exits_cleanly() {
     assert!(!ws.root.join("a.txt").exists());
     let (code, out) = interactive(&ws, &server.base_url(), "/help\n/nope\n");
     assert_eq!(code, 0);
-    assert!(out.contains("y = allow once, n = deny"), "{out}");
+    assert!(
+        out.contains("Approvals: y allow once · n (or Esc) deny"),
+        "{out}"
+    );
     assert!(out.contains("Unknown command `/nope`"), "{out}");
 }

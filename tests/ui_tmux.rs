@@ -36,10 +36,16 @@ impl Tmux {
     /// Starts offcode in a new 100x30 window; the shell prints `EXITED n`
     /// when it ends.
     fn start(&self, window: &str, ws: &Workspace, url: &str, data: &Path) {
+        self.start_with(window, ws, url, data, "");
+    }
+
+    /// Like [`Tmux::start`] with `extra` (`NAME=value ...`) in the
+    /// environment.
+    fn start_with(&self, window: &str, ws: &Workspace, url: &str, data: &Path, extra: &str) {
         let command = format!(
             "env -i HOME={home} PATH={path} TERM=xterm-256color LANG=C.UTF-8 \
              OFFCODE_BASE_URL={url} OFFCODE_MODEL=mock-model OFFCODE_DATA_DIR={data} \
-             OFFCODE_MANAGED_POLICY={managed} {bin}; echo EXITED $?; sleep 60",
+             OFFCODE_MANAGED_POLICY={managed} {extra} {bin}; echo EXITED $?; sleep 60",
             home = ws.home.display(),
             path = std::env::var("PATH").unwrap_or_default(),
             data = data.display(),
@@ -77,8 +83,18 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-t", window])
     }
 
+    /// The screen and everything scrolled off it.
+    fn history(&self, window: &str) -> String {
+        self.tmux(&["capture-pane", "-p", "-S", "-", "-t", window])
+    }
+
+    /// The screen with its colour codes.
+    fn screen_with_colour(&self, window: &str) -> String {
+        self.tmux(&["capture-pane", "-p", "-e", "-t", window])
+    }
+
     fn wait_for(&self, window: &str, text: &str) -> String {
-        let found = wait_until(Duration::from_secs(10), || {
+        let found = wait_until(Duration::from_secs(20), || {
             self.screen(window).contains(text)
         });
         let screen = self.screen(window);
@@ -111,12 +127,13 @@ fn chinese_editing_approval_by_key_and_history_after_restart() {
     // A write asks; `y` and Enter approve it.
     tmux.type_text("one", "write notes.txt");
     tmux.keys("one", &["Enter"]);
-    let prompt = tmux.wait_for("one", "answer [y/n] >");
+    let prompt = tmux.wait_for("one", "answer:");
     assert!(prompt.contains("notes.txt  created  +3 -0"), "{prompt}");
     assert!(prompt.contains(" a  allow for this session"), "{prompt}");
-    tmux.type_text("one", "y");
-    tmux.keys("one", &["Enter"]);
+    assert!(prompt.contains("awaiting approval"), "{prompt}");
+    answer_after_grace(&tmux, "one", "y");
     tmux.wait_for("one", "✓ notes.txt: created");
+    tmux.wait_for("one", "→ allowed once");
     assert!(ws.root.join("notes.txt").exists());
     // Alt+Enter starts a second line of the same prompt.
     tmux.type_text("one", "line one");
@@ -147,16 +164,255 @@ fn a_dangerous_command_offers_only_once_or_deny() {
     tmux.wait_for("one", "Type a task");
     tmux.type_text("one", "run `rm -rf build`");
     tmux.keys("one", &["Enter"]);
-    let prompt = tmux.wait_for("one", "answer [y/n] >");
+    let prompt = tmux.wait_for("one", "answer:");
     assert!(prompt.contains("$ rm -rf build"), "{prompt}");
     assert!(
         prompt.contains("⚠ rm -rf build: `rm` deletes files"),
         "{prompt}"
     );
     assert!(!prompt.contains("allow for this session"), "{prompt}");
-    // `a` is not an answer here: it denies.
-    tmux.type_text("one", "a");
-    tmux.keys("one", &["Enter"]);
+    // `a` is not an answer here; `n` denies.
+    answer_after_grace(&tmux, "one", "a");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(tmux.screen("one").contains("answer:"));
+    tmux.type_text("one", "n");
     tmux.wait_for("one", "⊘ Permission denied");
     assert!(ws.root.join("build").is_dir());
+}
+
+/// Waits out the approval prompt's grace period, then types `key`.
+fn answer_after_grace(tmux: &Tmux, window: &str, key: &str) {
+    std::thread::sleep(Duration::from_millis(350));
+    tmux.type_text(window, key);
+}
+
+fn session_text(data: &Path) -> String {
+    let mut text = String::new();
+    for entry in std::fs::read_dir(data.join("sessions")).unwrap() {
+        text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    }
+    text
+}
+
+#[test]
+fn keys_typed_before_a_question_never_answer_it() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("early");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    // `y` right behind Enter reaches offcode before the question does.
+    tmux.type_text("one", "write a.txt");
+    tmux.keys("one", &["Enter", "y"]);
+    tmux.wait_for("one", "answer:");
+    std::thread::sleep(Duration::from_millis(600));
+    assert!(!ws.root.join("a.txt").exists(), "{}", tmux.screen("one"));
+    answer_after_grace(&tmux, "one", "n");
+    tmux.wait_for("one", "→ denied");
+    tmux.wait_for("one", "ready");
+    assert!(!ws.root.join("a.txt").exists());
+}
+
+#[test]
+fn abort_mid_stream_keeps_the_partial_answer_and_ctrl_c_twice_leaves() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("abort");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.type_text("one", "answer slowly");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "Line 3 of");
+    tmux.keys("one", &["Escape"]);
+    let screen = tmux.wait_for("one", "Aborted; what arrived so far is kept.");
+    assert!(screen.contains("ANSWER Slow answer"), "{screen}");
+    assert!(!screen.contains("The end."), "{screen}");
+    assert!(session_text(&data).contains("\"interrupted\":true"));
+    // Ctrl+C aborts too, and the prompt is back for the next task.
+    tmux.type_text("one", "answer slowly");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "Line 2 of");
+    tmux.keys("one", &["C-c"]);
+    wait_until(Duration::from_secs(10), || {
+        tmux.history("one")
+            .matches("Aborted; what arrived so far is kept.")
+            .count()
+            == 2
+    });
+    tmux.type_text("one", "hello");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "You said: hello");
+    // Ctrl+C on typed text clears it; twice on an empty prompt leaves.
+    tmux.type_text("one", "never sent");
+    tmux.keys("one", &["C-c"]);
+    tmux.wait_for("one", "ready");
+    tmux.keys("one", &["C-c"]);
+    tmux.wait_for("one", "Ctrl+C again");
+    tmux.keys("one", &["C-c"]);
+    tmux.wait_for("one", "EXITED 0");
+    assert!(!session_text(&data).contains("never sent"));
+}
+
+#[test]
+fn resizing_while_text_streams_leaves_no_debris() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("resize");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.type_text("one", "think, then answer slowly");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "Line 2 of");
+    tmux.tmux(&["resize-window", "-t", "one", "-x", "60", "-y", "20"]);
+    tmux.wait_for("one", "Line 8 of");
+    tmux.tmux(&["resize-window", "-t", "one", "-x", "100", "-y", "30"]);
+    tmux.wait_for("one", "The end.");
+    tmux.wait_for("one", "ready");
+    let history = tmux.history("one");
+    // Every line arrived once and whole; no status line or half-drawn
+    // row was left behind.
+    for n in 1..=40 {
+        let line = format!(
+            "Line {n} of a long answer that keeps streaming so there is time to look at it."
+        );
+        assert_eq!(history.matches(&line).count(), 1, "line {n}:\n{history}");
+    }
+    assert!(!history.contains("generating"), "{history}");
+    assert_eq!(
+        history.matches("thought for 2 lines").count(),
+        1,
+        "{history}"
+    );
+    assert_eq!(
+        history.matches("ANSWER Slow answer").count(),
+        1,
+        "{history}"
+    );
+}
+
+#[test]
+fn typing_while_the_agent_works_queues_the_next_task() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("queue");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.type_text("one", "answer slowly");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "Line 1 of");
+    tmux.type_text("one", "第二个 task");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "queued: 第二个 task");
+    let screen = tmux.wait_for("one", "You said: 第二个 task");
+    assert!(!screen.contains("queued:"), "{screen}");
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 2);
+}
+
+#[test]
+fn a_bang_command_runs_under_the_gate_and_the_model_sees_it() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("README.md"), "hello\n").unwrap();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("bang");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.type_text("one", "!ls");
+    tmux.keys("one", &["Enter"]);
+    let screen = tmux.wait_for("one", "    README.md");
+    assert!(screen.contains("TOOL bash  ls"), "{screen}");
+    // A dangerous one asks, like the model's would.
+    tmux.type_text("one", "!rm README.md");
+    tmux.keys("one", &["Enter"]);
+    let prompt = tmux.wait_for("one", "answer:");
+    assert!(prompt.contains("`rm` deletes files"), "{prompt}");
+    answer_after_grace(&tmux, "one", "n");
+    tmux.wait_for("one", "→ denied");
+    assert!(ws.root.join("README.md").exists());
+    tmux.type_text("one", "what did I do?");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "You said: what did I do?");
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 1, "`!` never asks the model");
+    let messages = bodies[0]["messages"].as_array().unwrap();
+    let texts: Vec<String> = messages
+        .iter()
+        .map(|m| format!("{}: {}", m["role"], m["content"].as_str().unwrap_or("")))
+        .collect();
+    let user = texts
+        .iter()
+        .position(|t| t == "\"user\": !ls")
+        .expect("user !ls");
+    assert!(
+        texts[user + 1].starts_with("\"assistant\": The user ran `ls`")
+            && texts[user + 1].contains("README.md")
+            && texts[user + 1].contains("[exit code: 0]"),
+        "{texts:#?}"
+    );
+}
+
+#[test]
+fn models_lists_and_switches_and_the_next_request_uses_it() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("models");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.type_text("one", "/models");
+    tmux.keys("one", &["Enter"]);
+    let screen = tmux.wait_for("one", "Switch with /models ID.");
+    assert!(screen.contains("* mock-model  context 32.8k"), "{screen}");
+    assert!(
+        screen.contains("  mock-model-large  context 131k"),
+        "{screen}"
+    );
+    tmux.type_text("one", "/models nope");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "does not serve `nope`");
+    tmux.type_text("one", "/models mock-model-large");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "model: mock-model-large");
+    tmux.wait_for("one", "build · mock-model-large · ready");
+    tmux.type_text("one", "hi");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "You said: hi");
+    tmux.wait_for("one", "mock-model-large · ready · 110/131k (0%)");
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.last().unwrap()["model"], "mock-model-large");
+    assert!(session_text(&data).contains("\"model\":\"mock-model-large\""));
+}
+
+#[test]
+fn no_color_gives_plain_text_and_colour_is_the_default() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("colour");
+    for (window, extra) in [("plain", "NO_COLOR=1"), ("colour", "")] {
+        tmux.start_with(
+            window,
+            &ws,
+            &server.base_url(),
+            &ws.home.join("data"),
+            extra,
+        );
+        tmux.wait_for(window, "Type a task");
+        tmux.type_text(window, "write notes.txt");
+        tmux.keys(window, &["Enter"]);
+        tmux.wait_for(window, "answer:");
+    }
+    let plain = tmux.screen_with_colour("plain");
+    assert!(plain.contains("+Notes"), "{plain}");
+    assert!(
+        !plain.contains("\u{1b}[3"),
+        "colour with NO_COLOR:\n{plain:?}"
+    );
+    assert!(
+        !plain.contains("\u{1b}[1m"),
+        "bold with NO_COLOR:\n{plain:?}"
+    );
+    let coloured = tmux.screen_with_colour("colour");
+    assert!(coloured.contains("\u{1b}[32m+Notes"), "{coloured:?}");
 }

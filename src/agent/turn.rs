@@ -11,6 +11,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::{Queued, Shared, lock};
+
+/// How much of a `!command`'s output is recorded for the model.
+const SHELL_RECORD_BYTES: usize = 16 * 1024;
 use crate::cancel::Cancel;
 use crate::client::wire::{ChatRequest, StreamOptions, ToolSpec};
 use crate::client::{self, Client, Piece, Update};
@@ -142,6 +145,7 @@ impl AgentState {
         while let Some((id, op, cancel)) = queue.recv().await {
             match op {
                 Op::UserTurn { text } => self.run_turn(id, text, &cancel).await,
+                Op::Shell { command } => self.run_shell(id, command, &cancel).await,
                 Op::SetModel { model } => {
                     if self
                         .record(
@@ -165,6 +169,77 @@ impl AgentState {
     async fn run_turn(&mut self, id: SubmissionId, text: String, cancel: &Cancel) {
         self.emit(id, EventMsg::TurnStarted { text: text.clone() });
         let (status, last_message) = self.turn(id, text, cancel).await;
+        self.end_turn(id, status, last_message, cancel);
+    }
+
+    /// `!command`: one `bash` call by the user, through the same permission
+    /// check, recorded as a user message (the input) and an assistant
+    /// message (the command, its exit code and output, cut to
+    /// [`SHELL_RECORD_BYTES`]).
+    async fn run_shell(&mut self, id: SubmissionId, command: String, cancel: &Cancel) {
+        let input = format!("!{command}");
+        self.emit(
+            id,
+            EventMsg::TurnStarted {
+                text: input.clone(),
+            },
+        );
+        let call = ToolCall {
+            id: format!("shell_{}", self.session.messages.len()),
+            name: "bash".to_owned(),
+            arguments: serde_json::json!({ "command": command }).to_string(),
+        };
+        let user = EntryBody::Message {
+            message: Message::User {
+                content: input.clone(),
+            },
+        };
+        if let Err(status) = self.record(id, user) {
+            self.end_turn(id, status, None, cancel);
+            return;
+        }
+        let output = if cancel.is_cancelled() {
+            ToolOutput::error("not run: aborted")
+        } else {
+            self.run_call(id, &call, cancel).await
+        };
+        let mut shown = output.output.clone();
+        if shown.len() > SHELL_RECORD_BYTES {
+            let mut cut = SHELL_RECORD_BYTES;
+            while !shown.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            shown.truncate(cut);
+            shown.push_str("\n[output truncated]");
+        }
+        let reply = format!("The user ran `{command}` in the workspace:\n```\n{shown}\n```");
+        let status = if cancel.is_cancelled() {
+            TurnStatus::Aborted
+        } else if output.ok {
+            TurnStatus::Done
+        } else {
+            TurnStatus::Failed
+        };
+        let message = Message::Assistant {
+            content: reply.clone(),
+            reasoning: None,
+            tool_calls: Vec::new(),
+            interrupted: false,
+        };
+        let status = match self.record(id, EntryBody::Message { message }) {
+            Ok(()) => status,
+            Err(failed) => failed,
+        };
+        self.end_turn(id, status, Some(reply), cancel);
+    }
+
+    fn end_turn(
+        &mut self,
+        id: SubmissionId,
+        status: TurnStatus,
+        last_message: Option<String>,
+        cancel: &Cancel,
+    ) {
         lock(&self.shared.cancels).retain(|c| !c.is_cancelled() && !c.same_as(cancel));
         let _ = self.record(id, EntryBody::TurnEnd { status });
         if let Err(error) = self.session.sync() {

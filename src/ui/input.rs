@@ -1,39 +1,115 @@
-//! Where the interactive loop gets its lines: the reedline editor on a
-//! terminal (wide-character editing, multi-line input, history kept across
-//! restarts), or plain lines of standard input otherwise. Either runs on
-//! its own thread and reads only when asked, so output never interleaves
-//! with an open editor.
+//! Where the interactive loop gets its input, on a thread of its own.
+//!
+//! On a terminal, between turns the reedline editor reads a prompt
+//! (wide-character editing, multi-line input, history kept across
+//! restarts, `/` and `@path` completion); while a turn runs, keys are read
+//! one by one in raw mode, so typing goes into the queue and Esc or Ctrl+C
+//! abort. Otherwise (a pipe, `TERM=dumb`) input is plain lines of standard
+//! input. Only one of these reads at a time, and only when asked.
 
 use std::borrow::Cow;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
+use std::time::Duration;
 
+use crossterm::event::{self, Event, KeyEvent, KeyEventKind};
 use reedline::{
-    EditCommand, Emacs, FileBackedHistory, KeyCode, KeyModifiers, Prompt, PromptEditMode,
-    PromptHistorySearch, Reedline, ReedlineEvent, Signal, default_emacs_keybindings,
+    ColumnarMenu, EditCommand, Emacs, FileBackedHistory, KeyCode, KeyModifiers, MenuBuilder,
+    Prompt, PromptEditMode, PromptHistorySearch, Reedline, ReedlineEvent, ReedlineMenu, Signal,
+    default_emacs_keybindings,
 };
 use tokio::sync::mpsc;
 
-/// Prompt texts: the task prompt and the approval question.
+use super::complete::Completions;
+
+/// The prompt in front of typed text.
 pub const TASK: &str = "> ";
-/// Shown for an approval answer.
+/// The prompt of a plain-line approval answer.
 pub const ANSWER: &str = "answer [y/n] > ";
 
 /// Entries kept in the history file.
 const HISTORY_SIZE: usize = 1_000;
+/// How often the key reader looks for a new request.
+const KEY_POLL: Duration = Duration::from_millis(20);
+/// The name reedline knows the completion menu by.
+const MENU: &str = "completion_menu";
+/// What Esc sends back from the editor.
+const ESC: &str = "\u{1b}";
+/// What Ctrl+C sends back from the editor (the typed text is kept, so the
+/// loop can tell an empty prompt).
+const CTRL_C: &str = "\u{3}";
 
-/// Lines on request.
+/// What the loop asks for.
+#[derive(Debug)]
+pub enum Request {
+    /// A line: the editor with `status` above the prompt and `initial`
+    /// already typed, or a plain line after `prompt`.
+    Line {
+        /// The painted status line (editor only).
+        status: String,
+        /// The prompt text.
+        prompt: &'static str,
+        /// Text to start with (editor only).
+        initial: String,
+    },
+    /// Keys one at a time until the next request (terminal only).
+    Keys,
+    /// Stop reading keys; answered by [`Reply::Paused`].
+    Pause,
+}
+
+/// What the input thread reports.
+#[derive(Debug)]
+pub enum Reply {
+    /// A submitted line.
+    Line(String),
+    /// Ctrl+C in the editor on an empty line.
+    Interrupt,
+    /// Esc in the editor, or Ctrl+C clearing typed text; the editor is
+    /// asked for again.
+    Escape,
+    /// The end of input: Ctrl+D, or standard input closed.
+    End,
+    /// A key while a turn runs.
+    Key(KeyEvent),
+    /// Pasted text while a turn runs.
+    Paste(String),
+    /// The terminal's new size.
+    Resize(u16, u16),
+    /// Keys are no longer read; every key read before is reported.
+    Paused,
+}
+
+/// The loop's side of the input thread.
 pub struct Input {
-    requests: std::sync::mpsc::Sender<&'static str>,
-    lines: mpsc::UnboundedReceiver<Option<String>>,
+    requests: std::sync::mpsc::Sender<Request>,
+    /// Replies, in order.
+    pub replies: mpsc::UnboundedReceiver<Reply>,
+    /// Whether this is the terminal editor (keys and live drawing work).
+    pub terminal: bool,
 }
 
 impl Input {
-    /// Shows `prompt` and waits for a line; `None` at the end of input
-    /// (Ctrl+D, or Ctrl+C twice on an empty line).
+    /// Asks for something; replies arrive on [`Input::replies`].
+    pub fn request(&self, request: Request) {
+        let _ = self.requests.send(request);
+    }
+
+    /// Shows `prompt` and waits for a line (plain lines, or the editor
+    /// with no status line); `None` at the end of input.
     pub async fn line(&mut self, prompt: &'static str) -> Option<String> {
-        self.requests.send(prompt).ok()?;
-        self.lines.recv().await.flatten()
+        self.request(Request::Line {
+            status: String::new(),
+            prompt,
+            initial: String::new(),
+        });
+        loop {
+            match self.replies.recv().await? {
+                Reply::Line(line) => return Some(line),
+                Reply::End => return None,
+                _ => {}
+            }
+        }
     }
 }
 
@@ -41,10 +117,20 @@ impl Input {
 /// terminal), each line is printed after its prompt so the output reads
 /// as a transcript.
 pub fn plain(echo: bool) -> Input {
-    spawn(move |requests, lines| {
+    spawn(false, move |requests, replies| {
         let stdin = std::io::stdin();
         let mut reader = stdin.lock();
-        for prompt in requests {
+        for request in requests {
+            let prompt = match request {
+                Request::Line { prompt, .. } => prompt,
+                Request::Keys => continue,
+                Request::Pause => {
+                    if replies.send(Reply::Paused).is_err() {
+                        break;
+                    }
+                    continue;
+                }
+            };
             let mut out = std::io::stdout().lock();
             let _ = write!(out, "{prompt}");
             let _ = out.flush();
@@ -56,90 +142,186 @@ pub fn plain(echo: bool) -> Input {
                 Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
             };
             if echo {
-                println_quiet(line.as_deref().unwrap_or(""));
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{}", line.as_deref().unwrap_or(""));
             }
-            let end = line.is_none();
-            if lines.send(line).is_err() || end {
+            let reply = line.map_or(Reply::End, Reply::Line);
+            let end = matches!(reply, Reply::End);
+            if replies.send(reply).is_err() || end {
                 break;
             }
         }
     })
 }
 
-/// The reedline editor, with history in `history` when given. Alt+Enter
-/// and Ctrl+J insert a newline; Enter sends.
-pub fn editor(history: Option<PathBuf>) -> Input {
-    spawn(move |requests, lines| {
-        let mut keys = default_emacs_keybindings();
-        for (modifiers, code) in [
-            (KeyModifiers::ALT, KeyCode::Enter),
-            (KeyModifiers::CONTROL, KeyCode::Char('j')),
-        ] {
-            keys.add_binding(
-                modifiers,
-                code,
-                ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
-            );
-        }
-        // Answers to approval questions stay out of the task history.
-        let mut answers = Reedline::create();
-        let mut editor = Reedline::create().with_edit_mode(Box::new(Emacs::new(keys)));
-        if let Some(path) = history
-            && let Ok(file) = FileBackedHistory::with_file(HISTORY_SIZE, path)
-        {
-            editor = editor.with_history(Box::new(file));
-        }
-        let mut interrupted = false;
-        for prompt in requests {
-            let line = loop {
-                let reader = if prompt == ANSWER {
-                    &mut answers
-                } else {
-                    &mut editor
-                };
-                match reader.read_line(&Plain(prompt)) {
-                    Ok(Signal::Success(text)) => {
-                        interrupted = false;
-                        break Some(text);
+/// The reedline editor, with history in `history` when given and
+/// completion from `completions`. Alt+Enter and Ctrl+J insert a newline;
+/// Enter sends; Tab completes.
+pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) -> Input {
+    spawn(true, move |requests, replies| {
+        let mut editor = build_editor(history, completions, colour);
+        let mut pending = None;
+        while let Some(request) = pending.take().or_else(|| requests.recv().ok()) {
+            match request {
+                Request::Line {
+                    status,
+                    prompt,
+                    initial,
+                } => {
+                    if !initial.is_empty() {
+                        editor.run_edit_commands(&[EditCommand::InsertString(initial)]);
                     }
-                    // Ctrl+C clears the line; twice in a row leaves.
-                    Ok(Signal::CtrlC) if !interrupted => interrupted = true,
-                    Ok(_) | Err(_) => break None,
+                    let prompt = Dynamic { status, prompt };
+                    let reply = match editor.read_line(&prompt) {
+                        Ok(Signal::Success(text)) => Reply::Line(text),
+                        Ok(Signal::CtrlC) => Reply::Interrupt,
+                        Ok(Signal::HostCommand(command)) if command == CTRL_C => {
+                            if editor.current_buffer_contents().is_empty() {
+                                Reply::Interrupt
+                            } else {
+                                editor.run_edit_commands(&[EditCommand::Clear]);
+                                Reply::Escape
+                            }
+                        }
+                        Ok(Signal::HostCommand(_) | Signal::ExternalBreak(_)) => Reply::Escape,
+                        Ok(_) | Err(_) => Reply::End,
+                    };
+                    let end = matches!(reply, Reply::End);
+                    if replies.send(reply).is_err() || end {
+                        break;
+                    }
                 }
-            };
-            let end = line.is_none();
-            if lines.send(line).is_err() || end {
-                break;
+                Request::Keys => {
+                    pending = read_keys(&requests, &replies);
+                    if pending.is_none() {
+                        break;
+                    }
+                }
+                Request::Pause => {
+                    if replies.send(Reply::Paused).is_err() {
+                        break;
+                    }
+                }
             }
         }
     })
+}
+
+fn build_editor(history: Option<PathBuf>, completions: Completions, colour: bool) -> Reedline {
+    let mut keys = default_emacs_keybindings();
+    for (modifiers, code) in [
+        (KeyModifiers::ALT, KeyCode::Enter),
+        (KeyModifiers::CONTROL, KeyCode::Char('j')),
+    ] {
+        keys.add_binding(
+            modifiers,
+            code,
+            ReedlineEvent::Edit(vec![EditCommand::InsertNewline]),
+        );
+    }
+    keys.add_binding(
+        KeyModifiers::NONE,
+        KeyCode::Tab,
+        ReedlineEvent::UntilFound(vec![
+            ReedlineEvent::Menu(MENU.to_owned()),
+            ReedlineEvent::MenuNext,
+        ]),
+    );
+    // Esc closes an open menu; otherwise the loop hears of it.
+    keys.add_binding(
+        KeyModifiers::NONE,
+        KeyCode::Esc,
+        ReedlineEvent::UntilFound(vec![
+            ReedlineEvent::Esc,
+            ReedlineEvent::ExecuteHostCommand(ESC.to_owned()),
+        ]),
+    );
+    keys.add_binding(
+        KeyModifiers::CONTROL,
+        KeyCode::Char('c'),
+        ReedlineEvent::ExecuteHostCommand(CTRL_C.to_owned()),
+    );
+    let menu = ColumnarMenu::default().with_name(MENU);
+    let mut editor = Reedline::create()
+        .with_edit_mode(Box::new(Emacs::new(keys)))
+        .with_completer(Box::new(completions))
+        .with_menu(ReedlineMenu::EngineCompleter(Box::new(menu)))
+        .with_quick_completions(true)
+        .with_partial_completions(true)
+        .with_ansi_colors(colour)
+        .use_bracketed_paste(true)
+        .with_transient_prompt(Box::new(Dynamic {
+            status: String::new(),
+            prompt: TASK,
+        }));
+    if let Some(path) = history
+        && let Ok(file) = FileBackedHistory::with_file(HISTORY_SIZE, path)
+    {
+        editor = editor.with_history(Box::new(file));
+    }
+    editor
+}
+
+/// Raw keys until a request comes; returns it (`None` when the loop is
+/// gone).
+fn read_keys(
+    requests: &std::sync::mpsc::Receiver<Request>,
+    replies: &mpsc::UnboundedSender<Reply>,
+) -> Option<Request> {
+    let _ = crossterm::terminal::enable_raw_mode();
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::event::EnableBracketedPaste);
+    let next = loop {
+        match requests.try_recv() {
+            Ok(request) => break Some(request),
+            Err(std::sync::mpsc::TryRecvError::Disconnected) => break None,
+            Err(std::sync::mpsc::TryRecvError::Empty) => {}
+        }
+        if !event::poll(KEY_POLL).unwrap_or(false) {
+            continue;
+        }
+        let reply = match event::read() {
+            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => Reply::Key(key),
+            Ok(Event::Paste(text)) => Reply::Paste(text),
+            Ok(Event::Resize(width, height)) => Reply::Resize(width, height),
+            Ok(_) => continue,
+            Err(_) => break None,
+        };
+        if replies.send(reply).is_err() {
+            break None;
+        }
+    };
+    let _ = crossterm::execute!(std::io::stdout(), crossterm::event::DisableBracketedPaste);
+    let _ = crossterm::terminal::disable_raw_mode();
+    next
 }
 
 fn spawn(
-    read: impl FnOnce(std::sync::mpsc::Receiver<&'static str>, mpsc::UnboundedSender<Option<String>>)
-    + Send
-    + 'static,
+    terminal: bool,
+    read: impl FnOnce(std::sync::mpsc::Receiver<Request>, mpsc::UnboundedSender<Reply>) + Send + 'static,
 ) -> Input {
     let (request_sender, request_receiver) = std::sync::mpsc::channel();
-    let (line_sender, line_receiver) = mpsc::unbounded_channel();
-    std::thread::spawn(move || read(request_receiver, line_sender));
+    let (reply_sender, reply_receiver) = mpsc::unbounded_channel();
+    std::thread::spawn(move || read(request_receiver, reply_sender));
     Input {
         requests: request_sender,
-        lines: line_receiver,
+        replies: reply_receiver,
+        terminal,
     }
 }
 
-fn println_quiet(text: &str) {
-    let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{text}");
+/// The status line (if any) above the prompt text.
+struct Dynamic {
+    status: String,
+    prompt: &'static str,
 }
 
-/// A prompt that is just its text.
-struct Plain(&'static str);
-
-impl Prompt for Plain {
+impl Prompt for Dynamic {
     fn render_prompt_left(&self) -> Cow<'_, str> {
-        Cow::Borrowed(self.0)
+        if self.status.is_empty() {
+            Cow::Borrowed(self.prompt)
+        } else {
+            Cow::Owned(format!("{}\n{}", self.status, self.prompt))
+        }
     }
 
     fn render_prompt_right(&self) -> Cow<'_, str> {
@@ -156,5 +338,13 @@ impl Prompt for Plain {
 
     fn render_prompt_history_search_indicator(&self, search: PromptHistorySearch) -> Cow<'_, str> {
         Cow::Owned(format!("(search: {}) ", search.term))
+    }
+
+    fn get_prompt_color(&self) -> reedline::Color {
+        reedline::Color::Default
+    }
+
+    fn get_indicator_color(&self) -> reedline::Color {
+        reedline::Color::Default
     }
 }

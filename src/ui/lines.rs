@@ -1,140 +1,130 @@
-//! The interactive loop: tasks and approval answers come a line at a time
-//! from [`Input`] (the editor on a terminal, plain lines otherwise);
-//! approval questions are answered with `y`, `n` or `a`; output blocks
-//! come from [`super::render`] and go into the terminal's scrollback.
+//! The interactive loop: prompts come from [`Input`] (the editor on a
+//! terminal, plain lines otherwise), commands run in [`App`], and a turn is
+//! shown live ([`super::busy`]) on a terminal or as finished lines
+//! otherwise, where approval questions are answered on the next line.
 
-use std::io::Write;
+use std::collections::VecDeque;
+use std::time::Duration;
 
-use super::input::{self, Input};
-use super::render::{self, Line, Palette, Role};
-use crate::agent::{self, AgentHandle, AgentSetup};
+use super::app::{self, App, Dispatch};
+use super::input::{self, Input, Reply, Request};
+use super::render::Palette;
+use crate::agent::AgentSetup;
+use crate::config::Environment;
 use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, EventMsg, Op};
 
-/// Columns used when the width is unknown.
-const WIDTH: usize = 80;
-
-const HELP: &str = "\
-Type a task and press Enter. Commands:
-  /help   this text
-  /quit   leave (also /exit, or end of input)
-Approval questions: y = allow once, n = deny, a = allow for this session.";
+/// How long a model switch may take to be recorded.
+const SETTLE: Duration = Duration::from_secs(5);
 
 /// Runs the loop until `/quit` or the end of input; returns the exit status.
-pub async fn run(setup: AgentSetup, mut input: Input, colour: bool) -> u8 {
-    let palette = Palette::new(colour);
-    let mut screen = Screen {
-        palette,
-        in_text: false,
-    };
-    let mut handle = agent::spawn(setup);
-    // The core introduces the session first.
-    let mut session_file = None;
-    let mut turns = 0;
-    while let Some(event) = handle.events.recv().await {
-        if let EventMsg::SessionConfigured(configured) = &event.msg {
-            session_file = (!configured.resumed).then(|| configured.path.clone());
-            screen.line(&Line::new().with(
-                Role::Dim,
-                format!(
-                    "offcode · {} · {} · session {}",
-                    configured.model, configured.base_url, configured.session_id
-                ),
-            ));
-            break;
-        }
-    }
-    screen.line(&Line::new().with(
-        Role::Dim,
-        "Type a task and press Enter; /help lists the commands.",
-    ));
+pub async fn run(
+    environment: &Environment,
+    setup: AgentSetup,
+    mut input: Input,
+    colour: bool,
+    width: usize,
+) -> u8 {
+    let mut app = App::start(environment, setup, Palette::new(colour), width).await;
+    let mut queue: VecDeque<String> = VecDeque::new();
+    let mut typed = String::new();
+    let mut interrupted = false;
     loop {
-        let Some(text) = input.line(input::TASK).await else {
-            break;
+        app.print_committed();
+        let text = if let Some(queued) = queue.pop_front() {
+            app.note(format!("> {queued}"));
+            app.print_committed();
+            queued
+        } else {
+            if input.terminal
+                && let Ok((columns, _)) = crossterm::terminal::size()
+            {
+                app.view.width = usize::from(columns).max(10);
+            }
+            let hint = interrupted.then_some("Ctrl+C again (on an empty prompt) leaves");
+            input.request(Request::Line {
+                status: app.status_text(hint),
+                prompt: input::TASK,
+                initial: std::mem::take(&mut typed),
+            });
+            match input.replies.recv().await {
+                Some(Reply::Line(text)) => {
+                    interrupted = false;
+                    text
+                }
+                Some(Reply::Interrupt) if !interrupted => {
+                    interrupted = true;
+                    continue;
+                }
+                Some(
+                    Reply::Escape
+                    | Reply::Key(_)
+                    | Reply::Paste(_)
+                    | Reply::Resize(..)
+                    | Reply::Paused,
+                ) => {
+                    continue;
+                }
+                Some(Reply::Interrupt | Reply::End) | None => break,
+            }
         };
-        match text.trim() {
-            "" => {}
-            "/quit" | "/exit" => break,
-            "/help" => {
-                for line in HELP.lines() {
-                    screen.line(&Line::new().with(Role::Text, line));
-                }
+        let op = match app.dispatch(&text).await {
+            Dispatch::Quit => break,
+            Dispatch::Done => continue,
+            Dispatch::Turn(op @ Op::SetModel { .. }) => {
+                app.handle.ops.submit(op);
+                app::settle(&mut app, SETTLE).await;
+                continue;
             }
-            command if command.starts_with('/') => screen.line(&Line::new().with(
-                Role::Error,
-                format!("Unknown command `{command}`; /help lists them"),
-            )),
-            _ => {
-                turns += 1;
-                handle.ops.submit(Op::UserTurn { text });
-                if !turn(&mut handle, &mut input, &mut screen).await {
-                    return crate::EXIT_FAILED;
-                }
-            }
+            Dispatch::Turn(op) => op,
+        };
+        app.turn_started();
+        let alive = if input.terminal {
+            let outcome = super::busy::turn(&mut app, op, &mut input, &mut queue, typed).await;
+            typed = outcome.typed;
+            outcome.alive
+        } else {
+            app.handle.ops.submit(op);
+            typed = String::new();
+            plain_turn(&mut app, &mut input).await
+        };
+        if !alive {
+            app.print_committed();
+            return crate::EXIT_FAILED;
         }
     }
-    handle.ops.submit(Op::Shutdown);
-    while handle.events.recv().await.is_some() {}
-    // A new session nobody typed into is not worth keeping.
-    if let (0, Some(path)) = (turns, session_file) {
-        let _ = std::fs::remove_file(path);
-    }
+    app.print_committed();
+    app.stop().await;
     0
 }
 
-/// Shows one turn's events and answers its questions; false when the core
-/// stopped unexpectedly.
-async fn turn(handle: &mut AgentHandle, input: &mut Input, screen: &mut Screen) -> bool {
+/// Shows one turn's events as finished lines and answers its questions
+/// on the next input line; false when the core stopped unexpectedly.
+async fn plain_turn(app: &mut App<'_>, input: &mut Input) -> bool {
     loop {
         let event = tokio::select! {
-            event = handle.events.recv() => event,
+            event = app.handle.events.recv() => event,
             _ = tokio::signal::ctrl_c() => {
-                handle.ops.submit(Op::Interrupt);
+                app.handle.ops.submit(Op::Interrupt);
                 continue;
             }
         };
         let Some(event) = event else {
             return false;
         };
+        app.view.event(&event.msg);
+        app.print_committed();
         match &event.msg {
-            EventMsg::AssistantDelta { delta } => screen.text(delta),
-            EventMsg::ToolCallBegin(call) => {
-                screen.end_text();
-                screen.line(&render::tool_begin(
-                    &call.name,
-                    crate::tools::subject(&call.name, &call.arguments).unwrap_or(""),
-                    WIDTH,
-                ));
-            }
-            EventMsg::ToolCallEnd(end) => {
-                for line in render::tool_end(end, WIDTH) {
-                    screen.line(&line);
-                }
-            }
             EventMsg::ApprovalRequest(request) => {
-                screen.end_text();
-                for line in render::approval(request, WIDTH) {
-                    screen.line(&line);
-                }
                 let answer = input.line(input::ANSWER).await;
                 let (decision, reason) = answer_of(request, answer.as_deref());
-                handle.ops.submit(Op::Approve {
+                app.handle.ops.submit(Op::Approve {
                     call_id: request.call_id.clone(),
                     decision,
                     reason,
                 });
             }
-            EventMsg::Warning { message } => {
-                screen.end_text();
-                screen.line(&Line::new().with(Role::Warning, message.as_str()));
-            }
-            EventMsg::Error { message, .. } => {
-                screen.end_text();
-                screen.line(&Line::new().with(Role::Error, message.as_str()));
-            }
-            EventMsg::TurnComplete(_) => {
-                screen.end_text();
-                return true;
-            }
+            EventMsg::ModelChanged { .. } => app.model_changed(),
+            EventMsg::TurnComplete(_) => return true,
             _ => {}
         }
     }
@@ -153,36 +143,5 @@ fn answer_of(
             Some("the input ended before an answer".to_owned()),
         ),
         Some(_) => (ApprovalDecision::Deny, Some("the user declined".to_owned())),
-    }
-}
-
-/// Standard output; write errors (a closed pipe) are ignored so the
-/// session still finishes and is saved.
-struct Screen {
-    palette: Palette,
-    /// Answer text was streamed and its line is not finished.
-    in_text: bool,
-}
-
-impl Screen {
-    fn line(&mut self, line: &Line) {
-        let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", self.palette.paint(line));
-        let _ = out.flush();
-    }
-
-    fn text(&mut self, delta: &str) {
-        self.in_text = !delta.ends_with('\n');
-        let mut out = std::io::stdout().lock();
-        let _ = write!(out, "{delta}");
-        let _ = out.flush();
-    }
-
-    fn end_text(&mut self) {
-        if self.in_text {
-            self.in_text = false;
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out);
-        }
     }
 }

@@ -140,6 +140,67 @@ pub fn truncate(text: &str, width: usize) -> String {
     out
 }
 
+/// The last columns of `text` that fit in `width`, marking a cut with `…`
+/// at the start: a line still arriving shows its newest part.
+pub fn tail(line: &Line, width: usize) -> Line {
+    if line.width() <= width || width == 0 {
+        return line.clone();
+    }
+    let mut spans: Vec<Span> = Vec::new();
+    let mut room = width - 1;
+    for span in line.0.iter().rev() {
+        if room == 0 {
+            break;
+        }
+        let mut kept: Vec<char> = Vec::new();
+        for c in span.text.chars().rev() {
+            let w = c.width().unwrap_or(0);
+            if w > room {
+                room = 0;
+                break;
+            }
+            room -= w;
+            kept.push(c);
+        }
+        kept.reverse();
+        spans.push(Span {
+            role: span.role,
+            text: kept.into_iter().collect(),
+        });
+    }
+    spans.push(Span {
+        role: Role::Dim,
+        text: "…".to_owned(),
+    });
+    spans.reverse();
+    Line(spans.into_iter().filter(|s| !s.text.is_empty()).collect())
+}
+
+/// `line` cut into screen rows of at most `width` columns; a wide
+/// character never straddles two rows.
+pub fn wrap(line: &Line, width: usize) -> Vec<Line> {
+    let width = width.max(2);
+    let mut rows = Vec::new();
+    let mut row = Line::new();
+    let mut used = 0;
+    for span in &line.0 {
+        let mut piece = String::new();
+        for c in span.text.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w > width {
+                row = row.with(span.role, std::mem::take(&mut piece));
+                rows.push(std::mem::take(&mut row));
+                used = 0;
+            }
+            used += w;
+            piece.push(c);
+        }
+        row = row.with(span.role, piece);
+    }
+    rows.push(row);
+    rows
+}
+
 /// `text` with control characters made visible, on one line.
 fn one_line(text: &str) -> String {
     text.chars()
@@ -341,6 +402,47 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
     lines
 }
 
+/// Where a todo item stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TodoStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Finished.
+    Completed,
+    /// Dropped.
+    Cancelled,
+}
+
+/// The agent's todo list as a checklist, with a count of what is done.
+pub fn todo(items: &[(TodoStatus, &str)], width: usize) -> Vec<Line> {
+    let done = items
+        .iter()
+        .filter(|(status, _)| *status == TodoStatus::Completed)
+        .count();
+    let mut lines = vec![
+        Line::new()
+            .with(Role::Label, "TODO ")
+            .with(Role::Dim, format!("{done}/{} done", items.len())),
+    ];
+    let room = width.saturating_sub(6);
+    for (status, text) in items {
+        let (mark, mark_role, text_role) = match status {
+            TodoStatus::Pending => ("  ☐ ", Role::Dim, Role::Text),
+            TodoStatus::InProgress => ("  ▶ ", Role::Warning, Role::Label),
+            TodoStatus::Completed => ("  ☑ ", Role::Ok, Role::Dim),
+            TodoStatus::Cancelled => ("  ☒ ", Role::Dim, Role::Dim),
+        };
+        lines.push(
+            Line::new()
+                .with(mark_role, mark)
+                .with(text_role, truncate(&one_line(text), room)),
+        );
+    }
+    lines
+}
+
 /// Top-level argument names and short values, for tools with no better
 /// form (MCP tools): `name=value, ...`.
 fn summarize_arguments(arguments: &serde_json::Value) -> String {
@@ -476,6 +578,34 @@ mod tests {
         assert!(colours.contains("{Removed}-    let x = 41;"), "{colours}");
         assert!(colours.contains("{Added}+    let x = 42;"), "{colours}");
         assert!(!screen(&lines).contains("old_string"), "no raw JSON");
+    }
+
+    #[test]
+    fn todo_checklist_marks_each_state_and_counts_what_is_done() {
+        let items = [
+            (TodoStatus::Completed, "read the failing test"),
+            (TodoStatus::InProgress, "修复 parser 的边界条件"),
+            (TodoStatus::Pending, &"a very long item ".repeat(8)),
+            (TodoStatus::Cancelled, "rewrite everything"),
+        ];
+        let lines = todo(&items, 80);
+        assert_eq!(
+            screen(&lines),
+            "TODO 1/4 done\n  \
+             ☑ read the failing test\n  \
+             ▶ 修复 parser 的边界条件\n  \
+             ☐ a very long item a very long item a very long item a very long item a ver…\n  \
+             ☒ rewrite everything\n"
+        );
+        assert_eq!(
+            styled(&lines[1..3]),
+            "{Ok}  ☑ {Dim}read the failing test\n{Warning}  ▶ {Label}修复 parser 的边界条件"
+        );
+        let painted = Palette::new(true).paint(&lines[2]);
+        assert_eq!(
+            painted,
+            "\x1b[1;33m  ▶ \x1b[0m\x1b[1m修复 parser 的边界条件\x1b[0m"
+        );
     }
 
     #[test]

@@ -1,8 +1,12 @@
 //! A deterministic stand-in for a model, so offcode can be tried and
 //! benchmarked without a GPU. It follows the prompt's instructions
 //! `read PATH`, `write PATH` and ``run `COMMAND` `` (also `读取` / `写入` /
-//! `运行`) with real tool calls, one per step, then answers; any other
-//! prompt gets an echo.
+//! `运行`) with real tool calls, one per step, then answers. A prompt with
+//! `slowly` gets a long markdown answer streamed a word every 10 ms (to
+//! watch streaming, abort it or resize during it), one with `think`
+//! reasons first; any other prompt gets an echo.
+
+use std::fmt::Write as _;
 
 use serde_json::{Value, json};
 
@@ -11,6 +15,8 @@ use super::server::{Reply, Request};
 
 /// The model id the demo serves.
 pub const MODEL: &str = "mock-model";
+/// A second model to switch to.
+pub const LARGE_MODEL: &str = "mock-model-large";
 
 enum Action {
     Read(String),
@@ -49,7 +55,10 @@ fn actions(prompt: &str) -> Vec<Action> {
 /// Answers like a vLLM server hosting one small, obedient model.
 pub fn respond(request: &Request) -> Reply {
     if request.method == "GET" && request.path.ends_with("/models") {
-        return Reply::json(200, &chunks::models(&[(MODEL, 32768)]));
+        return Reply::json(
+            200,
+            &chunks::models(&[(MODEL, 32768), (LARGE_MODEL, 131_072)]),
+        );
     }
     if request.method != "POST" || !request.path.ends_with("/chat/completions") {
         return Reply::json(
@@ -71,6 +80,9 @@ pub fn respond(request: &Request) -> Reply {
         .iter()
         .filter(|m| m["role"] == "assistant")
         .count();
+    if prompt.contains("slowly") {
+        return Reply::sse_events(slow_answer(prompt.contains("think")), SLOW_DELAY);
+    }
     let plan = actions(prompt);
     let chinese = prompt
         .chars()
@@ -133,6 +145,40 @@ pub fn respond(request: &Request) -> Reply {
         }
     };
     Reply::sse(events.concat().into_bytes())
+}
+
+/// Time between two pieces of a slow answer.
+const SLOW_DELAY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// A long markdown answer, word by word, with reasoning first if asked.
+fn slow_answer(think: bool) -> Vec<String> {
+    let mut text = String::from("## Slow answer\n\nHere is a list:\n\n");
+    for n in 1..=5 {
+        let _ = writeln!(text, "- item {n} with `code {n}`");
+    }
+    text.push_str("\n```rust\nfn main() {\n    println!(\"hi\");\n}\n```\n\n");
+    for n in 1..=40 {
+        let _ = writeln!(
+            text,
+            "Line {n} of a long answer that keeps streaming so there is time to look at it."
+        );
+    }
+    text.push_str("The end.");
+    let mut events = vec![chunks::role()];
+    if think {
+        for word in "The user wants a slow answer.\nI will write one.".split_inclusive(' ') {
+            events.push(chunks::reasoning_delta(word));
+        }
+    }
+    for word in text.split_inclusive([' ', '\n']) {
+        events.push(chunks::text_delta(word));
+    }
+    events.extend([
+        chunks::finish("stop"),
+        chunks::usage(2_000, 600),
+        chunks::done(),
+    ]);
+    events
 }
 
 /// Whether a value is one of the demo's tool calls (used by tests).

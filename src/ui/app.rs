@@ -1,0 +1,439 @@
+//! The interactive session shared by both front ends: the running core,
+//! the conversation view, the `/` commands, `!command` and `@path`
+//! attachments. [`super::lines`] drives it with plain lines and
+//! [`super::busy`] with a live terminal.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::complete::COMMANDS;
+use super::render::{self, Line, Palette, Role};
+use super::view::{Status, View, tokens};
+use crate::agent::{self, AgentHandle, AgentSetup};
+use crate::client::Client;
+use crate::client::wire::ModelCard;
+use crate::config::Environment;
+use crate::protocol::{EventMsg, Op, TurnState};
+use crate::sandbox::Sandbox;
+
+/// Bytes of one `@path` attachment sent to the model.
+pub const ATTACH_BYTES: usize = 256 * 1024;
+
+/// What a typed line asks for.
+#[derive(Debug, PartialEq)]
+pub enum Dispatch {
+    /// Nothing more to do.
+    Done,
+    /// Leave.
+    Quit,
+    /// Send this to the core and show the turn.
+    Turn(Op),
+}
+
+/// The running session and what is shown of it.
+pub struct App<'a> {
+    environment: &'a Environment,
+    /// The core.
+    pub handle: AgentHandle,
+    client: Arc<Client>,
+    sandbox: Arc<Sandbox>,
+    /// The conversation as lines.
+    pub view: View,
+    /// Colours on or off.
+    pub palette: Palette,
+    /// A new session's file, removed at the end if nothing was typed.
+    session_file: Option<String>,
+    turns: usize,
+    models: Option<Vec<ModelCard>>,
+}
+
+impl<'a> App<'a> {
+    /// Starts the core and waits for it to introduce the session.
+    pub async fn start(
+        environment: &'a Environment,
+        setup: AgentSetup,
+        palette: Palette,
+        width: usize,
+    ) -> Self {
+        let client = Arc::clone(&setup.client);
+        let sandbox = Arc::clone(&setup.sandbox);
+        let status = Status {
+            agent: "build".to_owned(),
+            model: setup.session.model.clone(),
+            state: TurnState::Idle,
+            used: None,
+            limit: None,
+            session: setup.session.id.clone(),
+        };
+        let mut app = Self {
+            environment,
+            handle: agent::spawn(setup),
+            client,
+            sandbox,
+            view: View::new(status, width),
+            palette,
+            session_file: None,
+            turns: 0,
+            models: None,
+        };
+        app.introduce().await;
+        app
+    }
+
+    /// Reads the core's first event and shows where things come from.
+    async fn introduce(&mut self) {
+        while let Some(event) = self.handle.events.recv().await {
+            self.view.event(&event.msg);
+            if let EventMsg::SessionConfigured(configured) = &event.msg {
+                self.session_file = (!configured.resumed).then(|| configured.path.clone());
+                let what = if configured.resumed {
+                    format!(
+                        "resumed session {} ({} messages)",
+                        configured.session_id, configured.restored_messages
+                    )
+                } else {
+                    format!("session {}", configured.session_id)
+                };
+                self.note(format!(
+                    "offcode · {} at {} · {what}",
+                    configured.model, configured.base_url
+                ));
+                break;
+            }
+        }
+        self.note(config_sources(self.environment));
+        self.note("Type a task and press Enter; /help lists the keys and commands.");
+        self.fetch_models().await;
+    }
+
+    /// Asks the server for its models (and the active one's context
+    /// length); a failure only leaves them unknown.
+    async fn fetch_models(&mut self) {
+        let client = Arc::clone(&self.client);
+        let listed = tokio::task::spawn_blocking(move || client.list_models()).await;
+        if let Ok(Ok(models)) = listed {
+            self.models = Some(models);
+            self.update_limit();
+        }
+    }
+
+    fn update_limit(&mut self) {
+        let model = &self.view.status.model;
+        self.view.status.limit = self
+            .models
+            .as_ref()
+            .and_then(|models| models.iter().find(|m| &m.id == model))
+            .and_then(|m| m.max_model_len);
+    }
+
+    /// A dim line of our own.
+    pub fn note(&mut self, text: impl Into<String>) {
+        self.view.commit(Line::new().with(Role::Dim, text));
+    }
+
+    fn error(&mut self, text: impl Into<String>) {
+        self.view.commit(Line::new().with(Role::Error, text));
+    }
+
+    /// Writes finished lines to standard output (no live area).
+    pub fn print_committed(&mut self) {
+        let lines = self.view.take_committed();
+        if lines.is_empty() {
+            return;
+        }
+        let mut out = std::io::stdout().lock();
+        for line in &lines {
+            let _ = writeln!(out, "{}", self.palette.paint(line));
+        }
+        let _ = out.flush();
+    }
+
+    /// The status line for the prompt, with `hint` in place of the state.
+    pub fn status_text(&self, hint: Option<&str>) -> String {
+        let mut line = self.view.status.line(self.view.width, "");
+        if let Some(hint) = hint {
+            line = Line::new().with(Role::Warning, hint);
+        }
+        self.palette.paint(&line)
+    }
+
+    /// Counts a turn (the session is worth keeping).
+    pub fn turn_started(&mut self) {
+        self.turns += 1;
+    }
+
+    /// What `text` asks for; commands run here.
+    pub async fn dispatch(&mut self, text: &str) -> Dispatch {
+        let trimmed = text.trim();
+        if let Some(command) = trimmed.strip_prefix('!') {
+            let command = command.trim();
+            if command.is_empty() {
+                self.error("`!` needs a command, like `!ls`");
+                return Dispatch::Done;
+            }
+            return Dispatch::Turn(Op::Shell {
+                command: command.to_owned(),
+            });
+        }
+        if !trimmed.starts_with('/') {
+            if trimmed.is_empty() {
+                return Dispatch::Done;
+            }
+            return match self.attach(text) {
+                Ok(text) => Dispatch::Turn(Op::UserTurn { text }),
+                Err(message) => {
+                    self.error(message);
+                    Dispatch::Done
+                }
+            };
+        }
+        let (name, argument) = trimmed
+            .split_once(char::is_whitespace)
+            .map_or((trimmed, ""), |(n, a)| (n, a.trim()));
+        match name {
+            "/quit" | "/exit" => return Dispatch::Quit,
+            "/help" => self.help(),
+            "/models" => return self.models_command(argument).await,
+            "/context" => self.context(),
+            "/todo" => self.note(
+                "No todo list in this session: the agent keeps one with its todo tool, which is not available yet.",
+            ),
+            "/think" => self.think(),
+            "/sessions" => self.sessions(),
+            "/new" => self.restart(false).await,
+            "/clear" => self.restart(true).await,
+            _ => self.error(format!("Unknown command `{name}`; /help lists them")),
+        }
+        Dispatch::Done
+    }
+
+    fn help(&mut self) {
+        for (name, about) in COMMANDS {
+            self.view.commit(
+                Line::new()
+                    .with(Role::Code, format!("  {name:<10}"))
+                    .with(Role::Text, *about),
+            );
+        }
+        for line in [
+            "  !CMD        run a shell command (same checks as the agent's); the model sees it",
+            "  @PATH       attach a file from the workspace (Tab completes)",
+            "Keys: Enter sends · Alt+Enter or Ctrl+J new line · Up/Down history · Tab completes",
+            "      Esc or Ctrl+C stops the agent · Ctrl+C twice or Ctrl+D leaves",
+            "      while the agent works, Enter queues what you typed for the next turn",
+            "Approvals: y allow once · n (or Esc) deny · a allow for this session",
+        ] {
+            self.view.commit(Line::new().with(Role::Text, line));
+        }
+    }
+
+    async fn models_command(&mut self, argument: &str) -> Dispatch {
+        self.fetch_models().await;
+        if argument.is_empty() {
+            let current = self.view.status.model.clone();
+            let Some(models) = &self.models else {
+                self.error(format!(
+                    "Could not list the models at `{}`",
+                    self.client.base_url()
+                ));
+                return Dispatch::Done;
+            };
+            let lines: Vec<Line> = models
+                .iter()
+                .map(|m| {
+                    let mark = if m.id == current { "* " } else { "  " };
+                    let context = m.max_model_len.map_or_else(|| "-".to_owned(), tokens);
+                    Line::new()
+                        .with(Role::Code, format!("{mark}{}", m.id))
+                        .with(Role::Dim, format!("  context {context}"))
+                })
+                .collect();
+            for line in lines {
+                self.view.commit(line);
+            }
+            self.note("Switch with /models ID.");
+            return Dispatch::Done;
+        }
+        if let Some(models) = &self.models
+            && !models.iter().any(|m| m.id == argument)
+        {
+            self.error(format!(
+                "The server does not serve `{argument}`; /models lists what it does"
+            ));
+            return Dispatch::Done;
+        }
+        Dispatch::Turn(Op::SetModel {
+            model: argument.to_owned(),
+        })
+    }
+
+    /// After a model switch: the new model's context length.
+    pub fn model_changed(&mut self) {
+        self.update_limit();
+    }
+
+    fn context(&mut self) {
+        let status = &self.view.status;
+        let text = match (status.context(), status.limit) {
+            (Some(context), _) => format!("Context after the last request: {context}"),
+            (None, Some(limit)) => format!(
+                "No request yet in this session; the model's context is {} tokens",
+                tokens(limit)
+            ),
+            (None, None) => "No request yet in this session".to_owned(),
+        };
+        self.note(text);
+    }
+
+    fn think(&mut self) {
+        if self.view.last_reasoning.trim().is_empty() {
+            self.note("No reasoning yet in this session.");
+            return;
+        }
+        let reasoning = self.view.last_reasoning.clone();
+        for line in reasoning.trim().lines() {
+            self.note(line.to_owned());
+        }
+    }
+
+    fn sessions(&mut self) {
+        let cwd = self.environment.cwd.display().to_string();
+        let listed = crate::commands::session_store(self.environment)
+            .ok()
+            .and_then(|store| store.list().ok());
+        let Some(summaries) = listed else {
+            self.error("Could not read the session store");
+            return;
+        };
+        let current = self.view.status.session.clone();
+        let width = self.view.width;
+        let mut shown = 0;
+        for summary in summaries.iter().filter(|s| s.meta.cwd == cwd).take(20) {
+            shown += 1;
+            let mark = if summary.id == current { "* " } else { "  " };
+            let updated: String = summary.updated.replace('T', " ").chars().take(16).collect();
+            let head = format!("{mark}{}  {updated}  ", summary.id);
+            let room = width.saturating_sub(head.len());
+            self.view.commit(
+                Line::new()
+                    .with(Role::Code, head)
+                    .with(Role::Text, render::truncate(&summary.title, room)),
+            );
+        }
+        if shown == 0 {
+            self.note("No saved sessions for this directory.");
+        } else {
+            self.note("Resume one with `offcode --session ID`.");
+        }
+    }
+
+    /// `/new` and `/clear`: the core starts over with a new session.
+    async fn restart(&mut self, clear: bool) {
+        let model = self.view.status.model.clone();
+        let setup =
+            match crate::headless::prepare(self.environment, Some(&model), None, false, "user") {
+                Ok(setup) => setup,
+                Err(failure) => {
+                    self.error(format!(
+                        "Could not start a new session: {}",
+                        failure.message
+                    ));
+                    return;
+                }
+            };
+        self.stop().await;
+        if clear {
+            let mut out = std::io::stdout().lock();
+            let _ = write!(out, "\x1b[H\x1b[2J\x1b[3J");
+            let _ = out.flush();
+        }
+        self.handle = agent::spawn(setup);
+        self.turns = 0;
+        self.view.status.used = None;
+        self.view.last_reasoning.clear();
+        self.introduce().await;
+    }
+
+    /// Stops the core; a new session nobody typed into is removed.
+    pub async fn stop(&mut self) {
+        self.handle.ops.submit(Op::Shutdown);
+        while self.handle.events.recv().await.is_some() {}
+        if let (0, Some(path)) = (self.turns, self.session_file.take()) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    /// `text` with each `@path` (inside the workspace) followed by the
+    /// file's content.
+    pub fn attach(&self, text: &str) -> Result<String, String> {
+        let mut attached = String::new();
+        let mut seen = Vec::new();
+        for word in text.split_whitespace() {
+            let Some(path) = word.strip_prefix('@') else {
+                continue;
+            };
+            let path = path.trim_end_matches([',', '.', ';', ':', '!', '?', ')', '，', '。']);
+            if path.is_empty() || seen.contains(&path) {
+                continue;
+            }
+            seen.push(path);
+            let content = self
+                .sandbox
+                .read(path)
+                .map_err(|e| format!("Cannot attach `@{path}`: {e}"))?;
+            let mut content = String::from_utf8_lossy(&content).into_owned();
+            let mut note = "";
+            if content.len() > ATTACH_BYTES {
+                let mut cut = ATTACH_BYTES;
+                while !content.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                content.truncate(cut);
+                note = "\n[attachment truncated]";
+            }
+            let _ = write!(
+                attached,
+                "\n\n<file path=\"{path}\">\n{content}{note}\n</file>"
+            );
+        }
+        Ok(format!("{text}{attached}"))
+    }
+}
+
+/// `config: ~/.config/offcode/offcode.jsonc, ./offcode.jsonc` or that none
+/// was found.
+fn config_sources(environment: &Environment) -> String {
+    let loaded: Vec<String> = crate::config::candidate_files(environment)
+        .into_iter()
+        .filter(|path| path.is_file())
+        .map(|path| {
+            crate::config::Loaded::describe_file(
+                &crate::config::ConfigFile { path, loaded: true },
+                &environment.cwd,
+            )
+        })
+        .collect();
+    if loaded.is_empty() {
+        "config: no files (defaults and environment); `offcode config` shows every value".to_owned()
+    } else {
+        format!("config: {}", loaded.join(", "))
+    }
+}
+
+/// Waits up to `limit` for the core's answer to a quick op (a model
+/// switch), showing what arrives.
+pub async fn settle(app: &mut App<'_>, limit: Duration) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while let Ok(Some(event)) = tokio::time::timeout_at(deadline, app.handle.events.recv()).await {
+        app.view.event(&event.msg);
+        if matches!(
+            event.msg,
+            EventMsg::ModelChanged { .. } | EventMsg::Error { .. }
+        ) {
+            app.model_changed();
+            break;
+        }
+    }
+}

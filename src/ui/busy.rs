@@ -1,0 +1,427 @@
+//! One turn in a live terminal: the core's events become lines above a
+//! live area (text still arriving, what is queued, the status line and an
+//! input line), keys edit the input or answer an approval, Enter queues,
+//! Esc or Ctrl+C abort.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use unicode_width::UnicodeWidthStr;
+
+use super::app::App;
+use super::input::{Input, Reply};
+use super::live::{Frame, Live};
+use super::render::{self, Line, Role};
+use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, EventMsg, Op};
+
+/// Keys typed sooner than this after an approval prompt appears are
+/// ignored: they were meant for something else.
+pub const APPROVAL_GRACE: Duration = Duration::from_millis(250);
+/// Spinner frames.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+/// Events taken in before a frame is drawn.
+const BATCH: usize = 256;
+
+/// How a turn ended for the loop.
+pub struct Outcome {
+    /// Typed but not sent; it goes back into the editor.
+    pub typed: String,
+    /// False when the core stopped.
+    pub alive: bool,
+}
+
+/// The input line while the agent works.
+#[derive(Debug, Default)]
+pub struct Edit {
+    /// The text.
+    pub text: String,
+    /// Byte offset of the cursor.
+    pub cursor: usize,
+}
+
+impl Edit {
+    /// Applies an editing key; false when the key is not an edit.
+    pub fn key(&mut self, key: &KeyEvent) -> bool {
+        let control = key.modifiers.contains(KeyModifiers::CONTROL);
+        match key.code {
+            KeyCode::Char('j') if control => self.insert("\n"),
+            KeyCode::Enter if key.modifiers.contains(KeyModifiers::ALT) => self.insert("\n"),
+            KeyCode::Char('a') if control => self.cursor = 0,
+            KeyCode::Char('e') if control => self.cursor = self.text.len(),
+            KeyCode::Char('u') if control => {
+                self.text.drain(..self.cursor);
+                self.cursor = 0;
+            }
+            KeyCode::Char(_) if control => return false,
+            KeyCode::Char(c) => self.insert(c.encode_utf8(&mut [0; 4])),
+            KeyCode::Backspace => {
+                if let Some(c) = self.text[..self.cursor].chars().next_back() {
+                    self.cursor -= c.len_utf8();
+                    self.text.remove(self.cursor);
+                }
+            }
+            KeyCode::Delete => {
+                if self.cursor < self.text.len() {
+                    self.text.remove(self.cursor);
+                }
+            }
+            KeyCode::Left => {
+                if let Some(c) = self.text[..self.cursor].chars().next_back() {
+                    self.cursor -= c.len_utf8();
+                }
+            }
+            KeyCode::Right => {
+                if let Some(c) = self.text[self.cursor..].chars().next() {
+                    self.cursor += c.len_utf8();
+                }
+            }
+            KeyCode::Home => self.cursor = 0,
+            KeyCode::End => self.cursor = self.text.len(),
+            _ => return false,
+        }
+        true
+    }
+
+    /// Inserts `text` at the cursor.
+    pub fn insert(&mut self, text: &str) {
+        self.text.insert_str(self.cursor, text);
+        self.cursor += text.len();
+    }
+
+    /// The input row at `width` and the cursor's column in it: the part
+    /// around the cursor when the text is wider than the row.
+    pub fn row(&self, prompt: &str, width: usize) -> (Line, usize) {
+        let shown = |s: &str| s.replace('\n', "⏎");
+        let before = shown(&self.text[..self.cursor]);
+        let after = shown(&self.text[self.cursor..]);
+        let room = width.saturating_sub(prompt.width() + 1).max(1);
+        let before = if before.width() > room {
+            render::tail(&Line::new().with(Role::Text, before), room).plain()
+        } else {
+            before
+        };
+        let column = prompt.width() + before.width();
+        let after = render::truncate(&after, width.saturating_sub(column));
+        let line = Line::new()
+            .with(Role::Label, prompt)
+            .with(Role::Text, format!("{before}{after}"));
+        (line, column)
+    }
+}
+
+/// The pending approval question.
+struct Question {
+    request: ApprovalRequestEvent,
+    shown: Instant,
+}
+
+/// A turn being shown.
+struct Turn<'t> {
+    edit: Edit,
+    queue: &'t mut VecDeque<String>,
+    question: Option<Question>,
+    aborting: bool,
+    done: bool,
+}
+
+/// Runs `op` to the end of its turn.
+pub async fn turn(
+    app: &mut App<'_>,
+    op: Op,
+    input: &mut Input,
+    queue: &mut VecDeque<String>,
+    typed: String,
+) -> Outcome {
+    input.request(super::input::Request::Keys);
+    app.handle.ops.submit(op);
+    let mut live = Live::new();
+    let mut turn = Turn {
+        edit: Edit {
+            cursor: typed.len(),
+            text: typed,
+        },
+        queue,
+        question: None,
+        aborting: false,
+        done: false,
+    };
+    let mut spin = 0usize;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut out = std::io::stdout();
+    let mut alive = true;
+    loop {
+        tokio::select! {
+            event = app.handle.events.recv() => match event {
+                Some(event) => turn.events(app, input, event),
+                None => alive = false,
+            },
+            reply = input.replies.recv() => match reply {
+                Some(reply) => turn.reply(app, &mut live, reply),
+                None => alive = false,
+            },
+            _ = tick.tick() => spin = spin.wrapping_add(1),
+        }
+        let committed = app.view.take_committed();
+        if turn.done || !alive {
+            let frame = Frame {
+                committed: &committed,
+                live: &[],
+                cursor: (0, 0),
+            };
+            live.draw(&mut out, app.palette, &frame);
+            live.clear(&mut out);
+            break;
+        }
+        let (rows, cursor) = turn.rows(app, spin);
+        let frame = Frame {
+            committed: &committed,
+            live: &rows,
+            cursor,
+        };
+        live.draw(&mut out, app.palette, &frame);
+    }
+    // Keys typed up to now belong to the next prompt.
+    input.request(super::input::Request::Pause);
+    while let Some(reply) = input.replies.recv().await {
+        match reply {
+            Reply::Key(key) if !is_interrupt(&key) && key.code != KeyCode::Esc => turn.typing(&key),
+            Reply::Paste(text) => turn.edit.insert(&text),
+            Reply::Paused => break,
+            _ => {}
+        }
+    }
+    Outcome {
+        typed: turn.edit.text,
+        alive,
+    }
+}
+
+impl Turn<'_> {
+    /// Takes in `event` and whatever else has arrived, before one frame.
+    fn events(&mut self, app: &mut App<'_>, input: &mut Input, mut event: crate::protocol::Event) {
+        for _ in 0..BATCH {
+            if let EventMsg::ApprovalRequest(request) = &event.msg {
+                // Keys already on their way were not meant as an answer.
+                while input.replies.try_recv().is_ok() {}
+                self.question = Some(Question {
+                    request: request.clone(),
+                    shown: Instant::now(),
+                });
+            }
+            if matches!(event.msg, EventMsg::ModelChanged { .. }) {
+                app.model_changed();
+            }
+            self.done |= matches!(event.msg, EventMsg::TurnComplete(_));
+            app.view.event(&event.msg);
+            match app.handle.events.try_recv() {
+                Ok(next) => event = next,
+                Err(_) => break,
+            }
+        }
+    }
+
+    fn reply(&mut self, app: &mut App<'_>, live: &mut Live, reply: Reply) {
+        match reply {
+            Reply::Key(key) => self.key(app, &key),
+            Reply::Paste(text) if self.question.is_none() => {
+                self.edit
+                    .insert(&text.replace("\r\n", "\n").replace('\r', "\n"));
+            }
+            Reply::Resize(width, _) => {
+                live.resized(usize::from(width));
+                app.view.width = usize::from(width).max(10);
+            }
+            _ => {}
+        }
+    }
+
+    fn key(&mut self, app: &mut App<'_>, key: &KeyEvent) {
+        if let Some(asked) = &self.question {
+            if asked.shown.elapsed() < APPROVAL_GRACE {
+                return;
+            }
+            if let Some((decision, reason)) = answer(&asked.request, key) {
+                let call_id = asked.request.call_id.clone();
+                app.view.commit(answered(decision));
+                app.handle.ops.submit(Op::Approve {
+                    call_id,
+                    decision,
+                    reason,
+                });
+                self.question = None;
+                if is_interrupt(key) {
+                    self.abort(app);
+                }
+            }
+        } else if is_interrupt(key) || key.code == KeyCode::Esc {
+            self.abort(app);
+        } else {
+            self.typing(key);
+        }
+    }
+
+    fn abort(&mut self, app: &App<'_>) {
+        if !self.aborting {
+            app.handle.ops.submit(Op::Interrupt);
+            self.aborting = true;
+        }
+    }
+
+    /// An editing key; Enter queues the text.
+    fn typing(&mut self, key: &KeyEvent) {
+        if key.code == KeyCode::Enter && key.modifiers.is_empty() {
+            if !self.edit.text.trim().is_empty() {
+                self.queue.push_back(std::mem::take(&mut self.edit.text));
+                self.edit.cursor = 0;
+            }
+        } else {
+            self.edit.key(key);
+        }
+    }
+
+    /// The live rows and the cursor position among them.
+    fn rows(&self, app: &App<'_>, spin: usize) -> (Vec<Line>, (usize, usize)) {
+        let (edit, queue, question, aborting) = (
+            &self.edit,
+            &*self.queue,
+            self.question.as_ref(),
+            self.aborting,
+        );
+        let width = app.view.width;
+        let mut rows = app.view.live();
+        for queued in queue {
+            rows.push(Line::new().with(
+                Role::Dim,
+                render::truncate(&format!("queued: {}", queued.replace('\n', "⏎")), width),
+            ));
+        }
+        let spinner = SPINNER[spin % SPINNER.len()];
+        let mut status = app.view.status.line(width, spinner);
+        if aborting {
+            status = Line::new().with(Role::Warning, "aborting…");
+        }
+        rows.push(status);
+        let (row, column) = if let Some(question) = question {
+            let mut line = Line::new()
+                .with(Role::Label, "answer: ")
+                .with(Role::Key, " y ")
+                .with(Role::Text, " once  ")
+                .with(Role::Key, " n ")
+                .with(Role::Text, " deny");
+            if question.request.session_allowed {
+                line = line
+                    .with(Role::Text, "  ")
+                    .with(Role::Key, " a ")
+                    .with(Role::Text, " session");
+            }
+            let column = line.width();
+            (line, column)
+        } else {
+            edit.row(super::input::TASK, width)
+        };
+        rows.push(row);
+        let last = rows.len() - 1;
+        (rows, (last, column.min(width.saturating_sub(1))))
+    }
+}
+
+fn is_interrupt(key: &KeyEvent) -> bool {
+    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL)
+}
+
+/// The decision a key gives, if it is an answer.
+fn answer(
+    request: &ApprovalRequestEvent,
+    key: &KeyEvent,
+) -> Option<(ApprovalDecision, Option<String>)> {
+    if is_interrupt(key) {
+        return Some((
+            ApprovalDecision::Deny,
+            Some("the user stopped the turn".to_owned()),
+        ));
+    }
+    match key.code {
+        KeyCode::Char('y' | 'Y') => Some((ApprovalDecision::AllowOnce, None)),
+        KeyCode::Char('a' | 'A') if request.session_allowed => {
+            Some((ApprovalDecision::AllowSession, None))
+        }
+        KeyCode::Char('n' | 'N') | KeyCode::Esc => {
+            Some((ApprovalDecision::Deny, Some("the user declined".to_owned())))
+        }
+        _ => None,
+    }
+}
+
+fn answered(decision: ApprovalDecision) -> Line {
+    let (role, text) = match decision {
+        ApprovalDecision::AllowOnce => (Role::Ok, "  → allowed once"),
+        ApprovalDecision::AllowSession => (Role::Ok, "  → allowed for this session"),
+        ApprovalDecision::Deny => (Role::Warning, "  → denied"),
+    };
+    Line::new().with(role, text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn editing_wide_characters_by_key() {
+        let mut edit = Edit::default();
+        for c in "你好世界".chars() {
+            edit.key(&key(KeyCode::Char(c)));
+        }
+        edit.key(&key(KeyCode::Left));
+        edit.key(&key(KeyCode::Left));
+        edit.key(&key(KeyCode::Backspace));
+        edit.key(&key(KeyCode::Char('X')));
+        assert_eq!(edit.text, "你X世界");
+        let (line, column) = edit.row("> ", 80);
+        assert_eq!(line.plain(), "> 你X世界");
+        // Two columns of prompt, two for 你 and one for X.
+        assert_eq!(column, 5);
+        edit.key(&KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+        assert_eq!(edit.text, "世界");
+    }
+
+    #[test]
+    fn a_long_input_shows_the_part_around_the_cursor() {
+        let mut edit = Edit::default();
+        edit.insert(&"字".repeat(60));
+        let (line, column) = edit.row("> ", 40);
+        assert!(line.width() <= 40, "{}", line.plain());
+        assert!(column < 40);
+        assert!(line.plain().starts_with("> …"));
+    }
+
+    #[test]
+    fn only_offered_answers_count() {
+        let request = ApprovalRequestEvent {
+            call_id: "c".into(),
+            tool: "bash".into(),
+            arguments: serde_json::json!({"command": "rm -rf build"}),
+            reason: None,
+            rule: String::new(),
+            session_allowed: false,
+            dangerous: true,
+            dangers: Vec::new(),
+            mandatory: false,
+            preview: None,
+        };
+        assert_eq!(answer(&request, &key(KeyCode::Char('a'))), None);
+        assert_eq!(answer(&request, &key(KeyCode::Enter)), None);
+        assert_eq!(
+            answer(&request, &key(KeyCode::Char('y'))),
+            Some((ApprovalDecision::AllowOnce, None))
+        );
+        assert_eq!(
+            answer(&request, &key(KeyCode::Esc)).unwrap().0,
+            ApprovalDecision::Deny
+        );
+    }
+}

@@ -1,0 +1,493 @@
+//! What the conversation looks like, built from the core's events and
+//! independent of any terminal: finished lines for the scrollback, and the
+//! live part (text still arriving, reasoning, the status line) that a
+//! terminal front end redraws in place.
+//!
+//! Assistant text is labelled `PLAN` when tool calls follow it and `ANSWER`
+//! when it ends the turn. The label is only known when the model's step
+//! ends, so a text block's lines are held in the live area until then; a
+//! block longer than [`HOLD_LINES`] is let go early, as an `ANSWER` (long
+//! texts before tool calls are rare).
+
+use unicode_width::UnicodeWidthStr;
+
+use super::markdown::Markdown;
+use super::render::{self, Line, Role};
+use crate::protocol::{EventMsg, ToolCallEndEvent, TurnState, TurnStatus};
+
+/// Lines of assistant text held back until their label is known.
+pub const HOLD_LINES: usize = 8;
+
+/// What the status line shows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// The agent profile.
+    pub agent: String,
+    /// The model requests go to.
+    pub model: String,
+    /// What the core is doing.
+    pub state: TurnState,
+    /// Tokens in the context after the last request.
+    pub used: Option<u64>,
+    /// The model's context length, when the server says.
+    pub limit: Option<u64>,
+    /// The session id.
+    pub session: String,
+}
+
+impl Status {
+    /// The status line at `width` columns; `spinner` marks work going on.
+    pub fn line(&self, width: usize, spinner: &str) -> Line {
+        let state = match self.state {
+            TurnState::Idle | TurnState::Done | TurnState::Error => "ready",
+            TurnState::Planning => "waiting for the model",
+            TurnState::ModelGenerating => "generating",
+            TurnState::ToolRunning => "running tool",
+            TurnState::AwaitingPermission => "awaiting approval",
+        };
+        let mut parts = vec![self.agent.clone(), self.model.clone(), state.to_owned()];
+        if let Some(context) = self.context() {
+            parts.push(context);
+        }
+        let lead = if spinner.is_empty() {
+            String::new()
+        } else {
+            format!("{spinner} ")
+        };
+        let mut text = format!("{lead}{}", parts.join(" · "));
+        let with_session = format!("{text} · {}", self.session);
+        if with_session.width() <= width {
+            text = with_session;
+        }
+        Line::new().with(Role::Dim, render::truncate(&text, width))
+    }
+
+    /// `1.2k/32.8k (4%)`, or `1.2k` when the limit is unknown.
+    pub fn context(&self) -> Option<String> {
+        let used = self.used?;
+        Some(match self.limit {
+            Some(limit) if limit > 0 => format!(
+                "{}/{} ({}%)",
+                tokens(used),
+                tokens(limit),
+                used.saturating_mul(100) / limit
+            ),
+            _ => format!("{} tokens", tokens(used)),
+        })
+    }
+}
+
+/// `950`, `1.2k`, `32.8k`, `128k`.
+pub fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..100_000 => {
+            let tenths = (n + 50) / 100;
+            format!("{}.{}k", tenths / 10, tenths % 10)
+        }
+        _ => format!("{}k", (n + 500) / 1_000),
+    }
+}
+
+/// The conversation as lines.
+#[derive(Debug)]
+pub struct View {
+    /// The status line's content.
+    pub status: Status,
+    /// Terminal columns.
+    pub width: usize,
+    committed: Vec<Line>,
+    markdown: Markdown,
+    /// Text of the current block after its last finished line.
+    partial: String,
+    /// Finished lines of the current block not yet labelled.
+    held: Vec<String>,
+    /// Whether the current block has its label.
+    labelled: bool,
+    /// Reasoning of the current step, while it streams.
+    reasoning: Option<String>,
+    /// The last step's whole reasoning, for `/think`.
+    pub last_reasoning: String,
+    /// Calls whose diff was shown in an approval prompt.
+    previewed: Vec<String>,
+    /// The turn is the user's `!command`: its output is shown.
+    shell: bool,
+}
+
+/// Lines of a `!command`'s output shown before folding.
+pub const SHELL_LINES: usize = 20;
+
+impl View {
+    /// An empty conversation.
+    pub fn new(status: Status, width: usize) -> Self {
+        Self {
+            status,
+            width,
+            committed: Vec::new(),
+            markdown: Markdown::new(),
+            partial: String::new(),
+            held: Vec::new(),
+            labelled: false,
+            reasoning: None,
+            last_reasoning: String::new(),
+            previewed: Vec::new(),
+            shell: false,
+        }
+    }
+
+    /// Adds a finished line of its own (a command's output, a notice).
+    pub fn commit(&mut self, line: Line) {
+        self.committed.push(line);
+    }
+
+    /// Finished lines since the last call.
+    pub fn take_committed(&mut self) -> Vec<Line> {
+        std::mem::take(&mut self.committed)
+    }
+
+    /// Whether anything is waiting to be written.
+    pub fn has_committed(&self) -> bool {
+        !self.committed.is_empty()
+    }
+
+    /// Takes in one event from the core.
+    pub fn event(&mut self, msg: &EventMsg) {
+        let width = self.width;
+        match msg {
+            EventMsg::SessionConfigured(configured) => {
+                self.status.session.clone_from(&configured.session_id);
+                self.status.model.clone_from(&configured.model);
+            }
+            EventMsg::TurnStarted { text } => {
+                self.shell = text.starts_with('!');
+                self.previewed.clear();
+                self.markdown = Markdown::new();
+                self.status.state = TurnState::Planning;
+            }
+            EventMsg::StateChanged { state } => self.status.state = *state,
+            EventMsg::ReasoningDelta { delta } => {
+                self.reasoning
+                    .get_or_insert_with(String::new)
+                    .push_str(delta);
+            }
+            EventMsg::AssistantDelta { delta } => {
+                self.end_reasoning();
+                self.text(delta);
+            }
+            EventMsg::AssistantMessage(message) => {
+                self.end_reasoning();
+                self.end_block(if message.tool_calls > 0 {
+                    "PLAN"
+                } else {
+                    "ANSWER"
+                });
+            }
+            EventMsg::ToolCallBegin(call) => {
+                self.end_reasoning();
+                self.end_block("PLAN");
+                let subject = crate::tools::subject(&call.name, &call.arguments).unwrap_or("");
+                self.commit(render::tool_begin(&call.name, subject, width));
+            }
+            EventMsg::ToolCallEnd(end) => self.tool_end(end),
+            EventMsg::ApprovalRequest(request) => {
+                if request.preview.is_some() {
+                    self.previewed.push(request.call_id.clone());
+                }
+                self.end_reasoning();
+                self.end_block("PLAN");
+                self.committed.extend(render::approval(request, width));
+            }
+            EventMsg::TokenUsage(usage) => {
+                self.status.used = Some(usage.prompt_tokens + usage.completion_tokens);
+            }
+            EventMsg::Retry(retry) => {
+                self.end_block("PLAN");
+                self.commit(Line::new().with(
+                    Role::Warning,
+                    render::truncate(
+                        &format!(
+                            "retry {}/{} in {:.1} s: {}",
+                            retry.attempt,
+                            retry.max_retries,
+                            Duration(retry.delay_ms).seconds(),
+                            retry.reason
+                        ),
+                        width,
+                    ),
+                ));
+            }
+            EventMsg::ModelChanged { model } => {
+                self.status.model.clone_from(model);
+                self.commit(Line::new().with(Role::Dim, format!("model: {model}")));
+            }
+            EventMsg::Warning { message } => {
+                self.end_block("ANSWER");
+                self.commit(Line::new().with(Role::Warning, message.as_str()));
+            }
+            EventMsg::Error { message, .. } => {
+                self.end_reasoning();
+                self.end_block("ANSWER");
+                self.commit(Line::new().with(Role::Error, message.as_str()));
+            }
+            EventMsg::TurnComplete(complete) => {
+                self.end_reasoning();
+                self.end_block("ANSWER");
+                if complete.status == TurnStatus::Aborted {
+                    self.commit(
+                        Line::new().with(Role::Warning, "Aborted; what arrived so far is kept."),
+                    );
+                }
+                self.status.state = TurnState::Idle;
+            }
+            EventMsg::PermissionDecision(_) => {}
+        }
+    }
+
+    /// The live part: reasoning or text still arriving, at `width`.
+    pub fn live(&self) -> Vec<Line> {
+        let width = self.width;
+        let mut lines = Vec::new();
+        if let Some(reasoning) = &self.reasoning {
+            let last = reasoning.trim_end().lines().last().unwrap_or("");
+            let line = Line::new()
+                .with(Role::Dim, "thinking: ")
+                .with(Role::Dim, last.trim());
+            lines.push(render::tail(&line, width));
+        }
+        let mut markdown = self.markdown.clone();
+        for held in &self.held {
+            lines.extend(render::wrap(&markdown.line(held), width));
+        }
+        if !self.partial.is_empty() {
+            lines.push(render::tail(&markdown.peek(&self.partial), width));
+        }
+        lines
+    }
+
+    fn tool_end(&mut self, end: &ToolCallEndEvent) {
+        let width = self.width;
+        if self.previewed.contains(&end.call_id) {
+            // The diff was in the question; the summary is enough.
+            let mut end = end.clone();
+            end.display = None;
+            self.committed.extend(render::tool_end(&end, width));
+        } else {
+            self.committed.extend(render::tool_end(end, width));
+        }
+        if self.shell && end.ok {
+            let output = end.output.trim_end();
+            let output = output
+                .rsplit_once("[exit code:")
+                .map_or(output, |(text, _)| text.trim_end());
+            for line in render::fold(output, SHELL_LINES) {
+                self.commit(
+                    Line::new()
+                        .with(Role::Dim, "    ")
+                        .with(Role::Text, render::truncate(&line, width.saturating_sub(4))),
+                );
+            }
+        }
+    }
+
+    fn text(&mut self, delta: &str) {
+        self.partial.push_str(delta);
+        while let Some(end) = self.partial.find('\n') {
+            let line: String = self.partial.drain(..=end).collect();
+            let line = line.trim_end_matches(['\n', '\r']).to_owned();
+            if self.labelled {
+                let rendered = self.markdown.line(&line);
+                self.commit(rendered);
+            } else {
+                self.held.push(line);
+                if self.held.len() > HOLD_LINES {
+                    self.release("ANSWER");
+                }
+            }
+        }
+    }
+
+    /// Writes the held lines under `label`.
+    fn release(&mut self, label: &str) {
+        let held = std::mem::take(&mut self.held);
+        // Blank lines before the text are not worth a line each.
+        let mut lines = held.iter().skip_while(|l| l.trim().is_empty());
+        if !self.labelled
+            && let Some(first) = lines.next()
+        {
+            let mut line = Line::new().with(Role::Label, format!("{label} "));
+            line.0.extend(self.markdown.line(first).0);
+            self.commit(line);
+            self.labelled = true;
+        }
+        for line in lines {
+            let rendered = self.markdown.line(line);
+            self.commit(rendered);
+        }
+    }
+
+    /// The step's text ended: what is left goes out under `label`.
+    fn end_block(&mut self, label: &str) {
+        if !self.partial.is_empty() {
+            let rest = std::mem::take(&mut self.partial);
+            self.held.push(rest);
+        }
+        // Trailing blank lines are dropped.
+        while self.held.last().is_some_and(|l| l.trim().is_empty()) {
+            self.held.pop();
+        }
+        self.release(label);
+        self.labelled = false;
+        self.markdown = Markdown::new();
+    }
+
+    /// Reasoning ended: it folds into one line; `/think` shows it whole.
+    fn end_reasoning(&mut self) {
+        if let Some(reasoning) = self.reasoning.take() {
+            let lines = reasoning.trim().lines().count();
+            if lines > 0 {
+                self.commit(Line::new().with(
+                    Role::Dim,
+                    format!(
+                        "thought for {lines} line{} (/think shows it)",
+                        if lines == 1 { "" } else { "s" }
+                    ),
+                ));
+            }
+            self.last_reasoning = reasoning;
+        }
+    }
+}
+
+struct Duration(u64);
+
+impl Duration {
+    #[allow(clippy::cast_precision_loss)]
+    fn seconds(&self) -> f64 {
+        self.0 as f64 / 1000.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::{AssistantMessageEvent, TurnCompleteEvent};
+
+    fn view() -> View {
+        View::new(
+            Status {
+                agent: "build".into(),
+                model: "qwen3".into(),
+                state: TurnState::Idle,
+                used: None,
+                limit: None,
+                session: "s1".into(),
+            },
+            80,
+        )
+    }
+
+    fn plain(lines: &[Line]) -> Vec<String> {
+        lines.iter().map(Line::plain).collect()
+    }
+
+    fn delta(view: &mut View, text: &str) {
+        view.event(&EventMsg::AssistantDelta { delta: text.into() });
+    }
+
+    fn message(view: &mut View, tool_calls: usize) {
+        view.event(&EventMsg::AssistantMessage(AssistantMessageEvent {
+            text: String::new(),
+            tool_calls,
+        }));
+    }
+
+    #[test]
+    fn text_before_tools_is_a_plan_and_the_last_text_the_answer() {
+        let mut view = view();
+        delta(&mut view, "I'll read ");
+        assert!(!view.has_committed());
+        assert_eq!(plain(&view.live()), ["I'll read "]);
+        delta(&mut view, "the file.\nThen fix it.");
+        assert_eq!(plain(&view.live()), ["I'll read the file.", "Then fix it."]);
+        message(&mut view, 1);
+        assert_eq!(
+            plain(&view.take_committed()),
+            ["PLAN I'll read the file.", "Then fix it."]
+        );
+        assert!(view.live().is_empty());
+        delta(&mut view, "## Done\n\n- fixed `x`\n");
+        message(&mut view, 0);
+        assert_eq!(
+            plain(&view.take_committed()),
+            ["ANSWER Done", "", "• fixed x"]
+        );
+    }
+
+    #[test]
+    fn a_long_block_is_let_go_as_an_answer_and_then_streams() {
+        let mut view = view();
+        for n in 0..=HOLD_LINES {
+            delta(&mut view, &format!("line {n}\n"));
+        }
+        let committed = plain(&view.take_committed());
+        assert_eq!(committed.len(), HOLD_LINES + 1);
+        assert_eq!(committed[0], "ANSWER line 0");
+        delta(&mut view, "more\n");
+        assert_eq!(plain(&view.take_committed()), ["more"]);
+        message(&mut view, 0);
+        assert!(view.take_committed().is_empty());
+    }
+
+    #[test]
+    fn reasoning_streams_dimmed_then_folds_into_one_line() {
+        let mut view = view();
+        view.event(&EventMsg::ReasoningDelta {
+            delta: "The user wants\na fix".into(),
+        });
+        assert_eq!(plain(&view.live()), ["thinking: a fix"]);
+        delta(&mut view, "Fixed.");
+        view.event(&EventMsg::TurnComplete(TurnCompleteEvent {
+            status: TurnStatus::Done,
+            last_message: None,
+        }));
+        assert_eq!(
+            plain(&view.take_committed()),
+            ["thought for 2 lines (/think shows it)", "ANSWER Fixed."]
+        );
+        assert_eq!(view.last_reasoning, "The user wants\na fix");
+    }
+
+    #[test]
+    fn an_abort_keeps_the_partial_text_and_says_so() {
+        let mut view = view();
+        delta(&mut view, "Half a sen");
+        view.event(&EventMsg::TurnComplete(TurnCompleteEvent {
+            status: TurnStatus::Aborted,
+            last_message: None,
+        }));
+        assert_eq!(
+            plain(&view.take_committed()),
+            ["ANSWER Half a sen", "Aborted; what arrived so far is kept."]
+        );
+    }
+
+    #[test]
+    fn the_status_line_fits_and_drops_the_session_first() {
+        let mut status = view().status;
+        status.state = TurnState::ModelGenerating;
+        status.used = Some(1_234);
+        status.limit = Some(32_768);
+        assert_eq!(
+            status.line(80, "⠋").plain(),
+            "⠋ build · qwen3 · generating · 1.2k/32.8k (3%) · s1"
+        );
+        status.session = "20261123-114611-abcdef".into();
+        let narrow = status.line(50, "");
+        assert_eq!(
+            narrow.plain(),
+            "build · qwen3 · generating · 1.2k/32.8k (3%)"
+        );
+        assert_eq!(tokens(128_000), "128k");
+        assert_eq!(tokens(999), "999");
+    }
+}
