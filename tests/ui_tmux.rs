@@ -1,6 +1,7 @@
 //! The interactive UI in a real terminal: the binary runs in tmux, keys
 //! are sent as a person types them, and the screen is read back.
 
+use std::fmt::Write as _;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -45,7 +46,7 @@ impl Tmux {
         let command = format!(
             "env -i HOME={home} PATH={path} TERM=xterm-256color LANG=C.UTF-8 \
              OFFCODE_BASE_URL={url} OFFCODE_MODEL=mock-model OFFCODE_DATA_DIR={data} \
-             OFFCODE_MANAGED_POLICY={managed} {extra} {bin}; echo EXITED $?; sleep 60",
+             OFFCODE_MANAGED_POLICY={managed} {extra} {bin}; echo EXITED $?; exec sh",
             home = ws.home.display(),
             path = std::env::var("PATH").unwrap_or_default(),
             data = data.display(),
@@ -72,6 +73,12 @@ impl Tmux {
         let mut args = vec!["send-keys", "-t", window];
         args.extend_from_slice(keys);
         self.tmux(&args);
+    }
+
+    /// Types `text` and presses Enter.
+    fn send(&self, window: &str, text: &str) {
+        self.type_text(window, text);
+        self.keys(window, &["Enter"]);
     }
 
     /// Types `text` literally (no key names).
@@ -121,12 +128,10 @@ fn chinese_editing_approval_by_key_and_history_after_restart() {
     // one, and the submitted text is exactly what is on the screen.
     tmux.type_text("one", "你好世界");
     tmux.keys("one", &["Left", "Left", "BSpace"]);
-    tmux.type_text("one", "X");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "X");
     tmux.wait_for("one", "You said: 你X世界");
     // A write asks; `y` and Enter approve it.
-    tmux.type_text("one", "write notes.txt");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "write notes.txt");
     let prompt = tmux.wait_for("one", "answer:");
     assert!(prompt.contains("notes.txt  created  +3 -0"), "{prompt}");
     assert!(prompt.contains(" a  allow for this session"), "{prompt}");
@@ -138,8 +143,7 @@ fn chinese_editing_approval_by_key_and_history_after_restart() {
     // Alt+Enter starts a second line of the same prompt.
     tmux.type_text("one", "line one");
     tmux.keys("one", &["M-Enter"]);
-    tmux.type_text("one", "line two");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "line two");
     tmux.wait_for("one", "You said: line one\nline two");
     // Ctrl+D leaves.
     tmux.keys("one", &["C-d"]);
@@ -162,8 +166,7 @@ fn a_dangerous_command_offers_only_once_or_deny() {
     let tmux = Tmux::new("danger");
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.wait_for("one", "Type a task");
-    tmux.type_text("one", "run `rm -rf build`");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "run `rm -rf build`");
     let prompt = tmux.wait_for("one", "answer:");
     assert!(prompt.contains("$ rm -rf build"), "{prompt}");
     assert!(
@@ -221,8 +224,7 @@ fn abort_mid_stream_keeps_the_partial_answer_and_ctrl_c_twice_leaves() {
     let tmux = Tmux::new("abort");
     tmux.start("one", &ws, &server.base_url(), &data);
     tmux.wait_for("one", "Type a task");
-    tmux.type_text("one", "answer slowly");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "answer slowly");
     tmux.wait_for("one", "Line 3 of");
     tmux.keys("one", &["Escape"]);
     let screen = tmux.wait_for("one", "Aborted; what arrived so far is kept.");
@@ -230,8 +232,7 @@ fn abort_mid_stream_keeps_the_partial_answer_and_ctrl_c_twice_leaves() {
     assert!(!screen.contains("The end."), "{screen}");
     assert!(session_text(&data).contains("\"interrupted\":true"));
     // Ctrl+C aborts too, and the prompt is back for the next task.
-    tmux.type_text("one", "answer slowly");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "answer slowly");
     tmux.wait_for("one", "Line 2 of");
     tmux.keys("one", &["C-c"]);
     wait_until(Duration::from_secs(10), || {
@@ -240,8 +241,7 @@ fn abort_mid_stream_keeps_the_partial_answer_and_ctrl_c_twice_leaves() {
             .count()
             == 2
     });
-    tmux.type_text("one", "hello");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "hello");
     tmux.wait_for("one", "You said: hello");
     // Ctrl+C on typed text clears it; twice on an empty prompt leaves.
     tmux.type_text("one", "never sent");
@@ -261,8 +261,7 @@ fn resizing_while_text_streams_leaves_no_debris() {
     let tmux = Tmux::new("resize");
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.wait_for("one", "Type a task");
-    tmux.type_text("one", "think, then answer slowly");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "think, then answer slowly");
     tmux.wait_for("one", "Line 2 of");
     tmux.tmux(&["resize-window", "-t", "one", "-x", "60", "-y", "20"]);
     tmux.wait_for("one", "Line 8 of");
@@ -298,11 +297,9 @@ fn typing_while_the_agent_works_queues_the_next_task() {
     let tmux = Tmux::new("queue");
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.wait_for("one", "Type a task");
-    tmux.type_text("one", "answer slowly");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "answer slowly");
     tmux.wait_for("one", "Line 1 of");
-    tmux.type_text("one", "第二个 task");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "第二个 task");
     tmux.wait_for("one", "queued: 第二个 task");
     let screen = tmux.wait_for("one", "You said: 第二个 task");
     assert!(!screen.contains("queued:"), "{screen}");
@@ -319,20 +316,17 @@ fn a_bang_command_runs_under_the_gate_and_the_model_sees_it() {
     let tmux = Tmux::new("bang");
     tmux.start("one", &ws, &server.base_url(), &data);
     tmux.wait_for("one", "Type a task");
-    tmux.type_text("one", "!ls");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "!ls");
     let screen = tmux.wait_for("one", "    README.md");
     assert!(screen.contains("TOOL bash  ls"), "{screen}");
     // A dangerous one asks, like the model's would.
-    tmux.type_text("one", "!rm README.md");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "!rm README.md");
     let prompt = tmux.wait_for("one", "answer:");
     assert!(prompt.contains("`rm` deletes files"), "{prompt}");
     answer_after_grace(&tmux, "one", "n");
     tmux.wait_for("one", "→ denied");
     assert!(ws.root.join("README.md").exists());
-    tmux.type_text("one", "what did I do?");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "what did I do?");
     tmux.wait_for("one", "You said: what did I do?");
     let bodies = server.chat_bodies();
     assert_eq!(bodies.len(), 1, "`!` never asks the model");
@@ -361,23 +355,19 @@ fn models_lists_and_switches_and_the_next_request_uses_it() {
     let tmux = Tmux::new("models");
     tmux.start("one", &ws, &server.base_url(), &data);
     tmux.wait_for("one", "Type a task");
-    tmux.type_text("one", "/models");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "/models");
     let screen = tmux.wait_for("one", "Switch with /models ID.");
     assert!(screen.contains("* mock-model  context 32.8k"), "{screen}");
     assert!(
         screen.contains("  mock-model-large  context 131k"),
         "{screen}"
     );
-    tmux.type_text("one", "/models nope");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "/models nope");
     tmux.wait_for("one", "does not serve `nope`");
-    tmux.type_text("one", "/models mock-model-large");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "/models mock-model-large");
     tmux.wait_for("one", "model: mock-model-large");
     tmux.wait_for("one", "build · mock-model-large · ready");
-    tmux.type_text("one", "hi");
-    tmux.keys("one", &["Enter"]);
+    tmux.send("one", "hi");
     tmux.wait_for("one", "You said: hi");
     tmux.wait_for("one", "mock-model-large · ready · 110/131k (0%)");
     let bodies = server.chat_bodies();
@@ -399,8 +389,7 @@ fn no_color_gives_plain_text_and_colour_is_the_default() {
             extra,
         );
         tmux.wait_for(window, "Type a task");
-        tmux.type_text(window, "write notes.txt");
-        tmux.keys(window, &["Enter"]);
+        tmux.send(window, "write notes.txt");
         tmux.wait_for(window, "answer:");
     }
     let plain = tmux.screen_with_colour("plain");
@@ -415,4 +404,115 @@ fn no_color_gives_plain_text_and_colour_is_the_default() {
     );
     let coloured = tmux.screen_with_colour("colour");
     assert!(coloured.contains("\u{1b}[32m+Notes"), "{coloured:?}");
+}
+
+#[test]
+fn a_panic_restores_the_terminal_and_says_where_things_are() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("panic");
+    tmux.start_with(
+        "one",
+        &ws,
+        &server.base_url(),
+        &data,
+        "OFFCODE_STATE_DIR=state",
+    );
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "hello");
+    tmux.wait_for("one", "You said: hello");
+    // In a turn, with the terminal in raw mode.
+    tmux.send("one", "__panic");
+    let screen = tmux.wait_for("one", "EXITED 1");
+    assert!(
+        screen.contains("offcode stopped on an internal error"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("The report is in state/crash.log"),
+        "{screen}"
+    );
+    assert!(screen.contains("The session is saved in"), "{screen}");
+    let report = std::fs::read_to_string(ws.root.join("state/crash.log")).unwrap();
+    assert!(report.contains("a test asked for a panic"), "{report}");
+    // The shell got a sane terminal back: typed text echoes, and Enter
+    // runs it.
+    tmux.send("one", "echo back-to-normal");
+    tmux.wait_for("one", "\nback-to-normal");
+    let session = session_text(&data);
+    assert!(session.contains("You said: hello"), "{session}");
+    for line in session.lines() {
+        serde_json::from_str::<serde_json::Value>(line).expect("whole session lines");
+    }
+}
+
+#[test]
+fn tab_completes_commands_and_workspace_paths_and_at_path_attaches() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    std::fs::create_dir(ws.root.join("docs")).unwrap();
+    std::fs::write(ws.root.join("docs/说明书.md"), "内容第一行\n").unwrap();
+    std::fs::write(ws.home.join("outside.txt"), "secret\n").unwrap();
+    let tmux = Tmux::new("complete");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.type_text("one", "/cont");
+    tmux.keys("one", &["Tab"]);
+    tmux.wait_for("one", "> /context");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for(
+        "one",
+        "No request yet in this session; the model's context is 32.8k tokens",
+    );
+    tmux.type_text("one", "summarise @do");
+    tmux.keys("one", &["Tab"]);
+    tmux.wait_for("one", "> summarise @docs/");
+    tmux.keys("one", &["Tab"]);
+    tmux.wait_for("one", "> summarise @docs/说明书.md");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "<file path=\"docs/说明书.md\">");
+    let body = server.chat_bodies().pop().unwrap();
+    let prompt = body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        prompt.starts_with("summarise @docs/说明书.md\n\n<file"),
+        "{prompt}"
+    );
+    assert!(prompt.contains("内容第一行"), "{prompt}");
+    // Outside the workspace: refused, nothing sent.
+    tmux.send("one", "look at @../home/outside.txt");
+    tmux.wait_for("one", "Cannot attach `@../home/outside.txt`");
+    assert_eq!(server.chat_bodies().len(), 1);
+}
+
+#[test]
+fn a_large_paste_arrives_whole() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("paste");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    let mut block = String::new();
+    for n in 1..=300 {
+        let _ = writeln!(block, "pasted line {n} 粘贴的文字");
+    }
+    block.push_str("last line");
+    let file = ws.home.join("paste.txt");
+    std::fs::write(&file, &block).unwrap();
+    tmux.tmux(&["load-buffer", "-b", "big", file.to_str().unwrap()]);
+    // `-p` pastes the way a terminal does when the program asks for
+    // bracketed paste.
+    tmux.tmux(&["paste-buffer", "-p", "-b", "big", "-t", "one"]);
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "last line");
+    wait_until(Duration::from_secs(20), || server.chat_bodies().len() == 1);
+    let body = server.chat_bodies().pop().expect("one request");
+    let prompt = body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(prompt, block);
 }

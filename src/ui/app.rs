@@ -398,7 +398,7 @@ impl<'a> App<'a> {
                 "\n\n<file path=\"{path}\">\n{content}{note}\n</file>"
             );
         }
-        Ok(format!("{text}{attached}"))
+        Ok(format!("{}{attached}", text.trim_end()))
     }
 }
 

@@ -13,6 +13,7 @@ use super::app::App;
 use super::input::{Input, Reply};
 use super::live::{Frame, Live};
 use super::render::{self, Line, Role};
+use super::view::View;
 use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, EventMsg, Op};
 
 /// Keys typed sooner than this after an approval prompt appears are
@@ -20,6 +21,8 @@ use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, EventMsg, Op};
 pub const APPROVAL_GRACE: Duration = Duration::from_millis(250);
 /// Spinner frames.
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+/// Queued messages shown one per row; the rest are counted.
+const QUEUE_ROWS: usize = 3;
 /// Events taken in before a frame is drawn.
 const BATCH: usize = 256;
 
@@ -29,6 +32,8 @@ pub struct Outcome {
     pub typed: String,
     /// False when the core stopped.
     pub alive: bool,
+    /// Ctrl+D on an empty input line: leave once the turn is over.
+    pub quit: bool,
 }
 
 /// The input line while the agent works.
@@ -123,6 +128,9 @@ struct Turn<'t> {
     question: Option<Question>,
     aborting: bool,
     done: bool,
+    quit: bool,
+    /// Terminal rows.
+    height: usize,
 }
 
 /// Runs `op` to the end of its turn.
@@ -145,6 +153,8 @@ pub async fn turn(
         question: None,
         aborting: false,
         done: false,
+        quit: false,
+        height: crossterm::terminal::size().map_or(24, |(_, rows)| usize::from(rows)),
     };
     let mut spin = 0usize;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
@@ -194,6 +204,7 @@ pub async fn turn(
     Outcome {
         typed: turn.edit.text,
         alive,
+        quit: turn.quit,
     }
 }
 
@@ -201,6 +212,13 @@ impl Turn<'_> {
     /// Takes in `event` and whatever else has arrived, before one frame.
     fn events(&mut self, app: &mut App<'_>, input: &mut Input, mut event: crate::protocol::Event) {
         for _ in 0..BATCH {
+            // Debug builds only: how the tests reach the crash path with
+            // the terminal in raw mode.
+            #[cfg(debug_assertions)]
+            if matches!(&event.msg, EventMsg::AssistantDelta { delta } if delta.contains("__panic"))
+            {
+                panic!("a test asked for a panic");
+            }
             if let EventMsg::ApprovalRequest(request) = &event.msg {
                 // Keys already on their way were not meant as an answer.
                 while input.replies.try_recv().is_ok() {}
@@ -228,7 +246,8 @@ impl Turn<'_> {
                 self.edit
                     .insert(&text.replace("\r\n", "\n").replace('\r', "\n"));
             }
-            Reply::Resize(width, _) => {
+            Reply::Resize(width, height) => {
+                self.height = usize::from(height);
                 live.resized(usize::from(width));
                 app.view.width = usize::from(width).max(10);
             }
@@ -257,7 +276,11 @@ impl Turn<'_> {
         } else if is_interrupt(key) || key.code == KeyCode::Esc {
             self.abort(app);
         } else {
+            let quit = self.quit;
             self.typing(key);
+            if self.quit && !quit {
+                app.note("Leaving when this turn ends.");
+            }
         }
     }
 
@@ -268,9 +291,15 @@ impl Turn<'_> {
         }
     }
 
-    /// An editing key; Enter queues the text.
+    /// An editing key; Enter queues the text; Ctrl+D on an empty line
+    /// leaves after the turn.
     fn typing(&mut self, key: &KeyEvent) {
-        if key.code == KeyCode::Enter && key.modifiers.is_empty() {
+        if key.code == KeyCode::Char('d')
+            && key.modifiers.contains(KeyModifiers::CONTROL)
+            && self.edit.text.is_empty()
+        {
+            self.quit = true;
+        } else if key.code == KeyCode::Enter && key.modifiers.is_empty() {
             if !self.edit.text.trim().is_empty() {
                 self.queue.push_back(std::mem::take(&mut self.edit.text));
                 self.edit.cursor = 0;
@@ -282,48 +311,82 @@ impl Turn<'_> {
 
     /// The live rows and the cursor position among them.
     fn rows(&self, app: &App<'_>, spin: usize) -> (Vec<Line>, (usize, usize)) {
-        let (edit, queue, question, aborting) = (
+        let queued: Vec<String> = self.queue.iter().cloned().collect();
+        let asking = self.question.as_ref().map(|q| q.request.session_allowed);
+        live_rows(
+            &app.view,
             &self.edit,
-            &*self.queue,
-            self.question.as_ref(),
+            &queued,
+            asking,
             self.aborting,
-        );
-        let width = app.view.width;
-        let mut rows = app.view.live();
-        for queued in queue {
-            rows.push(Line::new().with(
-                Role::Dim,
-                render::truncate(&format!("queued: {}", queued.replace('\n', "⏎")), width),
-            ));
-        }
-        let spinner = SPINNER[spin % SPINNER.len()];
-        let mut status = app.view.status.line(width, spinner);
-        if aborting {
-            status = Line::new().with(Role::Warning, "aborting…");
-        }
-        rows.push(status);
-        let (row, column) = if let Some(question) = question {
-            let mut line = Line::new()
-                .with(Role::Label, "answer: ")
-                .with(Role::Key, " y ")
-                .with(Role::Text, " once  ")
-                .with(Role::Key, " n ")
-                .with(Role::Text, " deny");
-            if question.request.session_allowed {
-                line = line
-                    .with(Role::Text, "  ")
-                    .with(Role::Key, " a ")
-                    .with(Role::Text, " session");
-            }
-            let column = line.width();
-            (line, column)
-        } else {
-            edit.row(super::input::TASK, width)
-        };
-        rows.push(row);
-        let last = rows.len() - 1;
-        (rows, (last, column.min(width.saturating_sub(1))))
+            spin,
+            self.height,
+        )
     }
+}
+
+/// The live rows (text still arriving, queued input, the status line,
+/// then the input line or, when `asking` (whether the session answer is
+/// offered), the approval keys) and the cursor's row and column.
+///
+/// They never take more than `height` rows less one: the oldest text
+/// still arriving gives way first.
+pub fn live_rows(
+    view: &View,
+    edit: &Edit,
+    queued: &[String],
+    asking: Option<bool>,
+    aborting: bool,
+    spin: usize,
+    height: usize,
+) -> (Vec<Line>, (usize, usize)) {
+    let width = view.width;
+    let shown_queue = queued.len().min(QUEUE_ROWS);
+    let more = usize::from(queued.len() > QUEUE_ROWS);
+    let room = height.saturating_sub(1 + 2 + shown_queue + more).max(1);
+    let mut rows = view.live();
+    if rows.len() > room {
+        rows.drain(..rows.len() - room);
+    }
+    for text in &queued[..shown_queue] {
+        rows.push(Line::new().with(
+            Role::Dim,
+            render::truncate(&format!("queued: {}", text.replace('\n', "⏎")), width),
+        ));
+    }
+    if more > 0 {
+        rows.push(Line::new().with(
+            Role::Dim,
+            format!("… {} more queued", queued.len() - shown_queue),
+        ));
+    }
+    let spinner = SPINNER[spin % SPINNER.len()];
+    let mut status = view.status.line(width, spinner);
+    if aborting {
+        status = Line::new().with(Role::Warning, "aborting…");
+    }
+    rows.push(status);
+    let (row, column) = if let Some(session_allowed) = asking {
+        let mut line = Line::new()
+            .with(Role::Label, "answer: ")
+            .with(Role::Key, " y ")
+            .with(Role::Text, " once  ")
+            .with(Role::Key, " n ")
+            .with(Role::Text, " deny");
+        if session_allowed {
+            line = line
+                .with(Role::Text, "  ")
+                .with(Role::Key, " a ")
+                .with(Role::Text, " session");
+        }
+        let column = line.width();
+        (line, column)
+    } else {
+        edit.row(super::input::TASK, width)
+    };
+    rows.push(row);
+    let last = rows.len() - 1;
+    (rows, (last, column.min(width.saturating_sub(1))))
 }
 
 fn is_interrupt(key: &KeyEvent) -> bool {
@@ -397,6 +460,42 @@ mod tests {
         assert!(line.width() <= 40, "{}", line.plain());
         assert!(column < 40);
         assert!(line.plain().starts_with("> …"));
+    }
+
+    #[test]
+    fn the_live_rows_fit_a_short_terminal_newest_text_first() {
+        let mut view = View::new(
+            crate::ui::view::Status {
+                agent: "build".into(),
+                model: "m".into(),
+                state: crate::protocol::TurnState::ModelGenerating,
+                used: None,
+                limit: None,
+                session: "s".into(),
+            },
+            40,
+        );
+        view.event(&EventMsg::AssistantDelta {
+            delta: "one\ntwo\nthree\nfour\nfive\nsix".into(),
+        });
+        let queued: Vec<String> = (1..=5).map(|n| format!("task {n}")).collect();
+        let (rows, cursor) = live_rows(&view, &Edit::default(), &queued, None, false, 0, 10);
+        let text: Vec<String> = rows.iter().map(Line::plain).collect();
+        assert_eq!(
+            text,
+            [
+                "four",
+                "five",
+                "six",
+                "queued: task 1",
+                "queued: task 2",
+                "queued: task 3",
+                "… 2 more queued",
+                "⠋ build · m · generating · s",
+                "> ",
+            ]
+        );
+        assert_eq!(cursor, (8, 2));
     }
 
     #[test]

@@ -81,6 +81,9 @@ pub async fn run(
         let alive = if input.terminal {
             let outcome = super::busy::turn(&mut app, op, &mut input, &mut queue, typed).await;
             typed = outcome.typed;
+            if outcome.quit && outcome.alive {
+                break;
+            }
             outcome.alive
         } else {
             app.handle.ops.submit(op);
