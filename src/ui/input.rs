@@ -168,12 +168,31 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                     prompt,
                     initial,
                 } => {
-                    if !initial.is_empty() {
-                        editor.run_edit_commands(&[EditCommand::InsertString(initial)]);
+                    let (ahead, submitted) = typed_ahead(initial);
+                    if submitted {
+                        // Typed ahead with its Enter: sent as it is.
+                        let mut err = std::io::stderr();
+                        let _ = writeln!(err, "{prompt}{ahead}");
+                        let _ = editor
+                            .history_mut()
+                            .save(reedline::HistoryItem::from_command_line(&ahead));
+                        let _ = editor.sync_history();
+                        if replies.send(Reply::Line(ahead)).is_err() {
+                            break;
+                        }
+                        continue;
+                    }
+                    if !ahead.is_empty() {
+                        editor.run_edit_commands(&[EditCommand::InsertString(ahead)]);
                     }
                     let prompt = Dynamic { status, prompt };
                     let reply = match editor.read_line(&prompt) {
-                        Ok(Signal::Success(text)) => Reply::Line(text),
+                        Ok(Signal::Success(text)) => {
+                            // Written at once, so a crash or a quick exit
+                            // keeps it.
+                            let _ = editor.sync_history();
+                            Reply::Line(text)
+                        }
                         Ok(Signal::CtrlC) => Reply::Interrupt,
                         Ok(Signal::HostCommand(command)) if command == CTRL_C => {
                             if editor.current_buffer_contents().is_empty() {
@@ -260,6 +279,40 @@ fn build_editor(history: Option<PathBuf>, completions: Completions, colour: bool
         editor = editor.with_history(Box::new(file));
     }
     editor
+}
+
+/// Keys typed before the editor starts (while a turn was ending): after
+/// `initial`, with whether an Enter ended them. Reedline would take a
+/// burst of waiting keys for a paste and their Enter for a new line.
+fn typed_ahead(initial: String) -> (String, bool) {
+    let mut text = initial;
+    let _ = crossterm::terminal::enable_raw_mode();
+    while event::poll(Duration::ZERO).unwrap_or(false) {
+        match event::read() {
+            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => match key.code {
+                KeyCode::Enter if key.modifiers.is_empty() => {
+                    let _ = crossterm::terminal::disable_raw_mode();
+                    let sent = !text.trim().is_empty();
+                    return (text, sent);
+                }
+                KeyCode::Char(c)
+                    if !key
+                        .modifiers
+                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+                {
+                    text.push(c);
+                }
+                KeyCode::Backspace => {
+                    text.pop();
+                }
+                _ => {}
+            },
+            Ok(Event::Paste(pasted)) => text.push_str(&pasted),
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    (text, false)
 }
 
 /// Raw keys until a request comes; returns it (`None` when the loop is
