@@ -80,3 +80,38 @@ fn end_of_input_mid_question_denies_and_exits_cleanly() {
     );
     assert!(out.contains("Unknown command `/nope`"), "{out}");
 }
+
+#[test]
+fn startup_names_the_sources_and_warns_when_the_server_does_not_answer() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let (code, out) = interactive(&ws, &server.base_url(), "/context\n");
+    assert_eq!(code, 0, "{out}");
+    let first = out.lines().next().unwrap();
+    assert!(
+        first.starts_with(&format!("offcode · mock-model at {}", server.base_url())),
+        "{out}"
+    );
+    assert!(
+        out.contains(&format!(
+            "config: {}",
+            ws.home.join(".config/offcode/offcode.jsonc").display()
+        )),
+        "{out}"
+    );
+    assert!(
+        out.contains("No request yet in this session; the model's context is 32.8k tokens"),
+        "{out}"
+    );
+    // Nothing listens here: offcode still starts, and says what is wrong.
+    let (code, out) = interactive(&ws, "http://127.0.0.1:9/v1", "/models\n");
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("The server did not list its models (Could not connect to"),
+        "{out}"
+    );
+    assert!(
+        out.contains("Could not list the models: Could not connect"),
+        "{out}"
+    );
+}

@@ -105,17 +105,30 @@ impl<'a> App<'a> {
         }
         self.note(config_sources(self.environment));
         self.note("Type a task and press Enter; /help lists the keys and commands.");
-        self.fetch_models().await;
+        if let Err(message) = self.fetch_models().await {
+            self.view.commit(Line::new().with(
+                Role::Warning,
+                format!(
+                    "The server did not list its models ({message}); requests will fail until it \
+                     answers. Set `base_url` in ~/.config/offcode/offcode.jsonc or OFFCODE_BASE_URL."
+                ),
+            ));
+        }
     }
 
     /// Asks the server for its models (and the active one's context
-    /// length); a failure only leaves them unknown.
-    async fn fetch_models(&mut self) {
+    /// length); a failure leaves them as they were and says why.
+    async fn fetch_models(&mut self) -> Result<(), String> {
         let client = Arc::clone(&self.client);
         let listed = tokio::task::spawn_blocking(move || client.list_models()).await;
-        if let Ok(Ok(models)) = listed {
-            self.models = Some(models);
-            self.update_limit();
+        match listed {
+            Ok(Ok(models)) => {
+                self.models = Some(models);
+                self.update_limit();
+                Ok(())
+            }
+            Ok(Err(error)) => Err(crate::client::error_chain(&error)),
+            Err(error) => Err(error.to_string()),
         }
     }
 
@@ -230,14 +243,12 @@ impl<'a> App<'a> {
     }
 
     async fn models_command(&mut self, argument: &str) -> Dispatch {
-        self.fetch_models().await;
+        let fetched = self.fetch_models().await;
         if argument.is_empty() {
             let current = self.view.status.model.clone();
-            let Some(models) = &self.models else {
-                self.error(format!(
-                    "Could not list the models at `{}`",
-                    self.client.base_url()
-                ));
+            let (Ok(()), Some(models)) = (&fetched, &self.models) else {
+                let why = fetched.err().unwrap_or_default();
+                self.error(format!("Could not list the models: {why}"));
                 return Dispatch::Done;
             };
             let lines: Vec<Line> = models

@@ -21,6 +21,8 @@ use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, EventMsg, Op};
 pub const APPROVAL_GRACE: Duration = Duration::from_millis(250);
 /// Spinner frames.
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+/// The shortest time between two frames drawn for streamed text.
+const FRAME: Duration = Duration::from_millis(16);
 /// Queued messages shown one per row; the rest are counted.
 const QUEUE_ROWS: usize = 3;
 /// Events taken in before a frame is drawn.
@@ -160,20 +162,30 @@ pub async fn turn(
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut out = std::io::stdout();
     let mut alive = true;
+    let mut last_frame = tokio::time::Instant::now();
+    let mut dirty = false;
     loop {
+        // Keys are drawn at once; streamed text at most once a frame, so a
+        // fast stream costs the terminal a frame, not a redraw per token.
+        let mut now = false;
         tokio::select! {
             event = app.handle.events.recv() => match event {
                 Some(event) => turn.events(app, input, event),
                 None => alive = false,
             },
-            reply = input.replies.recv() => match reply {
-                Some(reply) => turn.reply(app, &mut live, reply),
-                None => alive = false,
+            reply = input.replies.recv() => {
+                now = true;
+                match reply {
+                    Some(reply) => turn.reply(app, &mut live, reply),
+                    None => alive = false,
+                }
             },
             _ = tick.tick() => spin = spin.wrapping_add(1),
+            () = tokio::time::sleep_until(last_frame + FRAME), if dirty => {}
         }
-        let committed = app.view.take_committed();
+        dirty = true;
         if turn.done || !alive {
+            let committed = app.view.take_committed();
             let frame = Frame {
                 committed: &committed,
                 live: &[],
@@ -183,6 +195,10 @@ pub async fn turn(
             live.clear(&mut out);
             break;
         }
+        if !now && last_frame.elapsed() < FRAME {
+            continue;
+        }
+        let committed = app.view.take_committed();
         let (rows, cursor) = turn.rows(app, spin);
         let frame = Frame {
             committed: &committed,
@@ -190,6 +206,8 @@ pub async fn turn(
             cursor,
         };
         live.draw(&mut out, app.palette, &frame);
+        last_frame = tokio::time::Instant::now();
+        dirty = false;
     }
     // Keys typed up to now belong to the next prompt.
     input.request(super::input::Request::Pause);

@@ -3,7 +3,8 @@
 //! `read PATH`, `write PATH` and ``run `COMMAND` `` (also `读取` / `写入` /
 //! `运行`) with real tool calls, one per step, then answers. A prompt with
 //! `slowly` gets a long markdown answer streamed a word every 10 ms (to
-//! watch streaming, abort it or resize during it), one with `think`
+//! watch streaming, abort it or resize during it), `stream fast` 3000
+//! words at about 1000 a second (to benchmark the UI), one with `think`
 //! reasons first; any other prompt gets an echo.
 
 use std::fmt::Write as _;
@@ -80,6 +81,9 @@ pub fn respond(request: &Request) -> Reply {
         .iter()
         .filter(|m| m["role"] == "assistant")
         .count();
+    if prompt.contains("stream fast") {
+        return Reply::sse_events(fast_answer(), std::time::Duration::from_millis(1));
+    }
     if prompt.contains("slowly") {
         return Reply::sse_events(slow_answer(prompt.contains("think")), SLOW_DELAY);
     }
@@ -145,6 +149,26 @@ pub fn respond(request: &Request) -> Reply {
         }
     };
     Reply::sse(events.concat().into_bytes())
+}
+
+/// Words in a `stream fast` answer, one SSE event each, 1 ms apart
+/// (about 1000 tokens/s).
+const FAST_WORDS: usize = 3_000;
+
+/// `FAST_WORDS` words, a line every 12.
+fn fast_answer() -> Vec<String> {
+    let mut events = vec![chunks::role()];
+    for n in 0..FAST_WORDS {
+        let piece = if n % 12 == 11 { "word\n" } else { "word " };
+        events.push(chunks::text_delta(piece));
+    }
+    events.extend([
+        chunks::text_delta("The end."),
+        chunks::finish("stop"),
+        chunks::usage(100, FAST_WORDS as u64),
+        chunks::done(),
+    ]);
+    events
 }
 
 /// Time between two pieces of a slow answer.

@@ -297,6 +297,12 @@ fn wait_watching(stream: &TcpStream, delay: Duration) -> std::io::Result<()> {
     if delay.is_zero() {
         return Ok(());
     }
+    // A socket read timeout is only as fine as the kernel's tick (4-10 ms);
+    // short gaps are slept, and a closed connection shows at the next write.
+    if delay < Duration::from_millis(20) {
+        thread::sleep(delay);
+        return Ok(());
+    }
     let deadline = Instant::now() + delay;
     let mut probe = [0u8; 1];
     while let Some(left) = deadline.checked_duration_since(Instant::now()) {
