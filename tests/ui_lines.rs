@@ -79,6 +79,12 @@ fn end_of_input_mid_question_denies_and_exits_cleanly() {
         "{out}"
     );
     assert!(out.contains("Unknown command `/nope`"), "{out}");
+    for line in out.lines() {
+        assert!(
+            unicode_width::UnicodeWidthStr::width(line) <= 80,
+            "wider than 80 columns: {line}"
+        );
+    }
 }
 
 #[test]

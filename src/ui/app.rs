@@ -163,13 +163,17 @@ impl<'a> App<'a> {
         let _ = out.flush();
     }
 
-    /// The status line for the prompt, with `hint` in place of the state.
-    pub fn status_text(&self, hint: Option<&str>) -> String {
-        let mut line = self.view.status.line(self.view.width, "");
-        if let Some(hint) = hint {
-            line = Line::new().with(Role::Warning, hint);
-        }
-        self.palette.paint(&line)
+    /// The status line for the prompt, or `hint` in its place.
+    pub fn status_line(&self, hint: Option<&'static str>) -> super::input::StatusLine {
+        let status = self.view.status.clone();
+        let palette = self.palette;
+        Box::new(move |width| {
+            let line = match hint {
+                Some(hint) => Line::new().with(Role::Warning, render::truncate(hint, width)),
+                None => status.line(width.saturating_sub(1), ""),
+            };
+            palette.paint(&line)
+        })
     }
 
     /// Counts a turn (the session is worth keeping).
@@ -210,9 +214,7 @@ impl<'a> App<'a> {
             "/help" => self.help(),
             "/models" => return self.models_command(argument).await,
             "/context" => self.context(),
-            "/todo" => self.note(
-                "No todo list in this session: the agent keeps one with its todo tool, which is not available yet.",
-            ),
+            "/todo" => self.note("No todo list: the agent's todo tool is not available yet."),
             "/think" => self.think(),
             "/sessions" => self.sessions(),
             "/new" => self.restart(false).await,
@@ -231,11 +233,12 @@ impl<'a> App<'a> {
             );
         }
         for line in [
-            "  !CMD        run a shell command (same checks as the agent's); the model sees it",
-            "  @PATH       attach a file from the workspace (Tab completes)",
-            "Keys: Enter sends · Alt+Enter or Ctrl+J new line · Up/Down history · Tab completes",
-            "      Esc or Ctrl+C stops the agent · Ctrl+C twice or Ctrl+D leaves",
-            "      while the agent works, Enter queues what you typed for the next turn",
+            "  !CMD      run a shell command (same checks as the agent's)",
+            "  @PATH     attach a workspace file (Tab completes)",
+            "Keys: Enter sends · Alt+Enter or Ctrl+J new line · Up/Down history",
+            "      Tab completes · Esc or Ctrl+C stops the agent",
+            "      Ctrl+C twice or Ctrl+D leaves",
+            "      while the agent works, Enter queues the text for later",
             "Approvals: y allow once · n (or Esc) deny · a allow for this session",
         ] {
             self.view.commit(Line::new().with(Role::Text, line));

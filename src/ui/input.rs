@@ -40,13 +40,12 @@ const ESC: &str = "\u{1b}";
 const CTRL_C: &str = "\u{3}";
 
 /// What the loop asks for.
-#[derive(Debug)]
 pub enum Request {
     /// A line: the editor with `status` above the prompt and `initial`
     /// already typed, or a plain line after `prompt`.
     Line {
-        /// The painted status line (editor only).
-        status: String,
+        /// Paints the status line at a width (editor only).
+        status: StatusLine,
         /// The prompt text.
         prompt: &'static str,
         /// Text to start with (editor only).
@@ -99,7 +98,7 @@ impl Input {
     /// with no status line); `None` at the end of input.
     pub async fn line(&mut self, prompt: &'static str) -> Option<String> {
         self.request(Request::Line {
-            status: String::new(),
+            status: Box::new(|_| String::new()),
             prompt,
             initial: String::new(),
         });
@@ -185,7 +184,7 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                     if !ahead.is_empty() {
                         editor.run_edit_commands(&[EditCommand::InsertString(ahead)]);
                     }
-                    let prompt = Dynamic { status, prompt };
+                    let prompt = Dynamic::new(&status, prompt);
                     let reply = match editor.read_line(&prompt) {
                         Ok(Signal::Success(text)) => {
                             // Written at once, so a crash or a quick exit
@@ -362,10 +361,27 @@ fn spawn(
     }
 }
 
+/// Paints the status line for a terminal width; empty for none.
+pub type StatusLine = Box<dyn Fn(usize) -> String + Send>;
+
 /// The status line (if any) above the prompt text.
+///
+/// It is fitted to the terminal's width when the prompt starts and kept
+/// as it is after a resize: a reflowing terminal rewraps it, and the
+/// editor, which measures the prompt it drew, then finds it where it is.
 struct Dynamic {
     status: String,
     prompt: &'static str,
+}
+
+impl Dynamic {
+    fn new(status: &StatusLine, prompt: &'static str) -> Self {
+        let width = crossterm::terminal::size().map_or(80, |(columns, _)| usize::from(columns));
+        Self {
+            status: status(width),
+            prompt,
+        }
+    }
 }
 
 impl Prompt for Dynamic {

@@ -42,7 +42,7 @@ pub async fn run(
             }
             let hint = interrupted.then_some("Ctrl+C again (on an empty prompt) leaves");
             input.request(Request::Line {
-                status: app.status_text(hint),
+                status: app.status_line(hint),
                 prompt: input::TASK,
                 initial: std::mem::take(&mut typed),
             });
