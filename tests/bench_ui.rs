@@ -30,6 +30,7 @@ fn view() -> View {
             used: Some(12_345),
             limit: Some(32_768),
             session: "20261123-120000-abcd".into(),
+            retry: None,
         },
         80,
     )

@@ -66,6 +66,7 @@ impl<'a> App<'a> {
             used: None,
             limit: None,
             session: setup.session.id.clone(),
+            retry: None,
         };
         let mut app = Self {
             environment,

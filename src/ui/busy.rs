@@ -490,6 +490,7 @@ mod tests {
                 used: None,
                 limit: None,
                 session: "s".into(),
+                retry: None,
             },
             40,
         );

@@ -33,12 +33,24 @@ pub struct Status {
     pub limit: Option<u64>,
     /// The session id.
     pub session: String,
+    /// A retry's time, number and allowed number, while one is waited for.
+    pub retry: Option<(std::time::Instant, u32, u32)>,
 }
 
 impl Status {
     /// The status line at `width` columns; `spinner` marks work going on.
     pub fn line(&self, width: usize, spinner: &str) -> Line {
+        let countdown;
         let state = match self.state {
+            _ if self.retry.is_some() => {
+                let (at, attempt, most) = self.retry.unwrap_or((std::time::Instant::now(), 0, 0));
+                let left = at.saturating_duration_since(std::time::Instant::now());
+                countdown = format!(
+                    "retry {attempt}/{most} in {} s (Esc cancels)",
+                    left.as_secs() + 1
+                );
+                countdown.as_str()
+            }
             TurnState::Idle | TurnState::Done | TurnState::Error => "ready",
             TurnState::Planning => "waiting for the model",
             TurnState::ModelGenerating => "generating",
@@ -164,7 +176,10 @@ impl View {
                 self.markdown = Markdown::new();
                 self.status.state = TurnState::Planning;
             }
-            EventMsg::StateChanged { state } => self.status.state = *state,
+            EventMsg::StateChanged { state } => {
+                self.status.state = *state;
+                self.status.retry = None;
+            }
             EventMsg::ReasoningDelta { delta } => {
                 self.reasoning
                     .get_or_insert_with(String::new)
@@ -201,6 +216,11 @@ impl View {
                 self.status.used = Some(usage.prompt_tokens + usage.completion_tokens);
             }
             EventMsg::Retry(retry) => {
+                self.status.retry = Some((
+                    std::time::Instant::now() + std::time::Duration::from_millis(retry.delay_ms),
+                    retry.attempt,
+                    retry.max_retries,
+                ));
                 self.end_block("PLAN");
                 self.commit(Line::new().with(
                     Role::Warning,
@@ -230,6 +250,7 @@ impl View {
                 self.commit(Line::new().with(Role::Error, message.as_str()));
             }
             EventMsg::TurnComplete(complete) => {
+                self.status.retry = None;
                 self.end_reasoning();
                 self.end_block("ANSWER");
                 if complete.status == TurnStatus::Aborted {
@@ -381,6 +402,7 @@ mod tests {
                 used: None,
                 limit: None,
                 session: "s1".into(),
+                retry: None,
             },
             80,
         )
@@ -468,6 +490,32 @@ mod tests {
         assert_eq!(
             plain(&view.take_committed()),
             ["ANSWER Half a sen", "Aborted; what arrived so far is kept."]
+        );
+    }
+
+    #[test]
+    fn a_retry_counts_down_in_the_status_line_until_output_comes() {
+        let mut view = view();
+        view.event(&EventMsg::Retry(crate::protocol::RetryEvent {
+            attempt: 1,
+            max_retries: 3,
+            delay_ms: 1_500,
+            reason: "HTTP 503".into(),
+        }));
+        assert_eq!(
+            view.status.line(80, "").plain(),
+            "build · qwen3 · retry 1/3 in 2 s (Esc cancels) · s1"
+        );
+        assert_eq!(
+            plain(&view.take_committed()),
+            ["retry 1/3 in 1.5 s: HTTP 503"]
+        );
+        view.event(&EventMsg::StateChanged {
+            state: TurnState::ModelGenerating,
+        });
+        assert_eq!(
+            view.status.line(80, "").plain(),
+            "build · qwen3 · generating · s1"
         );
     }
 
