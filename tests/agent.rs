@@ -617,3 +617,51 @@ async fn interrupt_ends_a_turn_whose_tool_is_stuck() {
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed())
         .open(harness.root.join(".gitignore"));
 }
+
+#[tokio::test]
+async fn a_users_shell_command_is_recorded_for_the_model_and_never_a_doom_loop() {
+    let server = mock();
+    let mut harness = start(&server, 5);
+    // The same allowed command three times: no question (it is the
+    // user's, not a model repeating itself).
+    for _ in 0..3 {
+        harness.handle.ops.submit(Op::Shell {
+            command: "echo hi".into(),
+        });
+        let events = harness.collect(None).await;
+        assert!(approval_requests(&events).is_empty(), "{events:#?}");
+        assert_eq!(status(&events), TurnStatus::Done);
+    }
+    // A dangerous one asks; denied, it is recorded as not run.
+    std::fs::create_dir(harness.root.join("build")).unwrap();
+    harness.handle.ops.submit(Op::Shell {
+        command: "rm -rf build".into(),
+    });
+    let events = harness.collect(Some(ApprovalDecision::Deny)).await;
+    assert_eq!(approval_requests(&events).len(), 1);
+    assert!(harness.root.join("build").is_dir());
+    let messages = harness.session_messages();
+    let texts: Vec<String> = messages
+        .iter()
+        .map(|m| match m {
+            Message::User { content } => format!("user: {content}"),
+            Message::Assistant { content, .. } => format!("assistant: {content}"),
+            other @ Message::Tool { .. } => format!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(texts.len(), 8, "{texts:#?}");
+    assert_eq!(texts[0], "user: !echo hi");
+    assert_eq!(
+        texts[1],
+        "assistant: The user ran `echo hi` in the workspace:\n```\nhi\n\n[exit code: 0]\n```"
+    );
+    assert_eq!(texts[6], "user: !rm -rf build");
+    assert!(
+        texts[7].starts_with(
+            "assistant: The user tried to run `rm -rf build`; it did not run: Permission denied"
+        ),
+        "{}",
+        texts[7]
+    );
+    assert!(server.chat_bodies().is_empty(), "`!` never asks the model");
+}

@@ -485,7 +485,13 @@ fn tab_completes_commands_and_workspace_paths_and_at_path_attaches() {
     // Outside the workspace: refused, nothing sent.
     tmux.send("one", "look at @../home/outside.txt");
     tmux.wait_for("one", "Cannot attach `@../home/outside.txt`");
-    assert_eq!(server.chat_bodies().len(), 1);
+    // The prompt is back in the editor, to fix; words that are not files
+    // stay words.
+    tmux.wait_for("one", "> look at @../home/outside.txt");
+    tmux.keys("one", &["C-u"]);
+    tmux.send("one", "thank @alice for @types/node");
+    tmux.wait_for("one", "You said: thank @alice for @types/node");
+    assert_eq!(server.chat_bodies().len(), 2);
 }
 
 #[test]

@@ -14,6 +14,28 @@ use super::{Queued, Shared, lock};
 
 /// How much of a `!command`'s output is recorded for the model.
 const SHELL_RECORD_BYTES: usize = 16 * 1024;
+
+/// `text` cut to about `most` bytes by leaving out its middle, so the end
+/// (errors, the exit code) stays.
+fn middle_cut(text: &str, most: usize) -> String {
+    if text.len() <= most {
+        return text.to_owned();
+    }
+    let mut head = most / 2;
+    while !text.is_char_boundary(head) {
+        head -= 1;
+    }
+    let mut tail = text.len() - most / 2;
+    while !text.is_char_boundary(tail) {
+        tail += 1;
+    }
+    format!(
+        "{}\n[… {} bytes left out …]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
 use crate::cancel::Cancel;
 use crate::client::wire::{ChatRequest, StreamOptions, ToolSpec};
 use crate::client::{self, Client, Piece, Update};
@@ -168,6 +190,8 @@ impl AgentState {
 
     async fn run_turn(&mut self, id: SubmissionId, text: String, cancel: &Cancel) {
         self.emit(id, EventMsg::TurnStarted { text: text.clone() });
+        // A user message breaks a run of identical calls.
+        self.last_call = None;
         let (status, last_message) = self.turn(id, text, cancel).await;
         self.end_turn(id, status, last_message, cancel);
     }
@@ -198,21 +222,25 @@ impl AgentState {
             self.end_turn(id, status, None, cancel);
             return;
         }
+        // The user's own command is not one of the model's repeats.
+        self.last_call = None;
         let output = if cancel.is_cancelled() {
             ToolOutput::error("not run: aborted")
         } else {
             self.run_call(id, &call, cancel).await
         };
-        let mut shown = output.output.clone();
-        if shown.len() > SHELL_RECORD_BYTES {
-            let mut cut = SHELL_RECORD_BYTES;
-            while !shown.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            shown.truncate(cut);
-            shown.push_str("\n[output truncated]");
-        }
-        let reply = format!("The user ran `{command}` in the workspace:\n```\n{shown}\n```");
+        self.last_call = None;
+        let reply = if output.output.contains("[exit code:") {
+            format!(
+                "The user ran `{command}` in the workspace:\n```\n{}\n```",
+                middle_cut(&output.output, SHELL_RECORD_BYTES)
+            )
+        } else {
+            format!(
+                "The user tried to run `{command}`; it did not run: {}",
+                output.output.trim_start_matches("Error: ")
+            )
+        };
         let status = if cancel.is_cancelled() {
             TurnStatus::Aborted
         } else if output.ok {
@@ -522,5 +550,20 @@ fn error_kind(error: &client::Error) -> ErrorKind {
         | client::Error::BadResponse { .. } => ErrorKind::Stream,
         client::Error::IdleTimeout(_) => ErrorKind::Timeout,
         client::Error::Cancelled => ErrorKind::Internal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::middle_cut;
+
+    #[test]
+    fn a_long_output_keeps_its_end() {
+        assert_eq!(middle_cut("short", 100), "short");
+        let text = format!("{}\n[exit code: 2]", "错".repeat(50));
+        let cut = middle_cut(&text, 40);
+        assert!(cut.starts_with("错错错错错错"), "{cut}");
+        assert!(cut.ends_with("\n[exit code: 2]"), "{cut}");
+        assert!(cut.contains("bytes left out"), "{cut}");
     }
 }

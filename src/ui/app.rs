@@ -4,7 +4,7 @@
 //! [`super::busy`] with a live terminal.
 
 use std::fmt::Write as _;
-use std::io::Write as _;
+use std::io::{Read as _, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -16,7 +16,7 @@ use crate::client::Client;
 use crate::client::wire::ModelCard;
 use crate::config::Environment;
 use crate::protocol::{EventMsg, Op, TurnState};
-use crate::sandbox::Sandbox;
+use crate::sandbox::{Error as SandboxError, Sandbox};
 
 /// Bytes of one `@path` attachment sent to the model.
 pub const ATTACH_BYTES: usize = 256 * 1024;
@@ -47,6 +47,8 @@ pub struct App<'a> {
     session_file: Option<String>,
     turns: usize,
     models: Option<Vec<ModelCard>>,
+    /// A prompt refused before it was sent, to put back in the editor.
+    pub refused: Option<String>,
 }
 
 impl<'a> App<'a> {
@@ -78,6 +80,7 @@ impl<'a> App<'a> {
             session_file: None,
             turns: 0,
             models: None,
+            refused: None,
         };
         app.introduce().await;
         app
@@ -203,6 +206,7 @@ impl<'a> App<'a> {
                 Ok(text) => Dispatch::Turn(Op::UserTurn { text }),
                 Err(message) => {
                     self.error(message);
+                    self.refused = Some(text.to_owned());
                     Dispatch::Done
                 }
             };
@@ -394,20 +398,34 @@ impl<'a> App<'a> {
                 continue;
             }
             seen.push(path);
-            let content = self
-                .sandbox
-                .read(path)
+            let file = match self.sandbox.open_file(path, rustix::fs::OFlags::empty()) {
+                Ok((fd, _)) => std::fs::File::from(fd),
+                // `@alice`, `@types/node`, `@src/`: words, not attachments.
+                Err(
+                    SandboxError::NotFound { .. }
+                    | SandboxError::NotADirectory { .. }
+                    | SandboxError::IsADirectory { .. }
+                    | SandboxError::Invalid { .. },
+                ) => continue,
+                Err(error) => return Err(format!("Cannot attach `@{path}`: {error}")),
+            };
+            let mut content = Vec::new();
+            let limit = u64::try_from(ATTACH_BYTES).unwrap_or(u64::MAX) + 1;
+            std::io::Read::take(file, limit)
+                .read_to_end(&mut content)
                 .map_err(|e| format!("Cannot attach `@{path}`: {e}"))?;
+            let truncated = content.len() > ATTACH_BYTES;
+            content.truncate(ATTACH_BYTES);
             let mut content = String::from_utf8_lossy(&content).into_owned();
-            let mut note = "";
-            if content.len() > ATTACH_BYTES {
-                let mut cut = ATTACH_BYTES;
-                while !content.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                content.truncate(cut);
-                note = "\n[attachment truncated]";
+            // A character cut in two at the limit is not worth a U+FFFD.
+            if truncated && content.ends_with('\u{fffd}') {
+                content.pop();
             }
+            let note = if truncated {
+                "\n[attachment truncated]"
+            } else {
+                ""
+            };
             let _ = write!(
                 attached,
                 "\n\n<file path=\"{path}\">\n{content}{note}\n</file>"

@@ -62,6 +62,7 @@ impl Edit {
             }
             KeyCode::Char(_) if control => return false,
             KeyCode::Char(c) => self.insert(c.encode_utf8(&mut [0; 4])),
+            KeyCode::Tab => self.insert("    "),
             KeyCode::Backspace => {
                 if let Some(c) = self.text[..self.cursor].chars().next_back() {
                     self.cursor -= c.len_utf8();
@@ -91,8 +92,11 @@ impl Edit {
     }
 
     /// Inserts `text` at the cursor.
+    /// Inserts `text` at the cursor; line ends become `\n`, tabs spaces,
+    /// other control characters are dropped.
     pub fn insert(&mut self, text: &str) {
-        self.text.insert_str(self.cursor, text);
+        let text = render::clean(&text.replace("\r\n", "\n").replace('\r', "\n"));
+        self.text.insert_str(self.cursor, &text);
         self.cursor += text.len();
     }
 
@@ -156,8 +160,13 @@ pub async fn turn(
         aborting: false,
         done: false,
         quit: false,
-        height: crossterm::terminal::size().map_or(24, |(_, rows)| usize::from(rows)),
+        height: 24,
     };
+    // The terminal may have been resized while the editor had it.
+    if let Ok((columns, rows)) = crossterm::terminal::size() {
+        app.view.width = usize::from(columns).max(10);
+        turn.height = usize::from(rows);
+    }
     let mut spin = 0usize;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let mut out = std::io::stdout();
@@ -170,7 +179,7 @@ pub async fn turn(
         let mut now = false;
         tokio::select! {
             event = app.handle.events.recv() => match event {
-                Some(event) => turn.events(app, input, event),
+                Some(event) => turn.events(app, input, &mut live, event),
                 None => alive = false,
             },
             reply = input.replies.recv() => {
@@ -228,7 +237,13 @@ pub async fn turn(
 
 impl Turn<'_> {
     /// Takes in `event` and whatever else has arrived, before one frame.
-    fn events(&mut self, app: &mut App<'_>, input: &mut Input, mut event: crate::protocol::Event) {
+    fn events(
+        &mut self,
+        app: &mut App<'_>,
+        input: &mut Input,
+        live: &mut Live,
+        mut event: crate::protocol::Event,
+    ) {
         for _ in 0..BATCH {
             // Debug builds only: how the tests reach the crash path with
             // the terminal in raw mode.
@@ -238,8 +253,11 @@ impl Turn<'_> {
                 panic!("a test asked for a panic");
             }
             if let EventMsg::ApprovalRequest(request) = &event.msg {
-                // Keys already on their way were not meant as an answer.
-                while input.replies.try_recv().is_ok() {}
+                // Keys already on their way were not meant as an answer:
+                // they are taken as typing (or an abort), never as one.
+                while let Ok(reply) = input.replies.try_recv() {
+                    self.reply(app, live, reply);
+                }
                 self.question = Some(Question {
                     request: request.clone(),
                     shown: Instant::now(),
@@ -260,10 +278,7 @@ impl Turn<'_> {
     fn reply(&mut self, app: &mut App<'_>, live: &mut Live, reply: Reply) {
         match reply {
             Reply::Key(key) => self.key(app, &key),
-            Reply::Paste(text) if self.question.is_none() => {
-                self.edit
-                    .insert(&text.replace("\r\n", "\n").replace('\r', "\n"));
-            }
+            Reply::Paste(text) => self.edit.insert(&text),
             Reply::Resize(width, height) => {
                 self.height = usize::from(height);
                 live.resized(usize::from(width));
@@ -297,7 +312,11 @@ impl Turn<'_> {
             let quit = self.quit;
             self.typing(key);
             if self.quit && !quit {
-                app.note("Leaving when this turn ends.");
+                app.note(if self.queue.is_empty() {
+                    "Leaving when this turn ends."
+                } else {
+                    "Leaving when this turn and the queued messages are done."
+                });
             }
         }
     }
@@ -375,7 +394,10 @@ pub fn live_rows(
     if more > 0 {
         rows.push(Line::new().with(
             Role::Dim,
-            format!("… {} more queued", queued.len() - shown_queue),
+            render::truncate(
+                &format!("… {} more queued", queued.len() - shown_queue),
+                width,
+            ),
         ));
     }
     let spinner = SPINNER[spin % SPINNER.len()];
@@ -397,12 +419,18 @@ pub fn live_rows(
                 .with(Role::Key, " a ")
                 .with(Role::Text, " session");
         }
+        let line = render::fit(&line, width);
         let column = line.width();
         (line, column)
     } else {
         edit.row(super::input::TASK, width)
     };
     rows.push(row);
+    // A very short terminal: the newest rows win.
+    let most = height.saturating_sub(1).max(2);
+    if rows.len() > most {
+        rows.drain(..rows.len() - most);
+    }
     let last = rows.len() - 1;
     (rows, (last, column.min(width.saturating_sub(1))))
 }

@@ -66,6 +66,14 @@ impl Completions {
             return Vec::new();
         }
         let (directory, prefix) = typed.rsplit_once('/').unwrap_or(("", typed));
+        // A symlink may lead out of the workspace; its names stay there.
+        let inside = std::fs::canonicalize(self.root.join(directory))
+            .ok()
+            .zip(std::fs::canonicalize(&self.root).ok())
+            .is_some_and(|(dir, root)| dir.starts_with(root));
+        if !inside {
+            return Vec::new();
+        }
         let Ok(entries) = std::fs::read_dir(self.root.join(directory)) else {
             return Vec::new();
         };
@@ -139,6 +147,9 @@ mod tests {
         assert!(!values(completions.suggest("@", 1)).contains(&"@.env".to_owned()));
         assert_eq!(values(completions.suggest("@.e", 3)), ["@.env"]);
         assert!(completions.suggest("@../", 4).is_empty());
+        std::os::unix::fs::symlink("/etc", dir.path().join("etc")).unwrap();
+        assert_eq!(values(completions.suggest("@et", 3)), ["@etc"]);
+        assert!(completions.suggest("@etc/", 5).is_empty());
         assert!(completions.suggest("@/etc/", 6).is_empty());
     }
 }

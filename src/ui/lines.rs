@@ -4,6 +4,7 @@
 //! otherwise, where approval questions are answered on the next line.
 
 use std::collections::VecDeque;
+use std::io::Write as _;
 use std::time::Duration;
 
 use super::app::{self, App, Dispatch};
@@ -28,8 +29,13 @@ pub async fn run(
     let mut queue: VecDeque<String> = VecDeque::new();
     let mut typed = String::new();
     let mut interrupted = false;
+    // Ctrl+D during a turn: leave once the queue is done.
+    let mut leaving = false;
     loop {
         app.print_committed();
+        if leaving && queue.is_empty() {
+            break;
+        }
         let text = if let Some(queued) = queue.pop_front() {
             app.note(format!("> {queued}"));
             app.print_committed();
@@ -64,12 +70,23 @@ pub async fn run(
                 ) => {
                     continue;
                 }
-                Some(Reply::Interrupt | Reply::End) | None => break,
+                Some(Reply::Interrupt | Reply::End) | None => {
+                    // The editor leaves the cursor on its line.
+                    if input.terminal {
+                        let _ = writeln!(std::io::stderr());
+                    }
+                    break;
+                }
             }
         };
         let op = match app.dispatch(&text).await {
             Dispatch::Quit => break,
-            Dispatch::Done => continue,
+            Dispatch::Done => {
+                if let Some(text) = app.refused.take() {
+                    typed = text;
+                }
+                continue;
+            }
             Dispatch::Turn(op @ Op::SetModel { .. }) => {
                 app.handle.ops.submit(op);
                 app::settle(&mut app, SETTLE).await;
@@ -82,7 +99,10 @@ pub async fn run(
             let outcome = super::busy::turn(&mut app, op, &mut input, &mut queue, typed).await;
             typed = outcome.typed;
             if outcome.quit && outcome.alive {
-                break;
+                if queue.is_empty() {
+                    break;
+                }
+                leaving = true;
             }
             outcome.alive
         } else {

@@ -47,7 +47,7 @@ impl Live {
         self.clear_into(&mut buffer);
         for line in frame.committed {
             buffer.push_str(&palette.paint(line));
-            buffer.push_str("\x1b[K\r\n");
+            buffer.push_str("\r\n");
         }
         self.rows.clear();
         for (index, line) in frame.live.iter().enumerate() {
@@ -139,7 +139,7 @@ mod tests {
         );
         let first = text(&out);
         assert!(
-            first.contains("\r\x1b[JTOOL read\x1b[K\r\nstatus\r\n> 你好\r\x1b[6C"),
+            first.contains("\r\x1b[JTOOL read\r\nstatus\r\n> 你好\r\x1b[6C"),
             "{first:?}"
         );
         out.clear();

@@ -124,6 +124,16 @@ pub struct View {
     previewed: Vec<String>,
     /// The turn is the user's `!command`: its output is shown.
     shell: bool,
+    /// Warnings waiting for the text block they are about to end.
+    deferred: Vec<Line>,
+}
+
+/// `message` (any number of lines, any characters) as lines in `role`.
+fn message_lines(role: Role, message: &str) -> Vec<Line> {
+    render::clean(message)
+        .lines()
+        .map(|line| Line::new().with(role, line))
+        .collect()
 }
 
 /// Lines of a `!command`'s output shown before folding.
@@ -144,6 +154,7 @@ impl View {
             last_reasoning: String::new(),
             previewed: Vec::new(),
             shell: false,
+            deferred: Vec::new(),
         }
     }
 
@@ -183,11 +194,11 @@ impl View {
             EventMsg::ReasoningDelta { delta } => {
                 self.reasoning
                     .get_or_insert_with(String::new)
-                    .push_str(delta);
+                    .push_str(&render::clean(delta));
             }
             EventMsg::AssistantDelta { delta } => {
                 self.end_reasoning();
-                self.text(delta);
+                self.text(&render::clean(delta));
             }
             EventMsg::AssistantMessage(message) => {
                 self.end_reasoning();
@@ -215,39 +226,25 @@ impl View {
             EventMsg::TokenUsage(usage) => {
                 self.status.used = Some(usage.prompt_tokens + usage.completion_tokens);
             }
-            EventMsg::Retry(retry) => {
-                self.status.retry = Some((
-                    std::time::Instant::now() + std::time::Duration::from_millis(retry.delay_ms),
-                    retry.attempt,
-                    retry.max_retries,
-                ));
-                self.end_block("PLAN");
-                self.commit(Line::new().with(
-                    Role::Warning,
-                    render::truncate(
-                        &format!(
-                            "retry {}/{} in {:.1} s: {}",
-                            retry.attempt,
-                            retry.max_retries,
-                            Duration(retry.delay_ms).seconds(),
-                            retry.reason
-                        ),
-                        width,
-                    ),
-                ));
-            }
+            EventMsg::Retry(retry) => self.retry(retry),
             EventMsg::ModelChanged { model } => {
                 self.status.model.clone_from(model);
                 self.commit(Line::new().with(Role::Dim, format!("model: {model}")));
             }
             EventMsg::Warning { message } => {
-                self.end_block("ANSWER");
-                self.commit(Line::new().with(Role::Warning, message.as_str()));
+                // A warning about the step's text (cut short, bad UTF-8)
+                // comes before the step ends; it follows the text.
+                let lines = message_lines(Role::Warning, message);
+                if self.held.is_empty() && self.partial.is_empty() {
+                    self.committed.extend(lines);
+                } else {
+                    self.deferred.extend(lines);
+                }
             }
             EventMsg::Error { message, .. } => {
                 self.end_reasoning();
                 self.end_block("ANSWER");
-                self.commit(Line::new().with(Role::Error, message.as_str()));
+                self.committed.extend(message_lines(Role::Error, message));
             }
             EventMsg::TurnComplete(complete) => {
                 self.status.retry = None;
@@ -285,17 +282,42 @@ impl View {
         lines
     }
 
+    fn retry(&mut self, retry: &crate::protocol::RetryEvent) {
+        let width = self.width;
+        self.status.retry = Some((
+            std::time::Instant::now() + std::time::Duration::from_millis(retry.delay_ms),
+            retry.attempt,
+            retry.max_retries,
+        ));
+        self.end_block("PLAN");
+        self.commit(Line::new().with(
+            Role::Warning,
+            render::truncate(
+                &format!(
+                    "retry {}/{} in {:.1} s: {}",
+                    retry.attempt,
+                    retry.max_retries,
+                    Duration(retry.delay_ms).seconds(),
+                    render::one_line(&retry.reason)
+                ),
+                width,
+            ),
+        ));
+    }
+
     fn tool_end(&mut self, end: &ToolCallEndEvent) {
         let width = self.width;
-        if self.previewed.contains(&end.call_id) {
-            // The diff was in the question; the summary is enough.
-            let mut end = end.clone();
-            end.display = None;
-            self.committed.extend(render::tool_end(&end, width));
-        } else {
-            self.committed.extend(render::tool_end(end, width));
-        }
-        if self.shell && end.ok {
+        if self.shell && end.output.contains("[exit code:") {
+            // The user's own command: its output, failed or not.
+            let (mark, role) = if end.ok {
+                ("  ✓ ", Role::Ok)
+            } else {
+                ("  ✗ ", Role::Error)
+            };
+            self.commit(Line::new().with(role, mark).with(
+                Role::Text,
+                render::truncate(&render::one_line(&end.summary), width.saturating_sub(4)),
+            ));
             let output = end.output.trim_end();
             let output = output
                 .rsplit_once("[exit code:")
@@ -307,6 +329,13 @@ impl View {
                         .with(Role::Text, render::truncate(&line, width.saturating_sub(4))),
                 );
             }
+        } else if self.previewed.contains(&end.call_id) {
+            // The diff was in the question; the summary is enough.
+            let mut end = end.clone();
+            end.display = None;
+            self.committed.extend(render::tool_end(&end, width));
+        } else {
+            self.committed.extend(render::tool_end(end, width));
         }
     }
 
@@ -359,6 +388,8 @@ impl View {
         self.release(label);
         self.labelled = false;
         self.markdown = Markdown::new();
+        let deferred = std::mem::take(&mut self.deferred);
+        self.committed.extend(deferred);
     }
 
     /// Reasoning ended: it folds into one line; `/think` shows it whole.
@@ -477,6 +508,56 @@ mod tests {
             ["thought for 2 lines (/think shows it)", "ANSWER Fixed."]
         );
         assert_eq!(view.last_reasoning, "The user wants\na fix");
+    }
+
+    #[test]
+    fn a_warning_during_a_plan_follows_it_and_keeps_its_label() {
+        let mut view = view();
+        delta(&mut view, "Let me check.");
+        view.event(&EventMsg::Warning {
+            message: "The server sent text that is not valid UTF-8\nsecond line".into(),
+        });
+        assert!(!view.has_committed());
+        message(&mut view, 1);
+        assert_eq!(
+            plain(&view.take_committed()),
+            [
+                "PLAN Let me check.",
+                "The server sent text that is not valid UTF-8",
+                "second line"
+            ]
+        );
+        // Control characters from the model never reach the terminal.
+        delta(&mut view, "col\tumn \x1b[2Jx\r\n");
+        message(&mut view, 0);
+        assert_eq!(plain(&view.take_committed()), ["ANSWER col    umn ·[2Jx"]);
+    }
+
+    #[test]
+    fn a_failing_bang_command_shows_its_output() {
+        let mut view = view();
+        view.event(&EventMsg::TurnStarted {
+            text: "!make".into(),
+        });
+        let output = (1..=25).fold(String::new(), |mut out, n| {
+            out.push_str("error ");
+            out.push_str(&n.to_string());
+            out.push('\n');
+            out
+        });
+        view.event(&EventMsg::ToolCallEnd(crate::protocol::ToolCallEndEvent {
+            call_id: "shell_0".into(),
+            name: "bash".into(),
+            ok: false,
+            summary: "exit code: 2, 25 lines of output".into(),
+            output: format!("{output}\n[exit code: 2]"),
+            display: None,
+        }));
+        let lines = plain(&view.take_committed());
+        assert_eq!(lines[0], "  ✗ exit code: 2, 25 lines of output");
+        assert_eq!(lines[1], "    error 1");
+        assert_eq!(lines[20], "    error 20");
+        assert_eq!(lines[21], "    … 5 more lines");
     }
 
     #[test]
