@@ -351,6 +351,11 @@ impl TextPrinter {
             EventMsg::ModelChanged { model } => {
                 self.progress(&format!("{}model: {model}{}", s.dim, s.reset));
             }
+            EventMsg::TodoUpdated { items } => {
+                for line in crate::tools::todo::checklist(items).lines() {
+                    self.progress(&format!("  {}{line}{}", s.dim, s.reset));
+                }
+            }
             EventMsg::Warning { message } => {
                 self.progress(&format!("{}warning:{} {message}", s.yellow, s.reset));
             }

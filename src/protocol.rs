@@ -153,6 +153,8 @@ pub enum EventMsg {
     Retry(RetryEvent),
     /// The active model changed.
     ModelChanged { model: String },
+    /// The agent's todo list changed.
+    TodoUpdated { items: Vec<TodoItem> },
     /// Something the user should know that did not stop the turn.
     Warning { message: String },
     /// Something failed; the turn ends with [`TurnStatus::Failed`].
@@ -176,6 +178,9 @@ pub struct SessionConfiguredEvent {
     pub resumed: bool,
     /// Messages restored from the session file.
     pub restored_messages: usize,
+    /// The todo list restored from the session file.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<TodoItem>,
 }
 
 /// Payload of [`EventMsg::AssistantMessage`].
@@ -222,6 +227,31 @@ pub struct ToolCallEndEvent {
 pub enum ToolDisplay {
     /// Files the call changed.
     Diff { files: Vec<FileDiff> },
+    /// The todo list after the call.
+    Todo { items: Vec<TodoItem> },
+}
+
+/// One item of the agent's todo list.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    /// Stable within the list (`1`, `2`, ... when the model gives none).
+    pub id: String,
+    /// What to do.
+    pub content: String,
+    /// Where it stands.
+    pub status: TodoStatus,
+}
+
+/// Where a todo item stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    /// Not started.
+    Pending,
+    /// Being worked on.
+    InProgress,
+    /// Finished.
+    Completed,
 }
 
 /// One file's change.

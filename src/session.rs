@@ -81,6 +81,8 @@ pub struct Session {
     pub skipped_lines: usize,
     /// Rules the user allowed for the rest of this session.
     pub allowed: Vec<AllowedRule>,
+    /// The agent's todo list, as last written.
+    pub todos: Vec<crate::protocol::TodoItem>,
     /// Whether this is an existing session reopened.
     pub resumed: bool,
     file: File,
@@ -158,6 +160,7 @@ impl Store {
             messages: Vec::new(),
             skipped_lines: 0,
             allowed: Vec::new(),
+            todos: Vec::new(),
             resumed: false,
             file,
             last_id: None,
@@ -203,7 +206,12 @@ impl Store {
             });
         };
         let meta = meta.clone();
-        let (messages, model, allowed) = rebuild(&entries, &meta);
+        let Rebuilt {
+            messages,
+            model,
+            allowed,
+            todos,
+        } = rebuild(&entries, &meta);
         let mut session = Session {
             id: id.to_owned(),
             path,
@@ -211,6 +219,7 @@ impl Store {
             messages,
             skipped_lines,
             allowed,
+            todos,
             resumed: true,
             meta,
             file,
@@ -226,7 +235,7 @@ impl Store {
     pub fn load(&self, id: &str) -> Result<(Meta, Vec<Message>), Error> {
         let path = self.existing(id)?;
         let (meta, entries) = read_entries(&path)?;
-        let (messages, ..) = rebuild(&entries, &meta);
+        let messages = rebuild(&entries, &meta).messages;
         Ok((meta, messages))
     }
 
@@ -270,7 +279,7 @@ impl Store {
             let Ok((meta, entries)) = read_entries(&path) else {
                 continue;
             };
-            let (messages, ..) = rebuild(&entries, &meta);
+            let messages = rebuild(&entries, &meta).messages;
             let title = messages
                 .iter()
                 .find_map(|m| match m {
@@ -330,7 +339,15 @@ fn read_meta(path: &Path) -> Option<Meta> {
 
 /// The messages and active model along the branch that ends at the last
 /// entry.
-fn rebuild(entries: &[Entry], meta: &Meta) -> (Vec<Message>, String, Vec<AllowedRule>) {
+/// What the active branch of a session adds up to.
+struct Rebuilt {
+    messages: Vec<Message>,
+    model: String,
+    allowed: Vec<AllowedRule>,
+    todos: Vec<crate::protocol::TodoItem>,
+}
+
+fn rebuild(entries: &[Entry], meta: &Meta) -> Rebuilt {
     let by_id: std::collections::HashMap<&str, &Entry> =
         entries.iter().map(|e| (e.id.as_str(), e)).collect();
     let mut branch = Vec::new();
@@ -346,18 +363,24 @@ fn rebuild(entries: &[Entry], meta: &Meta) -> (Vec<Message>, String, Vec<Allowed
             .and_then(|p| by_id.get(p).copied());
     }
     branch.reverse();
-    let mut model = meta.model.clone();
-    let mut messages = Vec::new();
-    let mut allowed = Vec::new();
+    let mut rebuilt = Rebuilt {
+        messages: Vec::new(),
+        model: meta.model.clone(),
+        allowed: Vec::new(),
+        todos: Vec::new(),
+    };
     for entry in branch {
         match &entry.body {
-            EntryBody::Message { message } => messages.push(message.clone()),
-            EntryBody::ModelChange { model: next } => model.clone_from(next),
-            EntryBody::Permission { allowed: more, .. } => allowed.extend(more.iter().cloned()),
+            EntryBody::Message { message } => rebuilt.messages.push(message.clone()),
+            EntryBody::ModelChange { model: next } => rebuilt.model.clone_from(next),
+            EntryBody::Permission { allowed: more, .. } => {
+                rebuilt.allowed.extend(more.iter().cloned());
+            }
+            EntryBody::Todo { items } => rebuilt.todos.clone_from(items),
             _ => {}
         }
     }
-    (messages, model, allowed)
+    rebuilt
 }
 
 impl Session {
@@ -385,6 +408,7 @@ impl Session {
             EntryBody::Message { message } => self.messages.push(message),
             EntryBody::ModelChange { model } => self.model = model,
             EntryBody::Permission { allowed, .. } => self.allowed.extend(allowed),
+            EntryBody::Todo { items } => self.todos = items,
             _ => {}
         }
         Ok(())

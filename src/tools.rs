@@ -13,6 +13,7 @@ mod grep;
 mod list;
 mod patch;
 mod read;
+pub mod todo;
 mod walk;
 mod write;
 
@@ -226,11 +227,15 @@ impl<T: Tool> DynTool for T {
 /// The available tools.
 pub struct Registry {
     tools: Vec<Box<dyn DynTool>>,
+    /// The todo list `todowrite` and `todoread` share.
+    todos: todo::TodoList,
 }
 
 impl Default for Registry {
     fn default() -> Self {
+        let todos = todo::TodoList::default();
         Self {
+            todos: std::sync::Arc::clone(&todos),
             tools: vec![
                 Box::new(read::Read),
                 Box::new(write::Write),
@@ -240,12 +245,30 @@ impl Default for Registry {
                 Box::new(grep::Grep),
                 Box::new(glob::Glob),
                 Box::new(bash::Bash),
+                Box::new(todo::TodoWrite(std::sync::Arc::clone(&todos))),
+                Box::new(todo::TodoRead(todos)),
             ],
         }
     }
 }
 
 impl Registry {
+    /// The todo list as the tools last left it.
+    pub fn todos(&self) -> Vec<crate::protocol::TodoItem> {
+        self.todos
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Replaces the todo list (a resumed session's, or one offcode starts).
+    pub fn set_todos(&self, items: Vec<crate::protocol::TodoItem>) {
+        *self
+            .todos
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = items;
+    }
+
     /// The tool called `name`.
     pub fn get(&self, name: &str) -> Option<&dyn DynTool> {
         self.tools
@@ -356,7 +379,7 @@ mod tests {
                 .into_iter()
                 .map(|f| (f.path, f.operation, f.additions, f.deletions))
                 .collect(),
-            None => Vec::new(),
+            Some(ToolDisplay::Todo { .. }) | None => Vec::new(),
         }
     }
 
@@ -425,7 +448,7 @@ mod tests {
         assert_eq!(
             registry.call("rm_rf", "{}", &context).await,
             ToolOutput::error(
-                "Unknown tool `rm_rf`. Available tools: read, write, edit, patch, list, grep, glob, bash"
+                "Unknown tool `rm_rf`. Available tools: read, write, edit, patch, list, grep, glob, bash, todowrite, todoread"
             )
         );
         let output = registry.call("read", "{\"path\": ", &context).await;

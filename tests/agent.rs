@@ -153,7 +153,7 @@ async fn tool_result_goes_back_with_its_call_id() {
         &bodies[1]["messages"].as_array().unwrap()[..first.len()],
         &first[..]
     );
-    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 8);
+    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 10);
     let names: Vec<String> = events
         .iter()
         .map(|e| {
@@ -664,4 +664,55 @@ async fn a_users_shell_command_is_recorded_for_the_model_and_never_a_doom_loop()
         texts[7]
     );
     assert!(server.chat_bodies().is_empty(), "`!` never asks the model");
+}
+
+#[tokio::test]
+async fn the_first_file_change_without_a_todo_list_starts_one_and_tells_the_model() {
+    let server = mock();
+    for path in ["a.txt", "b.txt"] {
+        server.push(sse(&chunks::tool_answer(
+            "",
+            &[("c1", "write", json!({"path": path, "content": "x\n"}))],
+        )));
+        server.push(sse(&chunks::text_answer("done")));
+    }
+    let mut harness = start(&server, 5);
+    let events = harness
+        .turn("add a.txt\nwith x in it", Some(ApprovalDecision::AllowOnce))
+        .await;
+    let updates: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::TodoUpdated { items } => Some(items.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates.len(), 1, "{events:#?}");
+    assert_eq!(updates[0].len(), 1);
+    assert_eq!(updates[0][0].content, "add a.txt");
+    let second_request = &server.chat_bodies()[1];
+    let tool_result = second_request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        tool_result.contains("offcode started a todo list for this task:\n[~] 1 add a.txt"),
+        "{tool_result}"
+    );
+    // With a list, a later change starts nothing.
+    let events = harness
+        .turn("add b.txt", Some(ApprovalDecision::AllowOnce))
+        .await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.msg, EventMsg::TodoUpdated { .. })),
+        "{events:#?}"
+    );
+    assert!(harness.root.join("b.txt").exists());
 }

@@ -121,3 +121,25 @@ fn startup_names_the_sources_and_warns_when_the_server_does_not_answer() {
         "{out}"
     );
 }
+
+#[test]
+fn the_todo_list_is_shown_kept_in_the_session_and_back_on_resume() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let (code, out) = interactive(&ws, &server.base_url(), "/todo\nmake a plan\n/todo\n");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("No todo list yet"), "{out}");
+    // Once when the agent writes it, once for /todo.
+    assert_eq!(out.matches("TODO 0/2 done").count(), 2, "{out}");
+    assert!(out.contains("  [~] look around\n  [ ] answer"), "{out}");
+    let session = std::fs::read_to_string(&ws.session_files()[0]).unwrap();
+    assert!(session.contains("\"type\":\"todo\""), "{session}");
+    let mut command = ws.offcode(&server.base_url(), &["--continue"]);
+    command.env("OFFCODE_MODEL", "mock-model");
+    let resumed = crate::support::run_with_stdin(command, "/todo\n");
+    assert!(
+        resumed.stdout.contains("  [~] look around"),
+        "{}",
+        resumed.stdout
+    );
+}

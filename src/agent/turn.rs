@@ -5,6 +5,7 @@
 //! without tool calls, the step limit is hit, an error occurs or the user
 //! aborts. Every message is in the session before the next step starts.
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -88,6 +89,7 @@ impl AgentState {
         shared: Arc<Shared>,
     ) -> Self {
         let specs = setup.tools.specs();
+        setup.tools.set_todos(setup.session.todos.clone());
         Self {
             system: system_prompt(setup.sandbox.root()),
             client: setup.client,
@@ -150,6 +152,7 @@ impl AgentState {
                 base_url: self.client.base_url().to_owned(),
                 resumed: self.session.resumed,
                 restored_messages: self.session.messages.len(),
+                todos: self.session.todos.clone(),
             }),
         );
         if self.session.skipped_lines > 0 {
@@ -517,13 +520,15 @@ impl AgentState {
                 };
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.
-                tokio::select! {
+                let output = tokio::select! {
                     output = self.tools.call(&call.name, &call.arguments, &context) => output,
                     () = cancel.cancelled() => ToolOutput::error("Aborted by the user"),
-                }
+                };
+                self.after_call(&call.name, output)
             }
-            Err(refusal) => refusal,
+            Err(refusal) => (refusal, false),
         };
+        let (output, todos_changed) = output;
         self.emit(
             id,
             EventMsg::ToolCallEnd(ToolCallEndEvent {
@@ -535,7 +540,73 @@ impl AgentState {
                 display: output.display.clone(),
             }),
         );
+        if todos_changed {
+            self.todos_changed(id);
+        }
         output
+    }
+}
+
+impl AgentState {
+    /// Keeps the todo list: a new version is recorded and shown; the first
+    /// file change of a task with no list starts one, and the model is
+    /// told so in the tool's result. Returns the output and whether the
+    /// list changed.
+    fn after_call(&mut self, tool: &str, mut output: ToolOutput) -> (ToolOutput, bool) {
+        if !output.ok {
+            return (output, false);
+        }
+        if tool == "todowrite" {
+            return (output, true);
+        } else if matches!(tool, "write" | "edit" | "patch") && self.tools.todos().is_empty() {
+            let task = self
+                .session
+                .messages
+                .iter()
+                .rev()
+                .find_map(|m| match m {
+                    Message::User { content } => Some(content.as_str()),
+                    _ => None,
+                })
+                .unwrap_or("the task");
+            let mut content: String = task
+                .lines()
+                .next()
+                .unwrap_or("")
+                .chars()
+                .take(100)
+                .collect();
+            if content.trim().is_empty() {
+                "the task".clone_into(&mut content);
+            }
+            let item = crate::protocol::TodoItem {
+                id: "1".to_owned(),
+                content,
+                status: crate::protocol::TodoStatus::InProgress,
+            };
+            let line = crate::tools::todo::checklist(std::slice::from_ref(&item));
+            self.tools.set_todos(vec![item]);
+            let _ = write!(
+                output.output,
+                "\n\noffcode started a todo list for this task:\n{line}\nKeep it current with \
+                 `todowrite`: list the steps, mark each completed when done."
+            );
+            return (output, true);
+        }
+        (output, false)
+    }
+
+    fn todos_changed(&mut self, id: SubmissionId) {
+        let items = self.tools.todos();
+        self.emit(
+            id,
+            EventMsg::TodoUpdated {
+                items: items.clone(),
+            },
+        );
+        if let Err(error) = self.session.append(EntryBody::Todo { items }) {
+            self.warn(id, &client::error_chain(&error));
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::{ApprovalDecision, TokenUsage, TurnStatus};
+use crate::protocol::{ApprovalDecision, TodoItem, TokenUsage, TurnStatus};
 
 /// One line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,6 +48,8 @@ pub enum EntryBody {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         allowed: Vec<AllowedRule>,
     },
+    /// The todo list as the agent last wrote it.
+    Todo { items: Vec<TodoItem> },
     /// A turn ended.
     TurnEnd { status: TurnStatus },
     /// An error ended a turn.

@@ -219,7 +219,7 @@ impl<'a> App<'a> {
             "/help" => self.help(),
             "/models" => return self.models_command(argument).await,
             "/context" => self.context(),
-            "/todo" => self.note("No todo list: the agent's todo tool is not available yet."),
+            "/todo" => self.todo(),
             "/think" => self.think(),
             "/sessions" => self.sessions(),
             "/new" => self.restart(false).await,
@@ -304,6 +304,17 @@ impl<'a> App<'a> {
             (None, None) => "No request yet in this session".to_owned(),
         };
         self.note(text);
+    }
+
+    fn todo(&mut self) {
+        if self.view.todos.is_empty() {
+            self.note("No todo list yet; the agent keeps one for tasks of several steps.");
+            return;
+        }
+        let lines = render::todo(&self.view.todos, self.view.width);
+        for line in lines {
+            self.view.commit(line);
+        }
     }
 
     fn think(&mut self) {

@@ -5,7 +5,9 @@
 
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-use crate::protocol::{ApprovalRequestEvent, FileDiff, ToolCallEndEvent, ToolDisplay};
+use crate::protocol::{
+    ApprovalRequestEvent, FileDiff, TodoItem, TodoStatus, ToolCallEndEvent, ToolDisplay,
+};
 
 /// What a piece of text means; the palette turns it into a colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -377,7 +379,7 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
                 lines.extend(diff_excerpt(file, PROMPT_DIFF_LINES, width));
             }
         }
-        (_, None) => {
+        (_, Some(ToolDisplay::Todo { .. }) | None) => {
             let subject = argument("path")
                 .or_else(|| argument("pattern"))
                 .map_or_else(|| summarize_arguments(&request.arguments), str::to_owned);
@@ -427,24 +429,12 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
     lines
 }
 
-/// Where a todo item stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TodoStatus {
-    /// Not started.
-    Pending,
-    /// Being worked on.
-    InProgress,
-    /// Finished.
-    Completed,
-    /// Dropped.
-    Cancelled,
-}
-
-/// The agent's todo list as a checklist, with a count of what is done.
-pub fn todo(items: &[(TodoStatus, &str)], width: usize) -> Vec<Line> {
+/// The agent's todo list as a checklist (`[ ]` pending, `[~]` in
+/// progress, `[x]` done), with a count of what is done.
+pub fn todo(items: &[TodoItem], width: usize) -> Vec<Line> {
     let done = items
         .iter()
-        .filter(|(status, _)| *status == TodoStatus::Completed)
+        .filter(|item| item.status == TodoStatus::Completed)
         .count();
     let mut lines = vec![
         Line::new()
@@ -452,17 +442,16 @@ pub fn todo(items: &[(TodoStatus, &str)], width: usize) -> Vec<Line> {
             .with(Role::Dim, format!("{done}/{} done", items.len())),
     ];
     let room = width.saturating_sub(6);
-    for (status, text) in items {
-        let (mark, mark_role, text_role) = match status {
-            TodoStatus::Pending => ("  ☐ ", Role::Dim, Role::Text),
-            TodoStatus::InProgress => ("  ▶ ", Role::Warning, Role::Label),
-            TodoStatus::Completed => ("  ☑ ", Role::Ok, Role::Dim),
-            TodoStatus::Cancelled => ("  ☒ ", Role::Dim, Role::Dim),
+    for item in items {
+        let (mark, mark_role, text_role) = match item.status {
+            TodoStatus::Pending => ("  [ ] ", Role::Dim, Role::Text),
+            TodoStatus::InProgress => ("  [~] ", Role::Warning, Role::Label),
+            TodoStatus::Completed => ("  [x] ", Role::Ok, Role::Dim),
         };
         lines.push(
             Line::new()
                 .with(mark_role, mark)
-                .with(text_role, truncate(&one_line(text), room)),
+                .with(text_role, truncate(&one_line(&item.content), room)),
         );
     }
     lines
@@ -623,29 +612,32 @@ mod tests {
 
     #[test]
     fn todo_checklist_marks_each_state_and_counts_what_is_done() {
+        let item = |status, content: &str| TodoItem {
+            id: String::new(),
+            content: content.into(),
+            status,
+        };
         let items = [
-            (TodoStatus::Completed, "read the failing test"),
-            (TodoStatus::InProgress, "修复 parser 的边界条件"),
-            (TodoStatus::Pending, &"a very long item ".repeat(8)),
-            (TodoStatus::Cancelled, "rewrite everything"),
+            item(TodoStatus::Completed, "read the failing test"),
+            item(TodoStatus::InProgress, "修复 parser 的边界条件"),
+            item(TodoStatus::Pending, &"a very long item ".repeat(8)),
         ];
         let lines = todo(&items, 80);
         assert_eq!(
             screen(&lines),
-            "TODO 1/4 done\n  \
-             ☑ read the failing test\n  \
-             ▶ 修复 parser 的边界条件\n  \
-             ☐ a very long item a very long item a very long item a very long item a ver…\n  \
-             ☒ rewrite everything\n"
+            "TODO 1/3 done\n  \
+             [x] read the failing test\n  \
+             [~] 修复 parser 的边界条件\n  \
+             [ ] a very long item a very long item a very long item a very long item a ver…\n"
         );
         assert_eq!(
             styled(&lines[1..3]),
-            "{Ok}  ☑ {Dim}read the failing test\n{Warning}  ▶ {Label}修复 parser 的边界条件"
+            "{Ok}  [x] {Dim}read the failing test\n{Warning}  [~] {Label}修复 parser 的边界条件"
         );
         let painted = Palette::new(true).paint(&lines[2]);
         assert_eq!(
             painted,
-            "\x1b[1;33m  ▶ \x1b[0m\x1b[1m修复 parser 的边界条件\x1b[0m"
+            "\x1b[1;33m  [~] \x1b[0m\x1b[1m修复 parser 的边界条件\x1b[0m"
         );
     }
 

@@ -126,6 +126,8 @@ pub struct View {
     shell: bool,
     /// Warnings waiting for the text block they are about to end.
     deferred: Vec<Line>,
+    /// The agent's todo list, as last shown.
+    pub todos: Vec<crate::protocol::TodoItem>,
 }
 
 /// `message` (any number of lines, any characters) as lines in `role`.
@@ -155,6 +157,7 @@ impl View {
             previewed: Vec::new(),
             shell: false,
             deferred: Vec::new(),
+            todos: Vec::new(),
         }
     }
 
@@ -178,6 +181,7 @@ impl View {
         let width = self.width;
         match msg {
             EventMsg::SessionConfigured(configured) => {
+                self.todos.clone_from(&configured.todos);
                 self.status.session.clone_from(&configured.session_id);
                 self.status.model.clone_from(&configured.model);
             }
@@ -227,6 +231,10 @@ impl View {
                 self.status.used = Some(usage.prompt_tokens + usage.completion_tokens);
             }
             EventMsg::Retry(retry) => self.retry(retry),
+            EventMsg::TodoUpdated { items } => {
+                self.todos.clone_from(items);
+                self.committed.extend(render::todo(items, width));
+            }
             EventMsg::ModelChanged { model } => {
                 self.status.model.clone_from(model);
                 self.commit(Line::new().with(Role::Dim, format!("model: {model}")));

@@ -4,7 +4,8 @@
 //! `运行`) with real tool calls, one per step, then answers. A prompt with
 //! `slowly` gets a long markdown answer streamed a word every 10 ms (to
 //! watch streaming, abort it or resize during it), `stream fast` 3000
-//! words at about 1000 a second (to benchmark the UI), one with `think`
+//! words at about 1000 a second (to benchmark the UI), `make a plan` a
+//! todo list of two steps, one with `think`
 //! reasons first; any other prompt gets an echo.
 
 use std::fmt::Write as _;
@@ -87,6 +88,9 @@ pub fn respond(request: &Request) -> Reply {
     if prompt.contains("slowly") {
         return Reply::sse_events(slow_answer(prompt.contains("think")), SLOW_DELAY);
     }
+    if prompt.contains("make a plan") {
+        return Reply::sse(plan_answer(step).concat().into_bytes());
+    }
     let plan = actions(prompt);
     let chinese = prompt
         .chars()
@@ -154,6 +158,24 @@ pub fn respond(request: &Request) -> Reply {
 /// Words in a `stream fast` answer, one SSE event each, 1 ms apart
 /// (about 1000 tokens/s).
 const FAST_WORDS: usize = 3_000;
+
+/// A todo list of two steps, then the answer.
+fn plan_answer(step: usize) -> Vec<String> {
+    if step > 0 {
+        return chunks::text_answer("Plan made.");
+    }
+    chunks::tool_answer(
+        "Planning.",
+        &[(
+            "call_plan",
+            "todowrite",
+            json!({"todos": [
+                {"content": "look around", "status": "in_progress"},
+                {"content": "answer", "status": "pending"}
+            ]}),
+        )],
+    )
+}
 
 /// `FAST_WORDS` words, a line every 12.
 fn fast_answer() -> Vec<String> {
