@@ -40,6 +40,8 @@ pub struct AgentSetup {
     pub policy: Arc<PolicySource>,
     /// Who answers approval requests, as recorded: `user` or `headless`.
     pub approver: &'static str,
+    /// The system prompt in its parts (base prompt, rules, instructions).
+    pub context: crate::context::Assembly,
 }
 
 /// Sends ops to a running core. Cheap to clone.
@@ -128,7 +130,11 @@ async fn route(
                     let _ = waiter.send((decision, reason));
                 }
             }
-            Op::UserTurn { .. } | Op::Shell { .. } | Op::SetModel { .. } | Op::Shutdown => {
+            Op::UserTurn { .. }
+            | Op::Shell { .. }
+            | Op::SetModel { .. }
+            | Op::Context { .. }
+            | Op::Shutdown => {
                 let cancel = Cancel::default();
                 if matches!(op, Op::UserTurn { .. } | Op::Shell { .. }) {
                     lock(&shared.cancels).push(cancel.clone());

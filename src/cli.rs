@@ -45,6 +45,9 @@ pub enum Command {
     Sessions(SessionsArgs),
     /// Show the effective configuration and where each value came from.
     Config(JsonArg),
+    /// Show what each request carries (system prompt, rules, instructions,
+    /// tool schemas, history) with its source and estimated tokens.
+    Context(ContextArgs),
     /// Run one built-in tool in this directory, as the agent would, and
     /// print what the model would receive.
     Tool(ToolArgs),
@@ -132,6 +135,20 @@ pub struct JsonArg {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `offcode context`.
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+    /// Include the latest session's history in this directory.
+    #[arg(long, short = 'c', conflicts_with = "session")]
+    pub r#continue: bool,
+    /// Include this session's history.
+    #[arg(long, short = 's')]
+    pub session: Option<String>,
 }
 
 /// `offcode sessions`.

@@ -187,6 +187,59 @@ pub fn models(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// `offcode context`.
+pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Result<u8, Failure> {
+    let loaded = load_config(environment, &Flags::default())?;
+    let sandbox = workspace(environment)?;
+    let assembly = crate::context::assemble(
+        &sandbox,
+        environment.config_dir().as_deref(),
+        &loaded.config.instructions,
+    );
+    let store = session_store(environment)?;
+    let session_failure = |e: crate::session::Error| Failure::new(&e, EXIT_USAGE);
+    let id = match (&args.session, args.r#continue) {
+        (Some(id), _) => Some(id.clone()),
+        (None, true) => Some(
+            store
+                .latest_for(&environment.cwd)
+                .map_err(session_failure)?,
+        ),
+        (None, false) => None,
+    };
+    let (history, session) = match &id {
+        Some(id) => (store.load(id).map_err(session_failure)?.1, id.clone()),
+        None => (Vec::new(), "new".to_owned()),
+    };
+    let client = Client::new(&loaded.config);
+    // The limit: the config's, else the server's for the configured model.
+    let limit = loaded.config.context_limit.or_else(|| {
+        let models = client.list_models().ok()?;
+        let model = loaded.config.model.as_deref();
+        models
+            .iter()
+            .find(|m| model.is_none_or(|name| m.id == name))
+            .and_then(|m| m.max_model_len)
+    });
+    let specs = crate::tools::Registry::default().specs();
+    let report = crate::context::report(&assembly, &specs, &history, &session, limit, None);
+    if args.json {
+        let text = serde_json::to_string_pretty(&report).unwrap_or_default();
+        out(&format!("{text}\n"))?;
+        return Ok(0);
+    }
+    let palette = crate::ui::render::Palette::new(false);
+    let mut text = String::new();
+    for line in crate::ui::render::context_report(&report, 80) {
+        let _ = writeln!(text, "{}", palette.paint(&line));
+    }
+    for warning in &assembly.warnings {
+        let _ = writeln!(text, "warning: {warning}");
+    }
+    out(&text)?;
+    Ok(0)
+}
+
 /// `offcode sessions`.
 pub fn sessions(args: &SessionsArgs, environment: &Environment) -> Result<u8, Failure> {
     let store = session_store(environment)?;

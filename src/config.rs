@@ -119,6 +119,12 @@ pub struct Config {
     pub top_p: Option<f64>,
     /// Model requests allowed in one turn.
     pub max_steps: u32,
+    /// Extra instruction files for the system prompt: paths or globs
+    /// inside the workspace.
+    pub instructions: Vec<String>,
+    /// The model's context length, when the server does not say (or says
+    /// wrong).
+    pub context_limit: Option<u64>,
     /// Retry policy.
     pub retry: RetryConfig,
     /// Timeouts.
@@ -135,6 +141,8 @@ impl Default for Config {
             temperature: None,
             top_p: None,
             max_steps: 50,
+            instructions: Vec::new(),
+            context_limit: None,
             retry: RetryConfig::default(),
             timeouts: TimeoutsConfig::default(),
         }
@@ -493,7 +501,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `retry`, `timeouts`, `permission`, `dangerous`",
+                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `context_limit`, `retry`, `timeouts`, `permission`, `dangerous`",
                 path.display()
             )
         );

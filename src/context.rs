@@ -22,6 +22,210 @@ pub fn system_prompt(root: &Path) -> String {
     SYSTEM_PROMPT.replace("{root}", &root.display().to_string())
 }
 
+/// Bytes of one rules or instructions file put in the system prompt.
+pub const MAX_RULES_BYTES: usize = 32 * 1024;
+
+/// One part of what every request carries, with where it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// What it is: `system prompt`, `global rules`, `project rules`,
+    /// `instructions`.
+    pub name: &'static str,
+    /// The file it came from (`built in` for offcode's own text).
+    pub source: String,
+    /// The text as sent.
+    pub text: String,
+}
+
+/// The system prompt in its parts, in their fixed order: the base prompt,
+/// global rules (`~/.config/offcode/AGENTS.md`), project rules
+/// (`AGENTS.md` at the root; they take precedence, and say so), then the
+/// config's `instructions` files. Nothing else is read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Assembly {
+    /// The parts, in order.
+    pub parts: Vec<Part>,
+    /// Files that were listed but could not be used, and why.
+    pub warnings: Vec<String>,
+}
+
+impl Assembly {
+    /// The system prompt: the parts' texts, joined.
+    pub fn system_prompt(&self) -> String {
+        self.parts
+            .iter()
+            .map(|p| p.text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
+/// Assembles the system prompt for the workspace `sandbox`, with global
+/// rules from `config_dir` and the config's `instructions` (paths or
+/// globs inside the workspace).
+pub fn assemble(
+    sandbox: &crate::sandbox::Sandbox,
+    config_dir: Option<&Path>,
+    instructions: &[String],
+) -> Assembly {
+    let mut assembly = Assembly::default();
+    assembly.parts.push(Part {
+        name: "system prompt",
+        source: "built in".to_owned(),
+        text: system_prompt(sandbox.root()),
+    });
+    if let Some(dir) = config_dir {
+        let path = dir.join("AGENTS.md");
+        match std::fs::read(&path) {
+            Ok(bytes) => {
+                let source = path.display().to_string();
+                let text = cut(&bytes);
+                assembly.parts.push(Part {
+                    name: "global rules",
+                    text: format!("Global rules (from {source}):\n{text}"),
+                    source,
+                });
+            }
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
+            Err(error) => assembly
+                .warnings
+                .push(format!("`{}` was not read: {error}", path.display())),
+        }
+    }
+    if let Ok(bytes) = sandbox.read("AGENTS.md") {
+        assembly.parts.push(Part {
+            name: "project rules",
+            source: "AGENTS.md".to_owned(),
+            text: format!(
+                "Project rules (from AGENTS.md; where they differ from the global rules, \
+                 these take precedence):\n{}",
+                cut(&bytes)
+            ),
+        });
+    }
+    for path in instruction_files(sandbox.root(), instructions, &mut assembly.warnings) {
+        match sandbox.read(&path) {
+            Ok(bytes) => assembly.parts.push(Part {
+                name: "instructions",
+                text: format!("Instructions (from {path}):\n{}", cut(&bytes)),
+                source: path,
+            }),
+            Err(error) => assembly
+                .warnings
+                .push(format!("instructions `{path}` were not read: {error}")),
+        }
+    }
+    assembly
+}
+
+/// The file's text, cut to [`MAX_RULES_BYTES`] with a marker.
+fn cut(bytes: &[u8]) -> String {
+    let text = String::from_utf8_lossy(bytes);
+    let text = text.trim();
+    if text.len() <= MAX_RULES_BYTES {
+        return text.to_owned();
+    }
+    let mut end = MAX_RULES_BYTES;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}\n[cut at {} KiB]", &text[..end], MAX_RULES_BYTES / 1024)
+}
+
+/// The files `patterns` name, relative to `root`, in order, each once. A
+/// pattern with `*`, `?` or `[` is a glob matched against every file
+/// below the root (honouring `.gitignore`); anything else is a path.
+fn instruction_files(root: &Path, patterns: &[String], warnings: &mut Vec<String>) -> Vec<String> {
+    let mut files: Vec<String> = Vec::new();
+    for pattern in patterns {
+        if !pattern.contains(['*', '?', '[']) {
+            if !files.contains(pattern) {
+                files.push(pattern.clone());
+            }
+            continue;
+        }
+        let glob = match globset::Glob::new(pattern) {
+            Ok(glob) => glob.compile_matcher(),
+            Err(error) => {
+                warnings.push(format!("instructions pattern `{pattern}`: {error}"));
+                continue;
+            }
+        };
+        let mut matched: Vec<String> = ignore::WalkBuilder::new(root)
+            .build()
+            .filter_map(Result::ok)
+            .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))
+            .filter_map(|entry| {
+                let relative = entry.path().strip_prefix(root).ok()?.to_str()?.to_owned();
+                glob.is_match(&relative).then_some(relative)
+            })
+            .collect();
+        matched.sort();
+        if matched.is_empty() {
+            warnings.push(format!("instructions pattern `{pattern}` matches no file"));
+        }
+        for file in matched {
+            if !files.contains(&file) {
+                files.push(file);
+            }
+        }
+    }
+    files
+}
+
+/// What a request with `assembly`, the tool `specs` and `history` carries,
+/// part by part, with estimated tokens.
+pub fn report(
+    assembly: &Assembly,
+    specs: &[crate::client::wire::ToolSpec],
+    history: &[Message],
+    session: &str,
+    limit: Option<u64>,
+    last_prompt: Option<u64>,
+) -> crate::protocol::ContextReport {
+    use crate::protocol::ContextPart;
+    let mut parts: Vec<ContextPart> = assembly
+        .parts
+        .iter()
+        .map(|part| ContextPart {
+            name: part.name.to_owned(),
+            source: part.source.clone(),
+            tokens: estimate_tokens(&part.text),
+        })
+        .collect();
+    let schemas = serde_json::to_string(specs).unwrap_or_default();
+    parts.push(ContextPart {
+        name: "tool schemas".to_owned(),
+        source: format!("{} tools", specs.len()),
+        tokens: estimate_tokens(&schemas),
+    });
+    let wire: Vec<WireMessage> = history.iter().map(wire_message).collect();
+    parts.push(ContextPart {
+        name: "history".to_owned(),
+        source: format!("session {session}, {} messages", history.len()),
+        tokens: if wire.is_empty() {
+            0
+        } else {
+            estimate_tokens(&serde_json::to_string(&wire).unwrap_or_default())
+        },
+    });
+    crate::protocol::ContextReport {
+        total: parts.iter().map(|p| p.tokens).sum(),
+        parts,
+        limit,
+        last_prompt,
+    }
+}
+
+/// Tokens in `text`, estimated when the server cannot count them: an
+/// ASCII character is a quarter of a token, any other character (CJK,
+/// accents, symbols) a whole one.
+pub fn estimate_tokens(text: &str) -> u64 {
+    let ascii = text.bytes().filter(u8::is_ascii).count();
+    let other = text.chars().filter(|c| !c.is_ascii()).count();
+    u64::try_from(ascii.div_ceil(4) + other).unwrap_or(u64::MAX)
+}
+
 /// The request messages: the system prompt, then the conversation.
 /// Reasoning is never sent back.
 pub fn build_messages(system: &str, history: &[Message]) -> Vec<WireMessage> {
@@ -118,6 +322,72 @@ mod tests {
                 {"role": "tool", "content": "x", "tool_call_id": "c1"}
             ])
         );
+    }
+
+    #[test]
+    fn rules_and_instructions_come_in_order_with_their_sources() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("work");
+        let config = dir.path().join("config");
+        std::fs::create_dir_all(root.join("docs/rules")).unwrap();
+        std::fs::create_dir_all(&config).unwrap();
+        std::fs::write(config.join("AGENTS.md"), "Use tabs.\n").unwrap();
+        std::fs::write(root.join("AGENTS.md"), "Use spaces. 用中文回答。\n").unwrap();
+        std::fs::write(root.join("docs/rules/b.md"), "B").unwrap();
+        std::fs::write(root.join("docs/rules/a.md"), "A").unwrap();
+        std::fs::write(root.join("STYLE.md"), "S").unwrap();
+        std::fs::write(dir.path().join("outside.md"), "secret").unwrap();
+        let sandbox = crate::sandbox::Sandbox::new(&root).unwrap();
+        let assembly = assemble(
+            &sandbox,
+            Some(&config),
+            &[
+                "STYLE.md".into(),
+                "docs/rules/*.md".into(),
+                "STYLE.md".into(),
+                "../outside.md".into(),
+                "none/*.md".into(),
+            ],
+        );
+        let parts: Vec<(&str, &str)> = assembly
+            .parts
+            .iter()
+            .map(|p| (p.name, p.source.as_str()))
+            .collect();
+        let global = config.join("AGENTS.md").display().to_string();
+        assert_eq!(
+            parts,
+            [
+                ("system prompt", "built in"),
+                ("global rules", global.as_str()),
+                ("project rules", "AGENTS.md"),
+                ("instructions", "STYLE.md"),
+                ("instructions", "docs/rules/a.md"),
+                ("instructions", "docs/rules/b.md"),
+            ]
+        );
+        let prompt = assembly.system_prompt();
+        assert!(
+            prompt.contains("these take precedence):\nUse spaces. 用中文回答。"),
+            "{prompt}"
+        );
+        assert!(!prompt.contains("secret"));
+        assert_eq!(assembly.warnings.len(), 2, "{:?}", assembly.warnings);
+        assert!(assembly.warnings[0].contains("`none/*.md` matches no file"));
+        assert!(assembly.warnings[1].contains("`../outside.md` were not read: outside_workspace"));
+        // The same files give the same bytes: the prefix cache holds.
+        assert_eq!(
+            assemble(&sandbox, Some(&config), &["docs/rules/*.md".into()]).system_prompt(),
+            assemble(&sandbox, Some(&config), &["docs/rules/*.md".into()]).system_prompt()
+        );
+    }
+
+    #[test]
+    fn token_estimate_counts_cjk_characters_whole() {
+        assert_eq!(estimate_tokens(""), 0);
+        assert_eq!(estimate_tokens("abcd"), 1);
+        assert_eq!(estimate_tokens("abcde"), 2);
+        assert_eq!(estimate_tokens("你好"), 2);
     }
 
     #[test]

@@ -88,7 +88,13 @@ pub fn prepare(
             .create(&environment.cwd, &model, client.base_url())
             .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
     };
+    let context = crate::context::assemble(
+        &sandbox,
+        environment.config_dir().as_deref(),
+        &config.instructions,
+    );
     Ok(AgentSetup {
+        context,
         client,
         session,
         tools: Registry::default(),
@@ -367,6 +373,7 @@ impl TextPrinter {
             EventMsg::TurnStarted { .. }
             | EventMsg::StateChanged { .. }
             | EventMsg::ApprovalRequest(_)
+            | EventMsg::ContextReport(_)
             | EventMsg::TokenUsage(_) => {}
         }
     }

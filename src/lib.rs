@@ -91,6 +91,7 @@ pub fn run(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Models(args)) => commands::models(args.json, environment),
         Some(Command::Sessions(args)) => commands::sessions(&args, environment),
         Some(Command::Config(args)) => commands::config(args.json, environment),
+        Some(Command::Context(args)) => commands::context(&args, environment),
         Some(Command::Tool(args)) => commands::tool(&args, environment),
         Some(Command::Policy(args)) => match args.command {
             cli::PolicyCommand::Check(check) => commands::policy_check(&check, environment),

@@ -33,6 +33,13 @@ pub enum Op {
     Shell { command: String },
     /// Use this model from the next request on.
     SetModel { model: String },
+    /// Report what a request carries now; answered by
+    /// [`EventMsg::ContextReport`].
+    Context {
+        /// The model's context length, if the front end knows it.
+        #[serde(default)]
+        limit: Option<u64>,
+    },
     /// Finish the running turn's bookkeeping and stop the core.
     Shutdown,
 }
@@ -155,6 +162,8 @@ pub enum EventMsg {
     ModelChanged { model: String },
     /// The agent's todo list changed.
     TodoUpdated { items: Vec<TodoItem> },
+    /// The answer to [`Op::Context`].
+    ContextReport(ContextReport),
     /// Something the user should know that did not stop the turn.
     Warning { message: String },
     /// Something failed; the turn ends with [`TurnStatus::Failed`].
@@ -229,6 +238,30 @@ pub enum ToolDisplay {
     Diff { files: Vec<FileDiff> },
     /// The todo list after the call.
     Todo { items: Vec<TodoItem> },
+}
+
+/// What a request carries, part by part (`/context`, `offcode context`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextReport {
+    /// Each part with its source and (estimated) tokens, in request order.
+    pub parts: Vec<ContextPart>,
+    /// The sum of the parts.
+    pub total: u64,
+    /// The model's context length, when known.
+    pub limit: Option<u64>,
+    /// Prompt tokens of the last request as the server counted them.
+    pub last_prompt: Option<u64>,
+}
+
+/// One part of a [`ContextReport`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextPart {
+    /// What it is (`system prompt`, `project rules`, `tool schemas`, `history`).
+    pub name: String,
+    /// Where it came from (a file, `built in`, the session).
+    pub source: String,
+    /// Tokens, estimated.
+    pub tokens: u64,
 }
 
 /// One item of the agent's todo list.

@@ -38,6 +38,7 @@ fn start(server: &MockServer, max_steps: u32) -> Harness {
         sandbox: Arc::new(offcode::sandbox::Sandbox::new(&root).unwrap()),
         policy: built_in_policy(&root),
         approver: "user",
+        context: offcode::context::Assembly::default(),
     });
     Harness {
         _dir: dir,
@@ -379,6 +380,7 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
         sandbox: Arc::new(offcode::sandbox::Sandbox::new(&harness.root).unwrap()),
         policy: built_in_policy(&harness.root),
         approver: "user",
+        context: offcode::context::Assembly::default(),
     });
     resumed.ops.submit(Op::UserTurn {
         text: "one more".into(),

@@ -667,3 +667,74 @@ fn edit_and_patch_need_approval_like_write() {
         output.stderr
     );
 }
+
+#[test]
+fn rules_and_instructions_reach_the_model_and_context_shows_them() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/AGENTS.md"),
+        "Global: be brief.\n",
+    )
+    .unwrap();
+    std::fs::write(ws.root.join("AGENTS.md"), "Project: 用中文回答。\n").unwrap();
+    std::fs::create_dir(ws.root.join("notes")).unwrap();
+    std::fs::write(ws.root.join("notes/style.md"), "Style: tabs.\n").unwrap();
+    std::fs::write(
+        ws.root.join("offcode.jsonc"),
+        "{ instructions: ['notes/*.md', 'missing.md'], context_limit: 16000 }",
+    )
+    .unwrap();
+    let out = run(ws.offcode(&server.base_url(), &["run", "hello"]));
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("instructions `missing.md` were not read"),
+        "{}",
+        out.stderr
+    );
+    let system = server.chat_bodies()[0]["messages"][0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let global = system.find("Global: be brief.").expect("global rules");
+    let project = system.find("Project: 用中文回答。").expect("project rules");
+    let style = system.find("Style: tabs.").expect("instructions");
+    assert!(global < project && project < style, "{system}");
+    assert!(system.contains("these take precedence"), "{system}");
+
+    let report = run(ws.offcode(&server.base_url(), &["context", "--json", "--continue"]));
+    assert_eq!(report.code, 0, "{}", report.stderr);
+    let report: Value = serde_json::from_str(&report.stdout).unwrap();
+    let names: Vec<(&str, &str)> = report["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["name"].as_str().unwrap(), p["source"].as_str().unwrap()))
+        .collect();
+    assert_eq!(names[1].0, "global rules");
+    assert!(
+        names[1].1.ends_with(".config/offcode/AGENTS.md"),
+        "{names:?}"
+    );
+    assert_eq!(names[2], ("project rules", "AGENTS.md"));
+    assert_eq!(names[3], ("instructions", "notes/style.md"));
+    assert_eq!(names[4], ("tool schemas", "10 tools"));
+    assert!(names[5].1.ends_with(", 2 messages"), "{names:?}");
+    assert_eq!(report["limit"], 16000);
+    let sum: u64 = report["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(report["total"].as_u64().unwrap(), sum);
+    let table = run(ws.offcode(&server.base_url(), &["context"]));
+    assert!(table.stdout.starts_with("CONTEXT "), "{}", table.stdout);
+    assert!(table.stdout.contains("of 16.0k tokens"), "{}", table.stdout);
+    assert!(
+        table.stdout.contains("warning: instructions `missing.md`"),
+        "{}",
+        table.stdout
+    );
+}

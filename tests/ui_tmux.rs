@@ -461,10 +461,8 @@ fn tab_completes_commands_and_workspace_paths_and_at_path_attaches() {
     tmux.keys("one", &["Tab"]);
     tmux.wait_for("one", "> /context");
     tmux.keys("one", &["Enter"]);
-    tmux.wait_for(
-        "one",
-        "No request yet in this session; the model's context is 32.8k tokens",
-    );
+    let screen = tmux.wait_for("one", "of 32.8k tokens (");
+    assert!(screen.contains("  tool schemas   10 tools"), "{screen}");
     tmux.type_text("one", "summarise @do");
     tmux.keys("one", &["Tab"]);
     tmux.wait_for("one", "> summarise @docs/");

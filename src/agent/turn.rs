@@ -41,7 +41,7 @@ use crate::cancel::Cancel;
 use crate::client::wire::{ChatRequest, StreamOptions, ToolSpec};
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
-use crate::context::{build_messages, system_prompt};
+use crate::context::build_messages;
 use crate::policy::{Action, PolicySource, Rule, SESSION_ORIGIN};
 use crate::protocol::{
     AssistantMessageEvent, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent, SubmissionId,
@@ -70,6 +70,10 @@ pub(super) struct AgentState {
     pub(super) config: Config,
     pub(super) sandbox: Arc<Sandbox>,
     pub(super) system: String,
+    /// The system prompt's parts, for context reports.
+    pub(super) context: crate::context::Assembly,
+    /// Prompt tokens of the last request, as the server counted them.
+    pub(super) last_prompt: Option<u64>,
     pub(super) events: mpsc::UnboundedSender<Event>,
     pub(super) shared: Arc<Shared>,
     pub(super) policy: Arc<PolicySource>,
@@ -91,7 +95,9 @@ impl AgentState {
         let specs = setup.tools.specs();
         setup.tools.set_todos(setup.session.todos.clone());
         Self {
-            system: system_prompt(setup.sandbox.root()),
+            system: setup.context.system_prompt(),
+            context: setup.context,
+            last_prompt: None,
             client: setup.client,
             tools: setup.tools,
             specs,
@@ -155,6 +161,9 @@ impl AgentState {
                 todos: self.session.todos.clone(),
             }),
         );
+        for warning in self.context.warnings.clone() {
+            self.warn(0, &warning);
+        }
         if self.session.skipped_lines > 0 {
             self.emit(
                 0,
@@ -183,6 +192,18 @@ impl AgentState {
                     {
                         self.emit(id, EventMsg::ModelChanged { model });
                     }
+                }
+                Op::Context { limit } => {
+                    let last_prompt = self.last_prompt;
+                    let report = crate::context::report(
+                        &self.context,
+                        &self.specs,
+                        &self.session.messages,
+                        &self.session.id,
+                        limit.or(self.config.context_limit),
+                        last_prompt,
+                    );
+                    self.emit(id, EventMsg::ContextReport(report));
                 }
                 Op::Shutdown => break,
                 // The router answers these itself.
@@ -409,6 +430,7 @@ impl AgentState {
                 completion_tokens: usage.completion_tokens,
                 total_tokens: usage.total_tokens,
             };
+            self.last_prompt = Some(usage.prompt_tokens);
             self.emit(id, EventMsg::TokenUsage(usage));
             if let Err(status) = self.record(id, EntryBody::Usage(usage)) {
                 return Step::End(status);

@@ -52,6 +52,8 @@ pub struct FileLayer {
     temperature: Option<Ranged<0, 2>>,
     top_p: Option<Ranged<0, 1>>,
     max_steps: Option<Positive>,
+    instructions: Option<Vec<NonEmpty>>,
+    context_limit: Option<Positive>,
     retry: Option<RetryLayer>,
     timeouts: Option<TimeoutsLayer>,
     permission: Option<crate::policy::PermissionValue>,

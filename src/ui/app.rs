@@ -218,7 +218,11 @@ impl<'a> App<'a> {
             "/quit" | "/exit" => return Dispatch::Quit,
             "/help" => self.help(),
             "/models" => return self.models_command(argument).await,
-            "/context" => self.context(),
+            "/context" => {
+                return Dispatch::Turn(Op::Context {
+                    limit: self.view.status.limit,
+                });
+            }
             "/todo" => self.todo(),
             "/think" => self.think(),
             "/sessions" => self.sessions(),
@@ -291,19 +295,6 @@ impl<'a> App<'a> {
     /// After a model switch: the new model's context length.
     pub fn model_changed(&mut self) {
         self.update_limit();
-    }
-
-    fn context(&mut self) {
-        let status = &self.view.status;
-        let text = match (status.context(), status.limit) {
-            (Some(context), _) => format!("Context after the last request: {context}"),
-            (None, Some(limit)) => format!(
-                "No request yet in this session; the model's context is {} tokens",
-                tokens(limit)
-            ),
-            (None, None) => "No request yet in this session".to_owned(),
-        };
-        self.note(text);
     }
 
     fn todo(&mut self) {

@@ -87,7 +87,7 @@ pub async fn run(
                 }
                 continue;
             }
-            Dispatch::Turn(op @ Op::SetModel { .. }) => {
+            Dispatch::Turn(op @ (Op::SetModel { .. } | Op::Context { .. })) => {
                 app.handle.ops.submit(op);
                 app::settle(&mut app, SETTLE).await;
                 continue;

@@ -6,7 +6,8 @@
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
 use crate::protocol::{
-    ApprovalRequestEvent, FileDiff, TodoItem, TodoStatus, ToolCallEndEvent, ToolDisplay,
+    ApprovalRequestEvent, ContextReport, FileDiff, TodoItem, TodoStatus, ToolCallEndEvent,
+    ToolDisplay,
 };
 
 /// What a piece of text means; the palette turns it into a colour.
@@ -426,6 +427,55 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
             .with(Role::Text, " allow for this session");
     }
     lines.push(keys);
+    lines
+}
+
+/// What a request carries, part by part, with the total against the
+/// model's limit.
+pub fn context_report(report: &ContextReport, width: usize) -> Vec<Line> {
+    let count = |n: u64| crate::ui::view::tokens(n);
+    let total = match report.limit {
+        Some(limit) if limit > 0 => format!(
+            "{} of {} tokens ({}%), estimated",
+            count(report.total),
+            count(limit),
+            report.total.saturating_mul(100) / limit
+        ),
+        _ => format!("{} tokens, estimated", count(report.total)),
+    };
+    let mut lines = vec![
+        Line::new()
+            .with(Role::Label, "CONTEXT ")
+            .with(Role::Text, total),
+    ];
+    let name_width = report
+        .parts
+        .iter()
+        .map(|p| p.name.width())
+        .max()
+        .unwrap_or(0);
+    for part in &report.parts {
+        let number = format!("{:>6}", count(part.tokens));
+        let lead = format!("  {:<name_width$}  ", part.name);
+        let room = width.saturating_sub(lead.width() + number.width() + 2);
+        let source = truncate(&one_line(&part.source), room);
+        let pad = room.saturating_sub(source.width());
+        lines.push(
+            Line::new()
+                .with(Role::Text, lead)
+                .with(Role::Dim, format!("{source}{}  ", " ".repeat(pad)))
+                .with(Role::Code, number),
+        );
+    }
+    if let Some(prompt) = report.last_prompt {
+        lines.push(Line::new().with(
+            Role::Dim,
+            format!(
+                "  the last request: {} prompt tokens, counted by the server",
+                count(prompt)
+            ),
+        ));
+    }
     lines
 }
 

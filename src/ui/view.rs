@@ -231,6 +231,9 @@ impl View {
                 self.status.used = Some(usage.prompt_tokens + usage.completion_tokens);
             }
             EventMsg::Retry(retry) => self.retry(retry),
+            EventMsg::ContextReport(report) => {
+                self.committed.extend(render::context_report(report, width));
+            }
             EventMsg::TodoUpdated { items } => {
                 self.todos.clone_from(items);
                 self.committed.extend(render::todo(items, width));
