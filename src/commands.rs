@@ -187,15 +187,43 @@ pub fn models(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// The system prompt's parts and the skills for a workspace: rules,
+/// instructions, and the skills `policy` does not deny (a denied skill is
+/// not even listed).
+pub fn workspace_context(
+    environment: &Environment,
+    sandbox: &crate::sandbox::Sandbox,
+    config: &crate::config::Config,
+    policy: Option<&crate::policy::Policy>,
+) -> (crate::context::Assembly, Vec<crate::skills::Skill>) {
+    let config_dir = environment.config_dir();
+    let mut assembly =
+        crate::context::assemble(sandbox, config_dir.as_deref(), &config.instructions);
+    let found = crate::skills::discover(sandbox, config_dir.as_deref(), &config.skills);
+    let skills: Vec<crate::skills::Skill> = found
+        .skills
+        .into_iter()
+        .filter(|skill| {
+            policy.is_none_or(|policy| {
+                policy
+                    .decide("skill", &json!({ "name": skill.name }), &[])
+                    .action
+                    != crate::policy::Action::Deny
+            })
+        })
+        .collect();
+    assembly.add_skills(&skills, found.warnings);
+    (assembly, skills)
+}
+
 /// `offcode context`.
 pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Result<u8, Failure> {
     let loaded = load_config(environment, &Flags::default())?;
     let sandbox = workspace(environment)?;
-    let assembly = crate::context::assemble(
-        &sandbox,
-        environment.config_dir().as_deref(),
-        &loaded.config.instructions,
-    );
+    let policy = policy_source(environment, &Flags::default(), &loaded, sandbox.root())?;
+    let current = policy.current().ok();
+    let (assembly, skills) =
+        workspace_context(environment, &sandbox, &loaded.config, current.as_deref());
     let store = session_store(environment)?;
     let session_failure = |e: crate::session::Error| Failure::new(&e, EXIT_USAGE);
     let id = match (&args.session, args.r#continue) {
@@ -221,7 +249,9 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
             .find(|m| model.is_none_or(|name| m.id == name))
             .and_then(|m| m.max_model_len)
     });
-    let specs = crate::tools::Registry::default().specs();
+    let specs = crate::tools::Registry::default()
+        .with_skills(skills)
+        .specs();
     let report = crate::context::report(&assembly, &specs, &history, &session, limit, None);
     if args.json {
         let text = serde_json::to_string_pretty(&report).unwrap_or_default();

@@ -122,6 +122,8 @@ pub struct Config {
     /// Extra instruction files for the system prompt: paths or globs
     /// inside the workspace.
     pub instructions: Vec<String>,
+    /// Global skills (folders of `~/.config/offcode/skills`) to load.
+    pub skills: Vec<String>,
     /// The model's context length, when the server does not say (or says
     /// wrong).
     pub context_limit: Option<u64>,
@@ -142,6 +144,7 @@ impl Default for Config {
             top_p: None,
             max_steps: 50,
             instructions: Vec::new(),
+            skills: Vec::new(),
             context_limit: None,
             retry: RetryConfig::default(),
             timeouts: TimeoutsConfig::default(),
@@ -501,7 +504,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `context_limit`, `retry`, `timeouts`, `permission`, `dangerous`",
+                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `skills`, `context_limit`, `retry`, `timeouts`, `permission`, `dangerous`",
                 path.display()
             )
         );

@@ -118,6 +118,24 @@ pub fn assemble(
     assembly
 }
 
+impl Assembly {
+    /// Adds the skills index (after the rules and instructions) and the
+    /// discovery's warnings.
+    pub fn add_skills(&mut self, skills: &[crate::skills::Skill], warnings: Vec<String>) {
+        self.warnings.extend(warnings);
+        if !skills.is_empty() {
+            self.parts.push(Part {
+                name: "skills index",
+                source: match skills.len() {
+                    1 => "1 skill".to_owned(),
+                    n => format!("{n} skills"),
+                },
+                text: crate::skills::index(skills),
+            });
+        }
+    }
+}
+
 /// The file's text, cut to [`MAX_RULES_BYTES`] with a marker.
 fn cut(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);

@@ -88,16 +88,14 @@ pub fn prepare(
             .create(&environment.cwd, &model, client.base_url())
             .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
     };
-    let context = crate::context::assemble(
-        &sandbox,
-        environment.config_dir().as_deref(),
-        &config.instructions,
-    );
+    let current = policy.current().ok();
+    let (context, skills) =
+        crate::commands::workspace_context(environment, &sandbox, &config, current.as_deref());
     Ok(AgentSetup {
         context,
         client,
         session,
-        tools: Registry::default(),
+        tools: Registry::default().with_skills(skills),
         config,
         sandbox,
         policy,

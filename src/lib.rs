@@ -16,6 +16,7 @@ pub mod policy;
 pub mod protocol;
 pub mod sandbox;
 pub mod session;
+pub mod skills;
 pub mod tools;
 pub mod ui;
 

@@ -13,6 +13,7 @@ mod grep;
 mod list;
 mod patch;
 mod read;
+mod skill;
 pub mod todo;
 mod walk;
 mod write;
@@ -121,6 +122,7 @@ pub fn subject<'a>(tool: &str, arguments: &'a Value) -> Option<&'a str> {
         "bash" => "command",
         "read" | "list" | "write" | "edit" => "path",
         "grep" | "glob" => "pattern",
+        "skill" => "name",
         _ => return None,
     };
     arguments.get(key).and_then(Value::as_str)
@@ -253,6 +255,16 @@ impl Default for Registry {
 }
 
 impl Registry {
+    /// The default tools, and `skill` when there are `skills`.
+    #[must_use]
+    pub fn with_skills(mut self, skills: Vec<crate::skills::Skill>) -> Self {
+        if !skills.is_empty() {
+            self.tools
+                .push(Box::new(skill::Load(std::sync::Arc::new(skills))));
+        }
+        self
+    }
+
     /// The todo list as the tools last left it.
     pub fn todos(&self) -> Vec<crate::protocol::TodoItem> {
         self.todos

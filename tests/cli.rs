@@ -738,3 +738,80 @@ fn rules_and_instructions_reach_the_model_and_context_shows_them() {
         table.stdout
     );
 }
+
+#[test]
+fn skills_are_indexed_loaded_on_request_and_hidden_when_denied() {
+    let server = mock();
+    let ws = Workspace::new();
+    for (base, folder, text) in [
+        (
+            ".offcode/skills",
+            "release",
+            "---\nname: release\ndescription: Cut a release\n---\n1. Bump the version.\n2. Tag it.\n",
+        ),
+        (
+            ".agents/skills",
+            "secret",
+            "---\nname: secret\ndescription: Hidden\n---\nNever shown.\n",
+        ),
+        (
+            ".agents/skills",
+            "again",
+            "---\nname: release\n---\nA second one.\n",
+        ),
+    ] {
+        let dir = ws.root.join(base).join(folder);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("SKILL.md"), text).unwrap();
+    }
+    std::fs::write(
+        ws.root.join("offcode.jsonc"),
+        "{ permission: { skill: { '*': 'allow', 'secret': 'deny' } } }",
+    )
+    .unwrap();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("c1", "skill", serde_json::json!({"name": "release"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Released.")));
+    let mut command = ws.offcode(&server.base_url(), &["run", "release it"]);
+    command.env("OFFCODE_MODEL", "mock-model");
+    let out = run(command);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("two skills are named `release`"),
+        "{}",
+        out.stderr
+    );
+    let bodies = server.chat_bodies();
+    let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
+    assert!(system.contains("\n- release: Cut a release"), "{system}");
+    assert!(!system.contains("secret"), "{system}");
+    let tools: Vec<&str> = bodies[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"skill"), "{tools:?}");
+    let loaded = bodies[1]["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        loaded,
+        "Skill `release` (from .offcode/skills/release/SKILL.md):\n\n1. Bump the version.\n2. Tag it."
+    );
+    let report = run(ws.offcode(&server.base_url(), &["context"]));
+    assert!(
+        report.stdout.contains("  skills index "),
+        "{}",
+        report.stdout
+    );
+    assert!(report.stdout.contains("1 skill "), "{}", report.stdout);
+}

@@ -53,6 +53,7 @@ pub struct FileLayer {
     top_p: Option<Ranged<0, 1>>,
     max_steps: Option<Positive>,
     instructions: Option<Vec<NonEmpty>>,
+    skills: Option<Vec<NonEmpty>>,
     context_limit: Option<Positive>,
     retry: Option<RetryLayer>,
     timeouts: Option<TimeoutsLayer>,
