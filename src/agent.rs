@@ -6,6 +6,7 @@
 //! other op is queued for the turn runner, in order.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod compact;
 mod permit;
 mod turn;
 
@@ -134,9 +135,10 @@ async fn route(
             | Op::Shell { .. }
             | Op::SetModel { .. }
             | Op::Context { .. }
+            | Op::Compact
             | Op::Shutdown => {
                 let cancel = Cancel::default();
-                if matches!(op, Op::UserTurn { .. } | Op::Shell { .. }) {
+                if matches!(op, Op::UserTurn { .. } | Op::Shell { .. } | Op::Compact) {
                     lock(&shared.cancels).push(cancel.clone());
                 }
                 if queue.send((id, op, cancel)).is_err() {

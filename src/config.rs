@@ -82,6 +82,29 @@ impl Default for RetryConfig {
     }
 }
 
+/// When and how the context is compacted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct CompactionConfig {
+    /// Compact automatically when a request would not leave `reserve`
+    /// tokens free.
+    pub auto: bool,
+    /// Leave out old tool outputs first.
+    pub prune: bool,
+    /// Tokens kept free for the answer (and for the summary request).
+    pub reserve: u64,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        Self {
+            auto: true,
+            prune: true,
+            reserve: 4_096,
+        }
+    }
+}
+
 /// Network timeouts.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -127,6 +150,8 @@ pub struct Config {
     /// The model's context length, when the server does not say (or says
     /// wrong).
     pub context_limit: Option<u64>,
+    /// Context compaction.
+    pub compaction: CompactionConfig,
     /// Retry policy.
     pub retry: RetryConfig,
     /// Timeouts.
@@ -146,6 +171,7 @@ impl Default for Config {
             instructions: Vec::new(),
             skills: Vec::new(),
             context_limit: None,
+            compaction: CompactionConfig::default(),
             retry: RetryConfig::default(),
             timeouts: TimeoutsConfig::default(),
         }
@@ -504,7 +530,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `skills`, `context_limit`, `retry`, `timeouts`, `permission`, `dangerous`",
+                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `skills`, `context_limit`, `compaction`, `retry`, `timeouts`, `permission`, `dangerous`",
                 path.display()
             )
         );

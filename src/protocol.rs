@@ -33,6 +33,8 @@ pub enum Op {
     Shell { command: String },
     /// Use this model from the next request on.
     SetModel { model: String },
+    /// Compact the context now (`/compact`), as a turn of its own.
+    Compact,
     /// Report what a request carries now; answered by
     /// [`EventMsg::ContextReport`].
     Context {

@@ -13,7 +13,7 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-pub use entry::{AllowedRule, Entry, EntryBody, Message, Meta, ToolCall, now_rfc3339};
+pub use entry::{AllowedRule, Compaction, Entry, EntryBody, Message, Meta, ToolCall, now_rfc3339};
 
 /// The session file format version written by this build.
 pub const FORMAT_VERSION: u32 = 1;
@@ -83,6 +83,8 @@ pub struct Session {
     pub allowed: Vec<AllowedRule>,
     /// The agent's todo list, as last written.
     pub todos: Vec<crate::protocol::TodoItem>,
+    /// How requests shorten the history, after a compaction.
+    pub compaction: Option<Compaction>,
     /// Whether this is an existing session reopened.
     pub resumed: bool,
     file: File,
@@ -161,6 +163,7 @@ impl Store {
             skipped_lines: 0,
             allowed: Vec::new(),
             todos: Vec::new(),
+            compaction: None,
             resumed: false,
             file,
             last_id: None,
@@ -211,6 +214,7 @@ impl Store {
             model,
             allowed,
             todos,
+            compaction,
         } = rebuild(&entries, &meta);
         let mut session = Session {
             id: id.to_owned(),
@@ -220,6 +224,7 @@ impl Store {
             skipped_lines,
             allowed,
             todos,
+            compaction,
             resumed: true,
             meta,
             file,
@@ -345,6 +350,7 @@ struct Rebuilt {
     model: String,
     allowed: Vec<AllowedRule>,
     todos: Vec<crate::protocol::TodoItem>,
+    compaction: Option<Compaction>,
 }
 
 fn rebuild(entries: &[Entry], meta: &Meta) -> Rebuilt {
@@ -368,6 +374,7 @@ fn rebuild(entries: &[Entry], meta: &Meta) -> Rebuilt {
         model: meta.model.clone(),
         allowed: Vec::new(),
         todos: Vec::new(),
+        compaction: None,
     };
     for entry in branch {
         match &entry.body {
@@ -377,6 +384,7 @@ fn rebuild(entries: &[Entry], meta: &Meta) -> Rebuilt {
                 rebuilt.allowed.extend(more.iter().cloned());
             }
             EntryBody::Todo { items } => rebuilt.todos.clone_from(items),
+            EntryBody::Compaction(compaction) => rebuilt.compaction = Some(compaction.clone()),
             _ => {}
         }
     }
@@ -409,6 +417,7 @@ impl Session {
             EntryBody::ModelChange { model } => self.model = model,
             EntryBody::Permission { allowed, .. } => self.allowed.extend(allowed),
             EntryBody::Todo { items } => self.todos = items,
+            EntryBody::Compaction(compaction) => self.compaction = Some(compaction),
             _ => {}
         }
         Ok(())

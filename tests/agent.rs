@@ -23,12 +23,16 @@ struct Harness {
 }
 
 fn start(server: &MockServer, max_steps: u32) -> Harness {
+    start_with(server, |config| config.max_steps = max_steps)
+}
+
+fn start_with(server: &MockServer, adjust: impl FnOnce(&mut offcode::config::Config)) -> Harness {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("work");
     std::fs::create_dir_all(&root).unwrap();
     let store = Store::new(dir.path().join("sessions"));
     let mut config = fast_config(&server.base_url());
-    config.max_steps = max_steps;
+    adjust(&mut config);
     let session = store.create(&root, "mock-model", &config.base_url).unwrap();
     let handle = agent::spawn(AgentSetup {
         client: Arc::new(Client::new(&config)),
@@ -717,4 +721,112 @@ async fn the_first_file_change_without_a_todo_list_starts_one_and_tells_the_mode
         "{events:#?}"
     );
     assert!(harness.root.join("b.txt").exists());
+}
+
+/// A model that reads `files` files one per step (answering a summary
+/// request whenever one comes), then says it is done.
+fn reading_model(files: usize, summaries: Arc<std::sync::atomic::AtomicUsize>) -> MockServer {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let steps = Arc::new(AtomicUsize::new(0));
+    MockServer::start(Arc::new(
+        move |request: &crate::support::server::Request| {
+            let body = request.json();
+            let system = body["messages"][0]["content"].as_str().unwrap_or("");
+            if system.starts_with("You summarise") {
+                summaries.fetch_add(1, Ordering::SeqCst);
+                return sse(&chunks::text_answer(
+                    "Objective: read every file. Files touched: none. Next steps: read the next file.",
+                ));
+            }
+            let step = steps.fetch_add(1, Ordering::SeqCst);
+            if step < files {
+                sse(&chunks::tool_answer(
+                    "",
+                    &[(
+                        &format!("call_{step}"),
+                        "read",
+                        json!({"path": format!("f{step}.txt")}),
+                    )],
+                ))
+            } else {
+                sse(&chunks::text_answer(&format!("All {files} files read.")))
+            }
+        },
+    ))
+}
+
+#[tokio::test]
+async fn a_task_that_overflows_the_context_twice_finishes_through_compaction() {
+    use std::sync::atomic::Ordering;
+    let summaries = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = reading_model(12, Arc::clone(&summaries));
+    let mut harness = start_with(&server, |config| {
+        config.context_limit = Some(6_000);
+        config.compaction.reserve = 1_000;
+    });
+    for n in 0..12 {
+        let line = format!("file {n}: {}\n", "lorem ipsum dolor sit amet ".repeat(3));
+        std::fs::write(harness.root.join(format!("f{n}.txt")), line.repeat(45)).unwrap();
+    }
+    let events = harness.turn("read f0.txt to f11.txt", None).await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    assert!(
+        summaries.load(Ordering::SeqCst) >= 2,
+        "summaries: {}",
+        summaries.load(Ordering::SeqCst)
+    );
+    let compacted = events
+        .iter()
+        .filter(|e| matches!(&e.msg, EventMsg::Warning { message } if message.starts_with("Context compacted")))
+        .count();
+    assert!(compacted >= 2, "{events:#?}");
+    // No request went over the limit (4 ASCII characters a token).
+    for body in server.chat_bodies() {
+        let size = serde_json::to_string(&body).unwrap().len();
+        assert!(size < 6_000 * 4, "a request of {size} bytes");
+    }
+    let last = server.chat_bodies().pop().unwrap();
+    let text = serde_json::to_string(&last["messages"]).unwrap();
+    assert!(
+        text.contains("Summary of the conversation so far"),
+        "{text}"
+    );
+    // The session keeps everything.
+    let kept = harness
+        .session_messages()
+        .iter()
+        .filter(|m| matches!(m, Message::Tool { .. }))
+        .count();
+    assert_eq!(kept, 12);
+    // Reopened, the session knows how its requests are shortened.
+    harness.handle.ops.submit(Op::Shutdown);
+    while harness.handle.events.recv().await.is_some() {}
+    let file = std::fs::read_dir(harness.store.dir())
+        .unwrap()
+        .next()
+        .unwrap()
+        .unwrap()
+        .path();
+    let id = file.file_stem().unwrap().to_string_lossy().into_owned();
+    let reopened = harness.store.open(&id).unwrap();
+    let compaction = reopened.compaction.expect("a compaction entry");
+    assert!(compaction.keep_from > 0 && compaction.summary.is_some());
+}
+
+#[tokio::test]
+async fn a_context_length_error_compacts_and_retries_once_never_more() {
+    let server = mock();
+    let too_long = json!({"object": "error", "message": "This model's maximum context length is 4096 tokens. However, you requested 5000 tokens (4000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.", "type": "BadRequestError", "code": 400});
+    server.push(Reply::json(400, &too_long));
+    server.push(sse(&chunks::text_answer("fits now")));
+    let mut harness = start(&server, 5);
+    let events = harness.turn("hello", None).await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    assert_eq!(server.chat_bodies().len(), 2);
+    // Twice in a row: the error stands.
+    server.push(Reply::json(400, &too_long));
+    server.push(Reply::json(400, &too_long));
+    let events = harness.turn("again", None).await;
+    assert_eq!(status(&events), TurnStatus::Failed, "{events:#?}");
+    assert_eq!(server.chat_bodies().len(), 4);
 }

@@ -319,9 +319,9 @@ fn every_stream_fault_ends_in_a_clear_error() {
             "bad request",
             Reply::json(
                 400,
-                &serde_json::json!({"error": {"message": "This model's maximum context length is 32768 tokens.", "code": 400}}),
+                &serde_json::json!({"error": {"message": "The model `m` does not exist.", "code": 400}}),
             ),
-            "The server answered HTTP 400: This model's maximum context length",
+            "The server answered HTTP 400: The model `m` does not exist.",
         ),
     ];
     for (name, reply, expected) in cases {

@@ -74,6 +74,12 @@ pub(super) struct AgentState {
     pub(super) context: crate::context::Assembly,
     /// Prompt tokens of the last request, as the server counted them.
     pub(super) last_prompt: Option<u64>,
+    /// The model's context length, once known.
+    pub(super) limit: Option<u64>,
+    /// Whether the server was asked for it.
+    pub(super) limit_asked: bool,
+    /// A context-length error was answered by compacting in this step.
+    pub(super) overflow_retried: bool,
     pub(super) events: mpsc::UnboundedSender<Event>,
     pub(super) shared: Arc<Shared>,
     pub(super) policy: Arc<PolicySource>,
@@ -98,6 +104,9 @@ impl AgentState {
             system: setup.context.system_prompt(),
             context: setup.context,
             last_prompt: None,
+            limit: None,
+            limit_asked: false,
+            overflow_retried: false,
             client: setup.client,
             tools: setup.tools,
             specs,
@@ -193,12 +202,32 @@ impl AgentState {
                         self.emit(id, EventMsg::ModelChanged { model });
                     }
                 }
+                Op::Compact => {
+                    self.emit(
+                        id,
+                        EventMsg::TurnStarted {
+                            text: "/compact".to_owned(),
+                        },
+                    );
+                    let status = if self.fit(id, &cancel, true).await {
+                        TurnStatus::Done
+                    } else if cancel.is_cancelled() {
+                        TurnStatus::Aborted
+                    } else {
+                        TurnStatus::Failed
+                    };
+                    self.end_turn(id, status, None, &cancel);
+                }
                 Op::Context { limit } => {
                     let last_prompt = self.last_prompt;
+                    let history = super::compact::request_history(
+                        &self.session.messages,
+                        self.session.compaction.as_ref(),
+                    );
                     let report = crate::context::report(
                         &self.context,
                         &self.specs,
-                        &self.session.messages,
+                        &history,
                         &self.session.id,
                         limit.or(self.config.context_limit),
                         last_prompt,
@@ -348,7 +377,22 @@ impl AgentState {
 
     async fn step(&mut self, id: SubmissionId, cancel: &Cancel) -> Step {
         self.set_state(id, TurnState::Planning);
-        let messages = build_messages(&self.system, &self.session.messages);
+        if !self.fit(id, cancel, false).await {
+            if cancel.is_cancelled() {
+                return Step::End(TurnStatus::Aborted);
+            }
+            self.fail(
+                id,
+                "The conversation does not fit in the model's context, even compacted; start a new session (/new) or raise `context_limit`".to_owned(),
+                ErrorKind::Server,
+            );
+            return Step::End(TurnStatus::Failed);
+        }
+        let history = super::compact::request_history(
+            &self.session.messages,
+            self.session.compaction.as_ref(),
+        );
+        let messages = build_messages(&self.system, &history);
         let model = self.session.model.clone();
         let request = ChatRequest {
             model: &model,
@@ -395,7 +439,10 @@ impl AgentState {
             })
             .await;
         match result {
-            Ok(response) => self.finish_step(id, response, cancel).await,
+            Ok(response) => {
+                self.overflow_retried = false;
+                self.finish_step(id, response, cancel).await
+            }
             Err(error) => {
                 if !partial.is_empty() || !reasoning.is_empty() {
                     let message = Message::Assistant {
@@ -410,6 +457,18 @@ impl AgentState {
                 }
                 if matches!(error, client::Error::Cancelled) {
                     return Step::End(TurnStatus::Aborted);
+                }
+                // Too long for the model: compact and try once more.
+                if let Some(overflow) = super::compact::overflow(&error)
+                    && !self.overflow_retried
+                {
+                    self.overflow_retried = true;
+                    if let Some(limit) = overflow.limit {
+                        self.limit = Some(limit);
+                    }
+                    if self.fit(id, cancel, true).await {
+                        return Step::Continue;
+                    }
                 }
                 let message = client::error_chain(&error);
                 self.fail(id, message, error_kind(&error));

@@ -55,10 +55,20 @@ pub struct FileLayer {
     instructions: Option<Vec<NonEmpty>>,
     skills: Option<Vec<NonEmpty>>,
     context_limit: Option<Positive>,
+    compaction: Option<CompactionLayer>,
     retry: Option<RetryLayer>,
     timeouts: Option<TimeoutsLayer>,
     permission: Option<crate::policy::PermissionValue>,
     dangerous: Option<crate::policy::DangerousValue>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+struct CompactionLayer {
+    auto: Option<bool>,
+    prune: Option<bool>,
+    reserve: Option<Positive>,
 }
 
 #[derive(Debug, Deserialize)]

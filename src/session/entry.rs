@@ -50,10 +50,27 @@ pub enum EntryBody {
     },
     /// The todo list as the agent last wrote it.
     Todo { items: Vec<TodoItem> },
+    /// The context was compacted: requests from now on carry `summary`
+    /// in place of the messages before `keep_from`, and tool outputs of
+    /// messages before `prune_before` as a placeholder. The messages
+    /// themselves stay in the file.
+    Compaction(Compaction),
     /// A turn ended.
     TurnEnd { status: TurnStatus },
     /// An error ended a turn.
     Error { message: String },
+}
+
+/// How requests shorten the history; see [`EntryBody::Compaction`].
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Compaction {
+    /// What the left-out messages said, written by the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// Index of the first message sent as it is.
+    pub keep_from: usize,
+    /// Tool outputs of messages before this index are left out.
+    pub prune_before: usize,
 }
 
 /// A rule the user allowed for the rest of a session.

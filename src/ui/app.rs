@@ -224,6 +224,7 @@ impl<'a> App<'a> {
                 });
             }
             "/todo" => self.todo(),
+            "/compact" => return Dispatch::Turn(Op::Compact),
             "/think" => self.think(),
             "/sessions" => self.sessions(),
             "/new" => self.restart(false).await,

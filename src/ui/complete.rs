@@ -10,6 +10,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/help", "keys and commands"),
     ("/models", "list the served models; /models ID switches"),
     ("/context", "how full the model's context is"),
+    ("/compact", "summarise the older conversation now"),
     ("/todo", "the agent's todo list"),
     ("/think", "the last reasoning, in full"),
     ("/sessions", "sessions in this directory"),

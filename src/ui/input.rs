@@ -167,20 +167,28 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                     prompt,
                     initial,
                 } => {
-                    let (ahead, submitted) = typed_ahead(initial);
-                    if submitted {
-                        // Typed ahead with its Enter: sent as it is.
-                        let mut err = std::io::stderr();
-                        let _ = writeln!(err, "{prompt}{ahead}");
-                        let _ = editor
-                            .history_mut()
-                            .save(reedline::HistoryItem::from_command_line(&ahead));
-                        let _ = editor.sync_history();
-                        if replies.send(Reply::Line(ahead)).is_err() {
-                            break;
+                    let ahead = match typed_ahead(initial) {
+                        Ahead::Text(text) => text,
+                        Ahead::Sent(text) => {
+                            // Typed ahead with its Enter: sent as it is.
+                            let mut err = std::io::stderr();
+                            let _ = writeln!(err, "{prompt}{text}");
+                            let _ = editor
+                                .history_mut()
+                                .save(reedline::HistoryItem::from_command_line(&text));
+                            let _ = editor.sync_history();
+                            if replies.send(Reply::Line(text)).is_err() {
+                                break;
+                            }
+                            continue;
                         }
-                        continue;
-                    }
+                        Ahead::Interrupt => {
+                            if replies.send(Reply::Interrupt).is_err() {
+                                break;
+                            }
+                            continue;
+                        }
+                    };
                     if !ahead.is_empty() {
                         editor.run_edit_commands(&[EditCommand::InsertString(ahead)]);
                     }
@@ -280,19 +288,36 @@ fn build_editor(history: Option<PathBuf>, completions: Completions, colour: bool
     editor
 }
 
-/// Keys typed before the editor starts (while a turn was ending): after
-/// `initial`, with whether an Enter ended them. Reedline would take a
-/// burst of waiting keys for a paste and their Enter for a new line.
-fn typed_ahead(initial: String) -> (String, bool) {
+/// What keys typed before the editor started amount to.
+enum Ahead {
+    /// Text to start the editor with.
+    Text(String),
+    /// A line sent with Enter.
+    Sent(String),
+    /// Ctrl+C on an empty line.
+    Interrupt,
+}
+
+/// Keys typed before the editor starts (while a turn was ending), after
+/// `initial`: Enter sends, Ctrl+C clears (or, on nothing, interrupts), as
+/// in the editor. Reedline would take a burst of waiting keys for a paste
+/// and their Enter for a new line.
+fn typed_ahead(initial: String) -> Ahead {
     let mut text = initial;
     let _ = crossterm::terminal::enable_raw_mode();
     while event::poll(Duration::ZERO).unwrap_or(false) {
         match event::read() {
             Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => match key.code {
-                KeyCode::Enter if key.modifiers.is_empty() => {
+                KeyCode::Enter if key.modifiers.is_empty() && !text.trim().is_empty() => {
                     let _ = crossterm::terminal::disable_raw_mode();
-                    let sent = !text.trim().is_empty();
-                    return (text, sent);
+                    return Ahead::Sent(text);
+                }
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    if text.is_empty() {
+                        let _ = crossterm::terminal::disable_raw_mode();
+                        return Ahead::Interrupt;
+                    }
+                    text.clear();
                 }
                 KeyCode::Char(c)
                     if !key
@@ -311,7 +336,7 @@ fn typed_ahead(initial: String) -> (String, bool) {
             Err(_) => break,
         }
     }
-    (text, false)
+    Ahead::Text(text)
 }
 
 /// Raw keys until a request comes; returns it (`None` when the loop is

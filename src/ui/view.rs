@@ -89,17 +89,7 @@ impl Status {
     }
 }
 
-/// `950`, `1.2k`, `32.8k`, `128k`.
-pub fn tokens(n: u64) -> String {
-    match n {
-        0..1_000 => n.to_string(),
-        1_000..100_000 => {
-            let tenths = (n + 50) / 100;
-            format!("{}.{}k", tenths / 10, tenths % 10)
-        }
-        _ => format!("{}k", (n + 500) / 1_000),
-    }
-}
+pub use crate::context::format_tokens as tokens;
 
 /// The conversation as lines.
 #[derive(Debug)]

@@ -242,7 +242,13 @@ fn serve(stream: TcpStream, state: &Mutex<State>, fallback: &Responder) {
         let reply = {
             let mut state = state.lock().unwrap();
             state.requests.push(request.clone());
-            state.queue.pop_front()
+            // Queued replies answer model requests; a GET (`/v1/models`,
+            // asked for on the side) goes to the fallback.
+            if request.method == "GET" {
+                None
+            } else {
+                state.queue.pop_front()
+            }
         }
         .unwrap_or_else(|| fallback(&request));
         let written = write_reply(&mut stream, &reply);

@@ -1,0 +1,458 @@
+//! Keeping requests inside the model's context: old tool outputs are left
+//! out first (prune), then the older conversation is summarised by the
+//! model and the summary stands in for it. The session file keeps every
+//! message; a `compaction` entry says how requests shorten the history.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+
+use super::turn::AgentState;
+use crate::cancel::Cancel;
+use crate::client::wire::{ChatRequest, StreamOptions, WireMessage};
+use crate::client::{self, Update};
+use crate::context::{build_messages, estimate_tokens};
+use crate::protocol::{EventMsg, SubmissionId};
+use crate::session::{Compaction, EntryBody, Message};
+
+/// Estimated tokens from which the server is asked for the context
+/// length (when the config does not give it).
+const ASK_LIMIT_FROM: u64 = 4_096;
+/// Tool outputs kept whole when older ones are pruned.
+const KEEP_TOOL_OUTPUTS: usize = 4;
+/// What a pruned tool output becomes.
+pub const PRUNED: &str = "[output left out to save context; run the tool again if it is needed]";
+/// Characters of one message in the transcript the summariser reads.
+const TRANSCRIPT_MESSAGE_CHARS: usize = 2_000;
+
+/// The summariser's instructions.
+const SUMMARY_PROMPT: &str = "You summarise a coding session so that it can go on with less \
+context. Write, in the language of the conversation, short sections: Objective (what the user \
+wants now), Files touched (paths and what changed), Decisions, Open risks, Next steps. Keep \
+paths, names, commands and numbers exact. Output only the summary.";
+
+/// What the server's context-length error told.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Overflow {
+    /// The model's context length.
+    pub limit: Option<u64>,
+    /// Tokens the request's prompt had.
+    pub prompt: Option<u64>,
+}
+
+// Fixed patterns, checked by the tests below; a bad one would only make
+// the numbers unknown.
+static LIMIT: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?:maximum context length is|context length is only) (\d+)").ok()
+});
+static PROMPT: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"prompt contains (?:at least )?(\d+) input tokens|request has (\d+) input tokens|You passed (\d+) input tokens|\((\d+) in the messages|(\d+) tokens in the messages",
+    )
+    .ok()
+});
+
+/// Whether `error` is the server saying the request is too long for the
+/// model's context (every vLLM wording), with the numbers it gave.
+pub fn overflow(error: &client::Error) -> Option<Overflow> {
+    let (client::Error::Status {
+        status: 400,
+        message,
+        code,
+        ..
+    }
+    | client::Error::InBand { message, code }) = error
+    else {
+        return None;
+    };
+    let matches = message.contains("context length")
+        || message.contains("maximum context")
+        || code.as_deref() == Some("context_length_exceeded");
+    if !matches {
+        return None;
+    }
+    let number = |regex: &Option<Regex>| {
+        regex.as_ref()?.captures(message).and_then(|c| {
+            c.iter()
+                .skip(1)
+                .flatten()
+                .next()
+                .and_then(|m| m.as_str().parse().ok())
+        })
+    };
+    Some(Overflow {
+        limit: number(&LIMIT),
+        prompt: number(&PROMPT),
+    })
+}
+
+/// The history as requests carry it under `compaction`.
+pub fn request_history(messages: &[Message], compaction: Option<&Compaction>) -> Vec<Message> {
+    let Some(compaction) = compaction else {
+        return messages.to_vec();
+    };
+    let start = compaction.keep_from.min(messages.len());
+    let mut out: Vec<Message> = Vec::with_capacity(messages.len() - start + 1);
+    for (index, message) in messages.iter().enumerate().skip(start) {
+        match message {
+            Message::Tool {
+                tool_call_id,
+                name,
+                is_error,
+                ..
+            } if index < compaction.prune_before => out.push(Message::Tool {
+                tool_call_id: tool_call_id.clone(),
+                name: name.clone(),
+                content: PRUNED.to_owned(),
+                is_error: *is_error,
+            }),
+            other => out.push(other.clone()),
+        }
+    }
+    if let Some(summary) = &compaction.summary {
+        let text = format!(
+            "[Summary of the conversation so far, written when the context filled up]\n{summary}"
+        );
+        // Some chat templates want turns to alternate: the summary joins
+        // a following user message rather than standing before it.
+        match out.first_mut() {
+            Some(Message::User { content }) => *content = format!("{text}\n\n{content}"),
+            _ => out.insert(0, Message::User { content: text }),
+        }
+    }
+    out
+}
+
+impl AgentState {
+    /// Tokens the next request would carry, estimated.
+    pub(super) fn request_estimate(&self, compaction: Option<&Compaction>) -> u64 {
+        let history = request_history(&self.session.messages, compaction);
+        let wire = build_messages(&self.system, &history);
+        let specs = serde_json::to_string(&self.specs).unwrap_or_default();
+        estimate_tokens(&serde_json::to_string(&wire).unwrap_or_default()) + estimate_tokens(&specs)
+    }
+
+    /// The model's context length: the config's, else the server's.
+    pub(super) async fn context_limit(&mut self) -> Option<u64> {
+        if let Some(limit) = self.config.context_limit {
+            return Some(limit);
+        }
+        if self.limit.is_none() && !self.limit_asked {
+            self.limit_asked = true;
+            let client = std::sync::Arc::clone(&self.client);
+            let model = self.session.model.clone();
+            let listed = tokio::task::spawn_blocking(move || client.list_models()).await;
+            let found = listed
+                .ok()
+                .and_then(Result::ok)
+                .and_then(|models| models.into_iter().find(|m| m.id == model))
+                .and_then(|m| m.max_model_len);
+            self.limit = found;
+        }
+        self.limit
+    }
+
+    /// Compacts when the next request would not leave the reserve free
+    /// (or always, when `force`). Returns false when the request still
+    /// cannot fit.
+    pub(super) async fn fit(&mut self, id: SubmissionId, cancel: &Cancel, force: bool) -> bool {
+        let current = self.session.compaction.clone();
+        let before = self.request_estimate(current.as_ref());
+        // Small requests fit any model worth coding with; the server is
+        // asked for its limit only once the conversation grows.
+        if !force && self.config.context_limit.is_none() && before < ASK_LIMIT_FROM {
+            return true;
+        }
+        let Some(limit) = self.context_limit().await else {
+            return true;
+        };
+        // A reserve too big for a small model leaves it a quarter.
+        let reserve = self.config.compaction.reserve.min(limit / 4);
+        let budget = limit.saturating_sub(reserve);
+        if !force && (before <= budget || !self.config.compaction.auto) {
+            return true;
+        }
+        let mut next = current.clone().unwrap_or_default();
+        // First, old tool outputs.
+        if self.config.compaction.prune {
+            let tools: Vec<usize> = self
+                .session
+                .messages
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| matches!(m, Message::Tool { .. }))
+                .map(|(i, _)| i)
+                .collect();
+            if tools.len() > KEEP_TOOL_OUTPUTS {
+                next.prune_before = next
+                    .prune_before
+                    .max(tools[tools.len() - KEEP_TOOL_OUTPUTS]);
+            }
+            if !force && self.request_estimate(Some(&next)) <= budget {
+                return self.record_compaction(
+                    id,
+                    next,
+                    before,
+                    limit,
+                    "old tool outputs left out",
+                );
+            }
+        }
+        // Then the older conversation, summarised.
+        let Some(cut) = self.cut_point(&next, budget / 3) else {
+            return self.request_estimate(Some(&next)) <= budget;
+        };
+        let transcript = self.transcript(&next, cut, budget / 2);
+        let Some(summary) = self.summarise(id, transcript, cancel).await else {
+            return false;
+        };
+        let messages = cut - next.keep_from;
+        next.summary = Some(summary);
+        next.keep_from = cut;
+        next.prune_before = next.prune_before.max(cut);
+        let fits = self.request_estimate(Some(&next)) <= budget;
+        let done = format!("{messages} earlier messages summarised");
+        self.record_compaction(id, next, before, limit, &done) && fits
+    }
+
+    /// The first message to keep whole: a step's start (a user or an
+    /// assistant message, never a tool result), after the current start,
+    /// with what follows it under `room` tokens; the last step at least.
+    fn cut_point(&self, current: &Compaction, room: u64) -> Option<usize> {
+        let messages = &self.session.messages;
+        let starts: Vec<usize> = (current.keep_from + 1..messages.len())
+            .filter(|&i| !matches!(messages[i], Message::Tool { .. }))
+            .collect();
+        let last = *starts.last()?;
+        let fits = |i: usize| {
+            let tail = build_messages("", &request_history(&messages[i..], None));
+            estimate_tokens(&serde_json::to_string(&tail).unwrap_or_default()) <= room
+        };
+        Some(starts.iter().copied().find(|&i| fits(i)).unwrap_or(last))
+    }
+
+    /// What the summariser reads: the old summary and the messages from
+    /// the current start to `cut`, each cut short, the whole kept under
+    /// `room` tokens (the newest part wins).
+    fn transcript(&self, current: &Compaction, cut: usize, room: u64) -> String {
+        let mut lines: Vec<String> = Vec::new();
+        for message in &self.session.messages[current.keep_from..cut] {
+            let (role, text) = match message {
+                Message::User { content } => ("user", content.clone()),
+                Message::Assistant {
+                    content,
+                    tool_calls,
+                    ..
+                } => {
+                    let calls: Vec<String> = tool_calls
+                        .iter()
+                        .map(|c| format!("[calls {} {}]", c.name, c.arguments))
+                        .collect();
+                    ("assistant", format!("{content} {}", calls.join(" ")))
+                }
+                Message::Tool { name, content, .. } => ("tool", format!("{name}: {content}")),
+            };
+            let text: String = text.chars().take(TRANSCRIPT_MESSAGE_CHARS).collect();
+            lines.push(format!("{role}: {}", text.trim()));
+        }
+        let mut kept: Vec<String> = Vec::new();
+        let mut used = 0;
+        for line in lines.into_iter().rev() {
+            used += estimate_tokens(&line);
+            if used > room {
+                break;
+            }
+            kept.push(line);
+        }
+        kept.reverse();
+        let mut text = String::new();
+        if let Some(summary) = &current.summary {
+            text.push_str("Earlier summary:\n");
+            text.push_str(summary);
+            text.push_str("\n\n");
+        }
+        text.push_str("Conversation:\n");
+        text.push_str(&kept.join("\n"));
+        text
+    }
+
+    /// Asks the model for a summary (no tools); `None` after an error,
+    /// which is reported.
+    async fn summarise(
+        &mut self,
+        id: SubmissionId,
+        transcript: String,
+        cancel: &Cancel,
+    ) -> Option<String> {
+        let messages = vec![wire("system", SUMMARY_PROMPT), wire("user", &transcript)];
+        let model = self.session.model.clone();
+        let request = ChatRequest {
+            model: &model,
+            messages: &messages,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            tools: &[],
+            max_tokens: Some(u32::try_from(self.config.compaction.reserve / 2).unwrap_or(2_048)),
+            temperature: self.config.temperature,
+            top_p: self.config.top_p,
+        };
+        let events = self.events.clone();
+        let result = self
+            .client
+            .stream_chat(&request, cancel, &mut |update| {
+                if let Update::Retry(retry) = update {
+                    let _ = events.send(crate::protocol::Event {
+                        id,
+                        msg: EventMsg::Retry(retry),
+                    });
+                }
+            })
+            .await;
+        match result {
+            Ok(response) if !response.content.trim().is_empty() => {
+                Some(response.content.trim().to_owned())
+            }
+            Ok(_) => {
+                self.warn(id, "Compaction failed: the model returned an empty summary");
+                None
+            }
+            Err(error) => {
+                self.warn(
+                    id,
+                    &format!("Compaction failed: {}", client::error_chain(&error)),
+                );
+                None
+            }
+        }
+    }
+
+    fn record_compaction(
+        &mut self,
+        id: SubmissionId,
+        compaction: Compaction,
+        before: u64,
+        limit: u64,
+        what: &str,
+    ) -> bool {
+        let after = self.request_estimate(Some(&compaction));
+        if self
+            .session
+            .append(EntryBody::Compaction(compaction))
+            .is_err()
+        {
+            self.warn(id, "Compaction could not be recorded in the session");
+            return false;
+        }
+        self.warn(
+            id,
+            &format!(
+                "Context compacted ({what}): about {} → {} of {} tokens",
+                crate::context::format_tokens(before),
+                crate::context::format_tokens(after),
+                crate::context::format_tokens(limit)
+            ),
+        );
+        true
+    }
+}
+
+fn wire(role: &str, content: &str) -> WireMessage {
+    WireMessage {
+        role: role.to_owned(),
+        content: Some(content.to_owned()),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn status(message: &str) -> client::Error {
+        client::Error::Status {
+            status: 400,
+            message: message.to_owned(),
+            code: None,
+            retry_after: None,
+        }
+    }
+
+    #[test]
+    fn every_vllm_wording_is_recognised_with_its_numbers() {
+        for (message, limit, prompt) in [
+            (
+                "This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (32000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
+                Some(32768),
+                Some(32000),
+            ),
+            (
+                "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens in the messages, Please reduce the length of the messages.",
+                Some(32768),
+                Some(40000),
+            ),
+            (
+                "This model's maximum context length is 8192 tokens. However, your request has 9000 input tokens. Please reduce the length of the input messages.",
+                Some(8192),
+                Some(9000),
+            ),
+            (
+                "You passed 31000 input tokens and requested 4096 output tokens. However, the model's context length is only 32768 tokens, resulting in a maximum input length of 28672 tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=31000)",
+                Some(32768),
+                Some(31000),
+            ),
+            (
+                "This model's maximum context length is 32768 tokens. However, you requested 1024 output tokens and your prompt contains at least 32769 input tokens, for a total of at least 33793 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=32769)",
+                Some(32768),
+                Some(32769),
+            ),
+        ] {
+            assert_eq!(
+                overflow(&status(message)),
+                Some(Overflow { limit, prompt }),
+                "{message}"
+            );
+        }
+        assert_eq!(overflow(&status("model not found")), None);
+        let coded = client::Error::InBand {
+            message: "too long".into(),
+            code: Some("context_length_exceeded".into()),
+        };
+        assert!(overflow(&coded).is_some());
+    }
+
+    #[test]
+    fn the_summary_stands_in_for_old_messages_and_old_outputs_are_pruned() {
+        let user = |c: &str| Message::User { content: c.into() };
+        let tool = |c: &str| Message::Tool {
+            tool_call_id: "t".into(),
+            name: "read".into(),
+            content: c.into(),
+            is_error: false,
+        };
+        let messages = vec![
+            user("old"),
+            tool("big old output"),
+            user("now"),
+            tool("fresh"),
+        ];
+        let compaction = Compaction {
+            summary: Some("S".into()),
+            keep_from: 2,
+            prune_before: 4,
+        };
+        let history = request_history(&messages, Some(&compaction));
+        assert_eq!(
+            history,
+            vec![
+                user(
+                    "[Summary of the conversation so far, written when the context filled up]\nS\n\nnow"
+                ),
+                tool(PRUNED),
+            ]
+        );
+        assert_eq!(request_history(&messages, None), messages);
+    }
+}
