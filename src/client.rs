@@ -231,6 +231,53 @@ impl Client {
     }
 }
 
+impl Client {
+    /// `POST {server root}/tokenize`: the exact prompt size of `messages`
+    /// (with `tools`) and the context length. `Ok(None)` when the server
+    /// has no such route or does not take this form.
+    pub fn tokenize(
+        &self,
+        model: &str,
+        messages: &[wire::WireMessage],
+        tools: &[wire::ToolSpec],
+    ) -> Result<Option<wire::TokenizeResponse>, Error> {
+        let root = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
+        let url = format!("{root}/tokenize");
+        let body = serde_json::to_vec(&wire::TokenizeRequest {
+            model,
+            messages,
+            add_generation_prompt: true,
+            tools,
+        })
+        .map_err(|e| Error::BadResponse {
+            what: "the tokenize request".to_owned(),
+            reason: e.to_string(),
+        })?;
+        let mut request = self
+            .agent()
+            .post(&url)
+            .header("content-type", "application/json");
+        if let Some(key) = &self.api_key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        let response = request.send(&body[..]).map_err(|source| Error::Connect {
+            url: url.clone(),
+            source,
+        })?;
+        let status = response.status().as_u16();
+        if !(200..300).contains(&status) {
+            return Ok(None);
+        }
+        let text = response
+            .into_body()
+            .with_config()
+            .limit(64 << 20)
+            .read_to_string()
+            .map_err(|e| Error::Read(std::io::Error::other(e)))?;
+        Ok(serde_json::from_str(&text).ok())
+    }
+}
+
 /// An error and its causes on one line, for retry notices.
 pub fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();

@@ -392,3 +392,35 @@ async fn models_lists_context_lengths() {
     assert_eq!(models[0].max_model_len, Some(32768));
     assert_eq!(models[1].max_model_len, Some(131_072));
 }
+
+#[test]
+fn tokenize_counts_at_the_server_root() {
+    let server = crate::support::MockServer::start(std::sync::Arc::new(
+        |request: &crate::support::server::Request| {
+            if request.path == "/tokenize" {
+                let body = request.json();
+                assert_eq!(body["add_generation_prompt"], true);
+                return crate::support::Reply::json(
+                    200,
+                    &serde_json::json!({"count": 1234, "max_model_len": 32768, "tokens": []}),
+                );
+            }
+            crate::support::Reply::json(404, &serde_json::json!({"error": {"message": "no route"}}))
+        },
+    ));
+    let client = Client::new(&fast_config(&server.base_url()));
+    let counted = client.tokenize("mock-model", &[], &[]).unwrap().unwrap();
+    assert_eq!((counted.count, counted.max_model_len), (1234, Some(32768)));
+    assert_eq!(
+        client
+            .tokenize("mock-model", &[], &[])
+            .unwrap()
+            .unwrap()
+            .count,
+        1234
+    );
+    // A server without the route: no count, no error.
+    let other = crate::support::demo_mock();
+    let client = Client::new(&fast_config(&other.base_url()));
+    assert!(client.tokenize("mock-model", &[], &[]).unwrap().is_none());
+}

@@ -157,7 +157,7 @@ impl AgentState {
     /// cannot fit.
     pub(super) async fn fit(&mut self, id: SubmissionId, cancel: &Cancel, force: bool) -> bool {
         let current = self.session.compaction.clone();
-        let before = self.request_estimate(current.as_ref());
+        let mut before = self.request_estimate(current.as_ref());
         // Small requests fit any model worth coding with; the server is
         // asked for its limit only once the conversation grows.
         if !force && self.config.context_limit.is_none() && before < ASK_LIMIT_FROM {
@@ -169,6 +169,15 @@ impl AgentState {
         // A reserve too big for a small model leaves it a quarter.
         let reserve = self.config.compaction.reserve.min(limit / 4);
         let budget = limit.saturating_sub(reserve);
+        // Near the budget an estimate is not enough: the server counts,
+        // and later estimates are scaled by how far off this one was.
+        let mut scale = 1.0;
+        if before >= budget / 2
+            && let Some(exact) = self.exact_count(current.as_ref()).await
+        {
+            scale = ratio(exact, before);
+            before = exact;
+        }
         if !force && (before <= budget || !self.config.compaction.auto) {
             return true;
         }
@@ -188,19 +197,19 @@ impl AgentState {
                     .prune_before
                     .max(tools[tools.len() - KEEP_TOOL_OUTPUTS]);
             }
-            if !force && self.request_estimate(Some(&next)) <= budget {
+            if !force && self.scaled_estimate(&next, scale) <= budget {
+                let after = self.scaled_estimate(&next, scale);
                 return self.record_compaction(
                     id,
                     next,
-                    before,
-                    limit,
+                    (before, after, limit),
                     "old tool outputs left out",
                 );
             }
         }
         // Then the older conversation, summarised.
         let Some(cut) = self.cut_point(&next, budget / 3) else {
-            return self.request_estimate(Some(&next)) <= budget;
+            return self.scaled_estimate(&next, scale) <= budget;
         };
         let transcript = self.transcript(&next, cut, budget / 2);
         let Some(summary) = self.summarise(id, transcript, cancel).await else {
@@ -210,9 +219,38 @@ impl AgentState {
         next.summary = Some(summary);
         next.keep_from = cut;
         next.prune_before = next.prune_before.max(cut);
-        let fits = self.request_estimate(Some(&next)) <= budget;
+        let after = self.scaled_estimate(&next, scale);
         let done = format!("{messages} earlier messages summarised");
-        self.record_compaction(id, next, before, limit, &done) && fits
+        self.record_compaction(id, next, (before, after, limit), &done) && after <= budget
+    }
+
+    fn scaled_estimate(&self, compaction: &Compaction, scale: f64) -> u64 {
+        scale_tokens(self.request_estimate(Some(compaction)), scale)
+    }
+
+    /// The server's count of the next request under `compaction` (and its
+    /// context length, when still unknown); `None` when it cannot count.
+    async fn exact_count(&mut self, compaction: Option<&Compaction>) -> Option<u64> {
+        if self.tokenize_unsupported {
+            return None;
+        }
+        let history = request_history(&self.session.messages, compaction);
+        let messages = build_messages(&self.system, &history);
+        let client = std::sync::Arc::clone(&self.client);
+        let model = self.session.model.clone();
+        let specs = self.specs.clone();
+        let counted =
+            tokio::task::spawn_blocking(move || client.tokenize(&model, &messages, &specs)).await;
+        let Ok(Ok(Some(response))) = counted else {
+            self.tokenize_unsupported = true;
+            return None;
+        };
+        if self.config.context_limit.is_none()
+            && let Some(limit) = response.max_model_len
+        {
+            self.limit = Some(limit);
+        }
+        Some(response.count)
     }
 
     /// The first message to keep whole: a step's start (a user or an
@@ -328,15 +366,16 @@ impl AgentState {
         }
     }
 
+    /// Records `compaction` and tells what it did; `sizes` are the
+    /// request's tokens before and after, and the limit.
     fn record_compaction(
         &mut self,
         id: SubmissionId,
         compaction: Compaction,
-        before: u64,
-        limit: u64,
+        sizes: (u64, u64, u64),
         what: &str,
     ) -> bool {
-        let after = self.request_estimate(Some(&compaction));
+        let (before, after, limit) = sizes;
         if self
             .session
             .append(EntryBody::Compaction(compaction))
@@ -356,6 +395,25 @@ impl AgentState {
         );
         true
     }
+}
+
+/// `exact / estimate`, for scaling later estimates.
+#[allow(
+    clippy::cast_precision_loss,
+    reason = "token counts are far below 2^52"
+)]
+fn ratio(exact: u64, estimate: u64) -> f64 {
+    exact as f64 / estimate.max(1) as f64
+}
+
+#[allow(
+    clippy::cast_precision_loss,
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "token counts are far below 2^52 and the scale is positive"
+)]
+fn scale_tokens(tokens: u64, scale: f64) -> u64 {
+    (tokens as f64 * scale).round() as u64
 }
 
 fn wire(role: &str, content: &str) -> WireMessage {

@@ -78,6 +78,8 @@ pub(super) struct AgentState {
     pub(super) limit: Option<u64>,
     /// Whether the server was asked for it.
     pub(super) limit_asked: bool,
+    /// The server cannot count tokens (`/tokenize` failed once).
+    pub(super) tokenize_unsupported: bool,
     /// A context-length error was answered by compacting in this step.
     pub(super) overflow_retried: bool,
     pub(super) events: mpsc::UnboundedSender<Event>,
@@ -106,6 +108,7 @@ impl AgentState {
             last_prompt: None,
             limit: None,
             limit_asked: false,
+            tokenize_unsupported: false,
             overflow_retried: false,
             client: setup.client,
             tools: setup.tools,

@@ -194,6 +194,30 @@ pub struct WireUsage {
     pub total_tokens: u64,
 }
 
+/// `POST /tokenize` (chat form) request.
+#[derive(Debug, Serialize)]
+pub struct TokenizeRequest<'a> {
+    /// The model id.
+    pub model: &'a str,
+    /// The conversation, as a chat request would carry it.
+    pub messages: &'a [WireMessage],
+    /// Count the assistant's turn prefix, as a request does.
+    pub add_generation_prompt: bool,
+    /// Tool definitions, when any (newer vLLM builds count them).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub tools: &'a [ToolSpec],
+}
+
+/// `POST /tokenize` response.
+#[derive(Debug, Clone, Deserialize)]
+pub struct TokenizeResponse {
+    /// Tokens in the prompt.
+    pub count: u64,
+    /// The model's context length.
+    #[serde(default)]
+    pub max_model_len: Option<u64>,
+}
+
 /// `GET /models` response.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ModelsResponse {
