@@ -782,7 +782,7 @@ async fn a_task_that_overflows_the_context_twice_finishes_through_compaction() {
     );
     let compacted = events
         .iter()
-        .filter(|e| matches!(&e.msg, EventMsg::Warning { message } if message.starts_with("Context compacted")))
+        .filter(|e| matches!(&e.msg, EventMsg::Warning { message } if message.starts_with("Compacted: ")))
         .count();
     assert!(compacted >= 2, "{events:#?}");
     // Near the limit the server counted, at the root path; no request

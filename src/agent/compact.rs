@@ -220,7 +220,11 @@ impl AgentState {
         next.keep_from = cut;
         next.prune_before = next.prune_before.max(cut);
         let after = self.scaled_estimate(&next, scale);
-        let done = format!("{messages} earlier messages summarised");
+        let done = if messages == 1 {
+            "1 earlier message summarised".to_owned()
+        } else {
+            format!("{messages} earlier messages summarised")
+        };
         self.record_compaction(id, next, (before, after, limit), &done) && after <= budget
     }
 
@@ -387,7 +391,7 @@ impl AgentState {
         self.warn(
             id,
             &format!(
-                "Context compacted ({what}): about {} → {} of {} tokens",
+                "Compacted: {what}; about {} → {} of {} tokens",
                 crate::context::format_tokens(before),
                 crate::context::format_tokens(after),
                 crate::context::format_tokens(limit)

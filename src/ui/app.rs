@@ -459,14 +459,14 @@ fn config_sources(environment: &Environment) -> String {
 }
 
 /// Waits up to `limit` for the core's answer to a quick op (a model
-/// switch), showing what arrives.
+/// switch, a context report), showing what arrives.
 pub async fn settle(app: &mut App<'_>, limit: Duration) {
     let deadline = tokio::time::Instant::now() + limit;
     while let Ok(Some(event)) = tokio::time::timeout_at(deadline, app.handle.events.recv()).await {
         app.view.event(&event.msg);
         if matches!(
             event.msg,
-            EventMsg::ModelChanged { .. } | EventMsg::Error { .. }
+            EventMsg::ModelChanged { .. } | EventMsg::ContextReport(_) | EventMsg::Error { .. }
         ) {
             app.model_changed();
             break;
