@@ -723,8 +723,9 @@ async fn the_first_file_change_without_a_todo_list_starts_one_and_tells_the_mode
     assert!(harness.root.join("b.txt").exists());
 }
 
-/// A model that reads `files` files one per step (answering a summary
-/// request whenever one comes), then says it is done.
+/// A model that writes a todo list, reads `files` files one per step
+/// (answering a summary request whenever one comes), then says it is
+/// done.
 fn reading_model(files: usize, summaries: Arc<std::sync::atomic::AtomicUsize>) -> MockServer {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let steps = Arc::new(AtomicUsize::new(0));
@@ -744,6 +745,17 @@ fn reading_model(files: usize, summaries: Arc<std::sync::atomic::AtomicUsize>) -
                 ));
             }
             let step = steps.fetch_add(1, Ordering::SeqCst);
+            if step == 0 {
+                return sse(&chunks::tool_answer(
+                    "",
+                    &[(
+                        "call_plan",
+                        "todowrite",
+                        json!({"todos": [{"content": "read every file", "status": "in_progress"}]}),
+                    )],
+                ));
+            }
+            let step = step - 1;
             if step < files {
                 sse(&chunks::tool_answer(
                     "",
@@ -803,13 +815,19 @@ async fn a_task_that_overflows_the_context_twice_finishes_through_compaction() {
         text.contains("Summary of the conversation so far"),
         "{text}"
     );
+    // The todo list written at the start was summarised away with its
+    // call; it rides along in the summary.
+    assert!(
+        text.contains("Your todo list:\\n[~] 1 read every file"),
+        "{text}"
+    );
     // The session keeps everything.
     let kept = harness
         .session_messages()
         .iter()
         .filter(|m| matches!(m, Message::Tool { .. }))
         .count();
-    assert_eq!(kept, 12);
+    assert_eq!(kept, 13, "12 reads and the todo list");
     // Reopened, the session knows how its requests are shortened.
     harness.handle.ops.submit(Op::Shutdown);
     while harness.handle.events.recv().await.is_some() {}

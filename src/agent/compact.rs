@@ -216,7 +216,17 @@ impl AgentState {
             return false;
         };
         let messages = cut - next.keep_from;
-        next.summary = Some(summary);
+        // The todo list lives in the calls being summarised: it comes
+        // along whole.
+        let todos = self.tools.todos();
+        next.summary = Some(if todos.is_empty() {
+            summary
+        } else {
+            format!(
+                "{summary}\n\nYour todo list:\n{}",
+                crate::tools::todo::checklist(&todos)
+            )
+        });
         next.keep_from = cut;
         next.prune_before = next.prune_before.max(cut);
         let after = self.scaled_estimate(&next, scale);
