@@ -8,6 +8,8 @@
 
 mod compact;
 mod permit;
+mod shell;
+mod todo;
 mod turn;
 
 use std::collections::HashMap;

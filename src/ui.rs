@@ -10,6 +10,7 @@ pub mod app;
 pub mod busy;
 pub mod complete;
 pub mod input;
+pub mod line;
 pub mod lines;
 pub mod live;
 pub mod markdown;
@@ -72,7 +73,12 @@ pub fn run(environment: &Environment, start: &Start) -> Result<u8, Failure> {
         WIDTH
     };
     install_panic_hook(crash_log(environment), session_path);
-    Ok(runtime()?.block_on(lines::run(environment, setup, input, colour, width)))
+    let runtime = runtime()?;
+    let code = runtime.block_on(lines::run(environment, setup, input, colour, width));
+    // A model list still on its way (an endpoint that does not answer)
+    // must not hold up leaving.
+    runtime.shutdown_background();
+    Ok(code)
 }
 
 /// Where a crash report goes: the state directory.

@@ -10,18 +10,18 @@
     reason = "a benchmark reports on stdout"
 )]
 
+#[path = "bench_support.rs"]
+mod bench_support;
+
 use std::time::{Duration, Instant};
 
-use offcode::client::wire::{ChatRequest, StreamOptions};
+use offcode::client::wire::ChatRequest;
 use offcode::context::{assemble, build_messages, estimate_tokens};
 use offcode::sandbox::Sandbox;
 use offcode::session::{Message, ToolCall};
 use offcode::tools::Registry;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
+use bench_support::median;
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();
@@ -62,22 +62,12 @@ fn main() {
         });
     }
     history.truncate(500);
+    let config = offcode::config::Config::default();
     let samples: Vec<Duration> = (0..50)
         .map(|_| {
             let start = Instant::now();
             let messages = build_messages(&system, &history);
-            let request = ChatRequest {
-                model: "qwen3-coder",
-                messages: &messages,
-                stream: true,
-                stream_options: StreamOptions {
-                    include_usage: true,
-                },
-                tools: &specs,
-                max_tokens: None,
-                temperature: None,
-                top_p: None,
-            };
+            let request = ChatRequest::streaming("qwen3-coder", &messages, &specs, &config);
             let body = serde_json::to_vec(&request).unwrap();
             std::hint::black_box(body);
             start.elapsed()

@@ -8,27 +8,13 @@
     reason = "a benchmark reports on stdout"
 )]
 
-use std::time::{Duration, Instant};
+#[path = "bench_support.rs"]
+mod bench_support;
 
 use offcode::policy::Policy;
 use serde_json::json;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
-
-fn time(runs: usize, mut f: impl FnMut()) -> Duration {
-    median(
-        (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                f();
-                start.elapsed()
-            })
-            .collect(),
-    )
-}
+use bench_support::time;
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();

@@ -7,6 +7,9 @@
     reason = "a benchmark reports on stdout"
 )]
 
+#[path = "bench_support.rs"]
+mod bench_support;
+
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -16,10 +19,7 @@ use offcode::sandbox::Sandbox;
 use offcode::tools::{Registry, ToolContext};
 use serde_json::json;
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
+use bench_support::median;
 
 fn main() {
     let dir = tempfile::tempdir().unwrap();

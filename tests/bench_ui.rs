@@ -11,8 +11,12 @@
     reason = "a benchmark reports on stdout"
 )]
 
+#[path = "bench_support.rs"]
+mod bench_support;
+
+use std::collections::VecDeque;
 use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use offcode::protocol::{ApprovalRequestEvent, EventMsg, FileDiff, ToolDisplay, TurnState};
@@ -39,7 +43,7 @@ fn view() -> View {
 /// One frame as the live loop draws it, into `sink`.
 fn frame(view: &mut View, live: &mut Live, edit: &Edit, asking: Option<bool>, sink: &mut Vec<u8>) {
     let committed = view.take_committed();
-    let (rows, cursor) = live_rows(view, edit, &[], asking, false, 3, 24);
+    let (rows, cursor) = live_rows(view, edit, &VecDeque::new(), asking, false, 3, 24);
     live.draw(
         sink,
         Palette::new(true),
@@ -51,10 +55,7 @@ fn frame(view: &mut View, live: &mut Live, edit: &Edit, asking: Option<bool>, si
     );
 }
 
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
-}
+use bench_support::median;
 
 fn main() {
     // A long markdown answer, as word-sized deltas (about a token each).

@@ -9,7 +9,7 @@ use regex::Regex;
 
 use super::turn::AgentState;
 use crate::cancel::Cancel;
-use crate::client::wire::{ChatRequest, StreamOptions, WireMessage};
+use crate::client::wire::{ChatRequest, WireMessage, context_length};
 use crate::client::{self, Update};
 use crate::context::{build_messages, estimate_tokens};
 use crate::protocol::{EventMsg, SubmissionId};
@@ -145,8 +145,7 @@ impl AgentState {
             let found = listed
                 .ok()
                 .and_then(Result::ok)
-                .and_then(|models| models.into_iter().find(|m| m.id == model))
-                .and_then(|m| m.max_model_len);
+                .and_then(|models| context_length(&models, &model));
             self.limit = found;
         }
         self.limit
@@ -338,18 +337,9 @@ impl AgentState {
     ) -> Option<String> {
         let messages = vec![wire("system", SUMMARY_PROMPT), wire("user", &transcript)];
         let model = self.session.model.clone();
-        let request = ChatRequest {
-            model: &model,
-            messages: &messages,
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
-            tools: &[],
-            max_tokens: Some(u32::try_from(self.config.compaction.reserve / 2).unwrap_or(2_048)),
-            temperature: self.config.temperature,
-            top_p: self.config.top_p,
-        };
+        let mut request = ChatRequest::streaming(&model, &messages, &[], &self.config);
+        request.max_tokens =
+            Some(u32::try_from(self.config.compaction.reserve / 2).unwrap_or(2_048));
         let events = self.events.clone();
         let result = self
             .client

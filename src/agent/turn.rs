@@ -5,7 +5,6 @@
 //! without tool calls, the step limit is hit, an error occurs or the user
 //! aborts. Every message is in the session before the next step starts.
 
-use std::fmt::Write as _;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -13,32 +12,8 @@ use tokio::sync::mpsc;
 
 use super::{Queued, Shared, lock};
 
-/// How much of a `!command`'s output is recorded for the model.
-const SHELL_RECORD_BYTES: usize = 16 * 1024;
-
-/// `text` cut to about `most` bytes by leaving out its middle, so the end
-/// (errors, the exit code) stays.
-fn middle_cut(text: &str, most: usize) -> String {
-    if text.len() <= most {
-        return text.to_owned();
-    }
-    let mut head = most / 2;
-    while !text.is_char_boundary(head) {
-        head -= 1;
-    }
-    let mut tail = text.len() - most / 2;
-    while !text.is_char_boundary(tail) {
-        tail += 1;
-    }
-    format!(
-        "{}\n[… {} bytes left out …]\n{}",
-        &text[..head],
-        tail - head,
-        &text[tail..]
-    )
-}
 use crate::cancel::Cancel;
-use crate::client::wire::{ChatRequest, StreamOptions, ToolSpec};
+use crate::client::wire::{ChatRequest, ToolSpec};
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
 use crate::context::build_messages;
@@ -252,72 +227,7 @@ impl AgentState {
         self.end_turn(id, status, last_message, cancel);
     }
 
-    /// `!command`: one `bash` call by the user, through the same permission
-    /// check, recorded as a user message (the input) and an assistant
-    /// message (the command, its exit code and output, cut to
-    /// [`SHELL_RECORD_BYTES`]).
-    async fn run_shell(&mut self, id: SubmissionId, command: String, cancel: &Cancel) {
-        let input = format!("!{command}");
-        self.emit(
-            id,
-            EventMsg::TurnStarted {
-                text: input.clone(),
-            },
-        );
-        let call = ToolCall {
-            id: format!("shell_{}", self.session.messages.len()),
-            name: "bash".to_owned(),
-            arguments: serde_json::json!({ "command": command }).to_string(),
-        };
-        let user = EntryBody::Message {
-            message: Message::User {
-                content: input.clone(),
-            },
-        };
-        if let Err(status) = self.record(id, user) {
-            self.end_turn(id, status, None, cancel);
-            return;
-        }
-        // The user's own command is not one of the model's repeats.
-        self.last_call = None;
-        let output = if cancel.is_cancelled() {
-            ToolOutput::error("not run: aborted")
-        } else {
-            self.run_call(id, &call, cancel).await
-        };
-        self.last_call = None;
-        let reply = if output.output.contains("[exit code:") {
-            format!(
-                "The user ran `{command}` in the workspace:\n```\n{}\n```",
-                middle_cut(&output.output, SHELL_RECORD_BYTES)
-            )
-        } else {
-            format!(
-                "The user tried to run `{command}`; it did not run: {}",
-                output.output.trim_start_matches("Error: ")
-            )
-        };
-        let status = if cancel.is_cancelled() {
-            TurnStatus::Aborted
-        } else if output.ok {
-            TurnStatus::Done
-        } else {
-            TurnStatus::Failed
-        };
-        let message = Message::Assistant {
-            content: reply.clone(),
-            reasoning: None,
-            tool_calls: Vec::new(),
-            interrupted: false,
-        };
-        let status = match self.record(id, EntryBody::Message { message }) {
-            Ok(()) => status,
-            Err(failed) => failed,
-        };
-        self.end_turn(id, status, Some(reply), cancel);
-    }
-
-    fn end_turn(
+    pub(super) fn end_turn(
         &mut self,
         id: SubmissionId,
         status: TurnStatus,
@@ -397,18 +307,7 @@ impl AgentState {
         );
         let messages = build_messages(&self.system, &history);
         let model = self.session.model.clone();
-        let request = ChatRequest {
-            model: &model,
-            messages: &messages,
-            stream: true,
-            stream_options: StreamOptions {
-                include_usage: true,
-            },
-            tools: &self.specs,
-            max_tokens: self.config.max_tokens,
-            temperature: self.config.temperature,
-            top_p: self.config.top_p,
-        };
+        let request = ChatRequest::streaming(&model, &messages, &self.specs, &self.config);
         let mut partial = String::new();
         let mut reasoning = String::new();
         let mut generating = false;
@@ -583,7 +482,12 @@ impl AgentState {
     }
 
     /// Asks for approval when the policy says so, runs the tool and reports.
-    async fn run_call(&mut self, id: SubmissionId, call: &ToolCall, cancel: &Cancel) -> ToolOutput {
+    pub(super) async fn run_call(
+        &mut self,
+        id: SubmissionId,
+        call: &ToolCall,
+        cancel: &Cancel,
+    ) -> ToolOutput {
         let arguments = parse_argument_text(&call.arguments)
             .unwrap_or_else(|_| Value::String(call.arguments.clone()));
         self.emit(
@@ -631,69 +535,6 @@ impl AgentState {
     }
 }
 
-impl AgentState {
-    /// Keeps the todo list: a new version is recorded and shown; the first
-    /// file change of a task with no list starts one, and the model is
-    /// told so in the tool's result. Returns the output and whether the
-    /// list changed.
-    fn after_call(&mut self, tool: &str, mut output: ToolOutput) -> (ToolOutput, bool) {
-        if !output.ok {
-            return (output, false);
-        }
-        if tool == "todowrite" {
-            return (output, true);
-        } else if matches!(tool, "write" | "edit" | "patch") && self.tools.todos().is_empty() {
-            let task = self
-                .session
-                .messages
-                .iter()
-                .rev()
-                .find_map(|m| match m {
-                    Message::User { content } => Some(content.as_str()),
-                    _ => None,
-                })
-                .unwrap_or("the task");
-            let mut content: String = task
-                .lines()
-                .next()
-                .unwrap_or("")
-                .chars()
-                .take(100)
-                .collect();
-            if content.trim().is_empty() {
-                "the task".clone_into(&mut content);
-            }
-            let item = crate::protocol::TodoItem {
-                id: "1".to_owned(),
-                content,
-                status: crate::protocol::TodoStatus::InProgress,
-            };
-            let line = crate::tools::todo::checklist(std::slice::from_ref(&item));
-            self.tools.set_todos(vec![item]);
-            let _ = write!(
-                output.output,
-                "\n\noffcode started a todo list for this task:\n{line}\nKeep it current with \
-                 `todowrite`: list the steps, mark each completed when done."
-            );
-            return (output, true);
-        }
-        (output, false)
-    }
-
-    fn todos_changed(&mut self, id: SubmissionId) {
-        let items = self.tools.todos();
-        self.emit(
-            id,
-            EventMsg::TodoUpdated {
-                items: items.clone(),
-            },
-        );
-        if let Err(error) = self.session.append(EntryBody::Todo { items }) {
-            self.warn(id, &client::error_chain(&error));
-        }
-    }
-}
-
 fn error_kind(error: &client::Error) -> ErrorKind {
     match error {
         client::Error::Connect { .. } => ErrorKind::Connect,
@@ -705,20 +546,5 @@ fn error_kind(error: &client::Error) -> ErrorKind {
         | client::Error::BadResponse { .. } => ErrorKind::Stream,
         client::Error::IdleTimeout(_) => ErrorKind::Timeout,
         client::Error::Cancelled => ErrorKind::Internal,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::middle_cut;
-
-    #[test]
-    fn a_long_output_keeps_its_end() {
-        assert_eq!(middle_cut("short", 100), "short");
-        let text = format!("{}\n[exit code: 2]", "错".repeat(50));
-        let cut = middle_cut(&text, 40);
-        assert!(cut.starts_with("错错错错错错"), "{cut}");
-        assert!(cut.ends_with("\n[exit code: 2]"), "{cut}");
-        assert!(cut.contains("bytes left out"), "{cut}");
     }
 }

@@ -32,6 +32,29 @@ pub struct ChatRequest<'a> {
     pub top_p: Option<f64>,
 }
 
+impl<'a> ChatRequest<'a> {
+    /// A streamed request with usage, sampling as `config` sets it.
+    pub fn streaming(
+        model: &'a str,
+        messages: &'a [WireMessage],
+        tools: &'a [ToolSpec],
+        config: &crate::config::Config,
+    ) -> Self {
+        Self {
+            model,
+            messages,
+            stream: true,
+            stream_options: StreamOptions {
+                include_usage: true,
+            },
+            tools,
+            max_tokens: config.max_tokens,
+            temperature: config.temperature,
+            top_p: config.top_p,
+        }
+    }
+}
+
 /// `stream_options` of a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct StreamOptions {
@@ -216,6 +239,14 @@ pub struct TokenizeResponse {
     /// The model's context length.
     #[serde(default)]
     pub max_model_len: Option<u64>,
+}
+
+/// The context length `models` give for `model`.
+pub fn context_length(models: &[ModelCard], model: &str) -> Option<u64> {
+    models
+        .iter()
+        .find(|m| m.id == model)
+        .and_then(|m| m.max_model_len)
 }
 
 /// `GET /models` response.

@@ -47,6 +47,9 @@ pub struct App<'a> {
     session_file: Option<String>,
     turns: usize,
     models: Option<Vec<ModelCard>>,
+    /// The start-up request for the model list, while it runs: the prompt
+    /// does not wait for it.
+    listing: Option<tokio::task::JoinHandle<Result<Vec<ModelCard>, crate::client::Error>>>,
     /// A prompt refused before it was sent, to put back in the editor.
     pub refused: Option<String>,
 }
@@ -80,9 +83,12 @@ impl<'a> App<'a> {
             session_file: None,
             turns: 0,
             models: None,
+            listing: None,
             refused: None,
         };
         app.introduce().await;
+        let client = Arc::clone(&app.client);
+        app.listing = Some(tokio::task::spawn_blocking(move || client.list_models()));
         app
     }
 
@@ -109,18 +115,34 @@ impl<'a> App<'a> {
         }
         self.note(config_sources(self.environment));
         self.note("Type a task and press Enter; /help lists the keys and commands.");
-        if let Err(message) = self.fetch_models().await {
-            self.view.commit(Line::new().with(
-                Role::Warning,
-                format!(
-                    "The server did not list its models ({message}); requests will fail until it \
-                     answers. Set `base_url` in ~/.config/offcode/offcode.jsonc or OFFCODE_BASE_URL."
-                ),
-            ));
-        }
     }
 
-    /// Asks the server for its models (and the active one's context
+    /// Takes in the start-up model list once it has arrived (or, with
+    /// `wait`, waits for it): the context length for the status line, or
+    /// a warning that the server does not answer.
+    pub async fn models_listed(&mut self, wait: bool) {
+        let Some(task) = self.listing.take_if(|task| wait || task.is_finished()) else {
+            return;
+        };
+        let message = match task.await {
+            Ok(Ok(models)) => {
+                self.models = Some(models);
+                self.update_limit();
+                return;
+            }
+            Ok(Err(error)) => crate::client::error_chain(&error),
+            Err(error) => error.to_string(),
+        };
+        self.view.commit(Line::new().with(
+            Role::Warning,
+            format!(
+                "The server did not list its models ({message}); requests will fail until it \
+                 answers. Set `base_url` in ~/.config/offcode/offcode.jsonc or OFFCODE_BASE_URL."
+            ),
+        ));
+    }
+
+    /// Asks the server for its models now (and the active one's context
     /// length); a failure leaves them as they were and says why.
     async fn fetch_models(&mut self) -> Result<(), String> {
         let client = Arc::clone(&self.client);
@@ -141,8 +163,7 @@ impl<'a> App<'a> {
         self.view.status.limit = self
             .models
             .as_ref()
-            .and_then(|models| models.iter().find(|m| &m.id == model))
-            .and_then(|m| m.max_model_len);
+            .and_then(|models| crate::client::wire::context_length(models, model));
     }
 
     /// A dim line of our own.
@@ -219,6 +240,7 @@ impl<'a> App<'a> {
             "/help" => self.help(),
             "/models" => return self.models_command(argument).await,
             "/context" => {
+                self.models_listed(true).await;
                 return Dispatch::Turn(Op::Context {
                     limit: self.view.status.limit,
                 });
@@ -256,6 +278,7 @@ impl<'a> App<'a> {
     }
 
     async fn models_command(&mut self, argument: &str) -> Dispatch {
+        self.models_listed(true).await;
         let fetched = self.fetch_models().await;
         if argument.is_empty() {
             let current = self.view.status.model.clone();

@@ -348,12 +348,11 @@ impl Turn<'_> {
 
     /// The live rows and the cursor position among them.
     fn rows(&self, app: &App<'_>, spin: usize) -> (Vec<Line>, (usize, usize)) {
-        let queued: Vec<String> = self.queue.iter().cloned().collect();
         let asking = self.question.as_ref().map(|q| q.request.session_allowed);
         live_rows(
             &app.view,
             &self.edit,
-            &queued,
+            self.queue,
             asking,
             self.aborting,
             spin,
@@ -371,7 +370,7 @@ impl Turn<'_> {
 pub fn live_rows(
     view: &View,
     edit: &Edit,
-    queued: &[String],
+    queued: &VecDeque<String>,
     asking: Option<bool>,
     aborting: bool,
     spin: usize,
@@ -385,7 +384,7 @@ pub fn live_rows(
     if rows.len() > room {
         rows.drain(..rows.len() - room);
     }
-    for text in &queued[..shown_queue] {
+    for text in queued.iter().take(shown_queue) {
         rows.push(Line::new().with(
             Role::Dim,
             render::truncate(&format!("queued: {}", text.replace('\n', "⏎")), width),
@@ -525,7 +524,7 @@ mod tests {
         view.event(&EventMsg::AssistantDelta {
             delta: "one\ntwo\nthree\nfour\nfive\nsix".into(),
         });
-        let queued: Vec<String> = (1..=5).map(|n| format!("task {n}")).collect();
+        let queued: VecDeque<String> = (1..=5).map(|n| format!("task {n}")).collect();
         let (rows, cursor) = live_rows(&view, &Edit::default(), &queued, None, false, 0, 10);
         let text: Vec<String> = rows.iter().map(Line::plain).collect();
         assert_eq!(

@@ -32,6 +32,7 @@ pub async fn run(
     // Ctrl+D during a turn: leave once the queue is done.
     let mut leaving = false;
     loop {
+        app.models_listed(false).await;
         app.print_committed();
         if leaving && queue.is_empty() {
             break;

@@ -298,7 +298,7 @@ impl View {
                     "retry {}/{} in {:.1} s: {}",
                     retry.attempt,
                     retry.max_retries,
-                    Duration(retry.delay_ms).seconds(),
+                    std::time::Duration::from_millis(retry.delay_ms).as_secs_f64(),
                     render::one_line(&retry.reason)
                 ),
                 width,
@@ -408,15 +408,6 @@ impl View {
             }
             self.last_reasoning = reasoning;
         }
-    }
-}
-
-struct Duration(u64);
-
-impl Duration {
-    #[allow(clippy::cast_precision_loss)]
-    fn seconds(&self) -> f64 {
-        self.0 as f64 / 1000.0
     }
 }
 

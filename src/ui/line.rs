@@ -1,0 +1,254 @@
+//! Styled screen lines: text with a meaning per span, one palette that
+//! turns meanings into colours (or none, for `NO_COLOR`), and width-aware
+//! cutting, wrapping and cleaning that counts wide characters as two
+//! columns.
+
+use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
+
+/// What a piece of text means; the palette turns it into a colour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Ordinary text.
+    Text,
+    /// Secondary text: hints, counts, rules.
+    Dim,
+    /// A block label (`TOOL`, `PLAN`, `ANSWER`) and titles.
+    Label,
+    /// A tool's name.
+    Tool,
+    /// A command or path the user should read exactly.
+    Code,
+    /// Success.
+    Ok,
+    /// Failure or refusal.
+    Error,
+    /// Something to think about before answering.
+    Warning,
+    /// A diff's added line.
+    Added,
+    /// A diff's removed line.
+    Removed,
+    /// A diff's hunk header.
+    Hunk,
+    /// A key the user can press.
+    Key,
+}
+
+/// A run of text with one role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    /// The meaning.
+    pub role: Role,
+    /// The text (no newlines).
+    pub text: String,
+}
+
+/// One screen line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Line(pub Vec<Span>);
+
+impl Line {
+    /// An empty line.
+    pub fn new() -> Self {
+        Self(Vec::new())
+    }
+
+    /// The line with `text` in `role` added at the end.
+    #[must_use]
+    pub fn with(mut self, role: Role, text: impl Into<String>) -> Self {
+        let text: String = text.into();
+        if !text.is_empty() {
+            self.0.push(Span { role, text });
+        }
+        self
+    }
+
+    /// The line's text without styles.
+    pub fn plain(&self) -> String {
+        self.0.iter().map(|s| s.text.as_str()).collect()
+    }
+
+    /// Display width in terminal columns.
+    pub fn width(&self) -> usize {
+        self.0.iter().map(|s| s.text.width()).sum()
+    }
+}
+
+/// ANSI colours for each role; `None` means plain text (`NO_COLOR`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Palette {
+    colour: bool,
+}
+
+impl Palette {
+    /// Colour on or off.
+    pub fn new(colour: bool) -> Self {
+        Self { colour }
+    }
+
+    /// The line as terminal text.
+    pub fn paint(self, line: &Line) -> String {
+        let mut out = String::new();
+        for span in &line.0 {
+            let code = if self.colour { ansi(span.role) } else { "" };
+            if code.is_empty() {
+                out.push_str(&span.text);
+            } else {
+                out.push_str(code);
+                out.push_str(&span.text);
+                out.push_str("\x1b[0m");
+            }
+        }
+        out
+    }
+}
+
+/// The one palette: every colour the UI uses, by meaning.
+fn ansi(role: Role) -> &'static str {
+    match role {
+        Role::Text => "",
+        Role::Dim => "\x1b[2m",
+        Role::Label | Role::Code => "\x1b[1m",
+        Role::Tool => "\x1b[1;36m",
+        Role::Ok | Role::Added => "\x1b[32m",
+        Role::Error => "\x1b[1;31m",
+        Role::Warning => "\x1b[1;33m",
+        Role::Removed => "\x1b[31m",
+        Role::Hunk => "\x1b[36m",
+        Role::Key => "\x1b[1;7m",
+    }
+}
+
+/// Cuts `text` to at most `width` columns, marking a cut with `…`.
+pub fn truncate(text: &str, width: usize) -> String {
+    if text.width() <= width {
+        return text.to_owned();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// The last columns of `text` that fit in `width`, marking a cut with `…`
+/// at the start: a line still arriving shows its newest part.
+pub fn tail(line: &Line, width: usize) -> Line {
+    if line.width() <= width || width == 0 {
+        return line.clone();
+    }
+    let mut spans: Vec<Span> = Vec::new();
+    let mut room = width - 1;
+    for span in line.0.iter().rev() {
+        if room == 0 {
+            break;
+        }
+        let mut kept: Vec<char> = Vec::new();
+        for c in span.text.chars().rev() {
+            let w = c.width().unwrap_or(0);
+            if w > room {
+                room = 0;
+                break;
+            }
+            room -= w;
+            kept.push(c);
+        }
+        kept.reverse();
+        spans.push(Span {
+            role: span.role,
+            text: kept.into_iter().collect(),
+        });
+    }
+    spans.push(Span {
+        role: Role::Dim,
+        text: "…".to_owned(),
+    });
+    spans.reverse();
+    Line(spans.into_iter().filter(|s| !s.text.is_empty()).collect())
+}
+
+/// `line` cut to its first `width` columns.
+pub fn fit(line: &Line, width: usize) -> Line {
+    wrap(line, width).into_iter().next().unwrap_or_default()
+}
+
+/// `line` cut into screen rows of at most `width` columns; a wide
+/// character never straddles two rows.
+pub fn wrap(line: &Line, width: usize) -> Vec<Line> {
+    let width = width.max(2);
+    let mut rows = Vec::new();
+    let mut row = Line::new();
+    let mut used = 0;
+    for span in &line.0 {
+        let mut piece = String::new();
+        for c in span.text.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w > width {
+                row = row.with(span.role, std::mem::take(&mut piece));
+                rows.push(std::mem::take(&mut row));
+                used = 0;
+            }
+            used += w;
+            piece.push(c);
+        }
+        row = row.with(span.role, piece);
+    }
+    rows.push(row);
+    rows
+}
+
+/// `text` safe to write to a terminal, newlines kept: a tab becomes four
+/// spaces, a carriage return goes, and any other control character (an
+/// escape sequence's ESC included) shows as `·`. Text from the model, the
+/// tools or a paste passes through this before it is measured or shown.
+pub fn clean(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\n' => out.push('\n'),
+            '\t' => out.push_str("    "),
+            '\r' => {}
+            c if c.is_control() => out.push('·'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// `text` with control characters made visible, on one line.
+pub fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| match c {
+            '\n' => '⏎',
+            '\t' => ' ',
+            c if c.is_control() => '·',
+            c => c,
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn colour_is_ansi_and_no_colour_is_plain() {
+        let line = Line::new().with(Role::Error, "bad").with(Role::Text, " ok");
+        assert_eq!(Palette::new(true).paint(&line), "\x1b[1;31mbad\x1b[0m ok");
+        assert_eq!(Palette::new(false).paint(&line), "bad ok");
+    }
+
+    #[test]
+    fn truncation_counts_wide_characters() {
+        assert_eq!(truncate("你好世界", 5), "你好…");
+        assert_eq!(truncate("你好", 4), "你好");
+        assert_eq!(truncate("abcdef", 4), "abc…");
+    }
+}
