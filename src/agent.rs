@@ -9,6 +9,7 @@
 mod compact;
 mod permit;
 mod shell;
+mod textcalls;
 mod todo;
 mod turn;
 
@@ -45,6 +46,8 @@ pub struct AgentSetup {
     pub approver: &'static str,
     /// The system prompt in its parts (base prompt, rules, instructions).
     pub context: crate::context::Assembly,
+    /// What earlier runs learned about servers (none: learn afresh).
+    pub servers: crate::servers::ServerCache,
 }
 
 /// Sends ops to a running core. Cheap to clone.

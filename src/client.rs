@@ -8,6 +8,7 @@
 pub mod assemble;
 mod error;
 pub mod http;
+pub mod inline;
 pub mod sse;
 pub mod wire;
 

@@ -124,6 +124,30 @@ impl Default for TimeoutsConfig {
     }
 }
 
+/// How tool calls reach the model and come back.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCallMode {
+    /// Native calls; text calls when the server cannot parse them (and
+    /// remember that for the next start).
+    #[default]
+    Auto,
+    /// Native calls only.
+    Native,
+    /// Tools described in the prompt and calls read from the text.
+    Text,
+}
+
+/// TLS for `https://` endpoints.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct TlsConfig {
+    /// A PEM bundle of extra CA certificates (besides the system store).
+    pub ca_file: Option<String>,
+    /// Accept any certificate. Dangerous; warned about loudly.
+    pub insecure_skip_verify: bool,
+}
+
 /// The effective configuration.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -152,6 +176,10 @@ pub struct Config {
     pub context_limit: Option<u64>,
     /// Context compaction.
     pub compaction: CompactionConfig,
+    /// Native or text tool calls.
+    pub tool_calls: ToolCallMode,
+    /// TLS settings.
+    pub tls: TlsConfig,
     /// Retry policy.
     pub retry: RetryConfig,
     /// Timeouts.
@@ -172,6 +200,8 @@ impl Default for Config {
             skills: Vec::new(),
             context_limit: None,
             compaction: CompactionConfig::default(),
+            tool_calls: ToolCallMode::Auto,
+            tls: TlsConfig::default(),
             retry: RetryConfig::default(),
             timeouts: TimeoutsConfig::default(),
         }
@@ -530,7 +560,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `skills`, `context_limit`, `compaction`, `retry`, `timeouts`, `permission`, `dangerous`",
+                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `skills`, `context_limit`, `compaction`, `tool_calls`, `tls`, `retry`, `timeouts`, `permission`, `dangerous`",
                 path.display()
             )
         );

@@ -265,6 +265,51 @@ pub fn build_messages(system: &str, history: &[Message]) -> Vec<WireMessage> {
     messages
 }
 
+/// The request's messages for a model that reads its tools from the
+/// prompt: calls are written back as `<tool_call>` blocks and results as
+/// `<tool_response>` blocks in a user message, so any chat template takes
+/// them; messages of the same role in a row are joined.
+pub fn build_text_messages(system: &str, history: &[Message]) -> Vec<WireMessage> {
+    use std::fmt::Write as _;
+    let mut messages: Vec<WireMessage> = Vec::with_capacity(history.len() + 1);
+    messages.push(text_message("system", system));
+    for message in history {
+        let (role, text) = match message {
+            Message::User { content } => ("user", content.clone()),
+            Message::Assistant {
+                content,
+                tool_calls,
+                ..
+            } => {
+                let mut text = content.clone();
+                for call in tool_calls {
+                    let arguments = serde_json::from_str::<serde_json::Value>(&call.arguments)
+                        .unwrap_or_else(|_| serde_json::Value::String(call.arguments.clone()));
+                    let block = serde_json::json!({"name": call.name, "arguments": arguments});
+                    if !text.is_empty() && !text.ends_with('\n') {
+                        text.push('\n');
+                    }
+                    let _ = write!(text, "<tool_call>\n{block}\n</tool_call>");
+                }
+                ("assistant", text)
+            }
+            Message::Tool { content, .. } => (
+                "user",
+                format!("<tool_response>\n{content}\n</tool_response>"),
+            ),
+        };
+        match messages.last_mut() {
+            Some(last) if last.role == role && role != "system" => {
+                let joined = last.content.get_or_insert_with(String::new);
+                joined.push_str(if role == "user" { "\n" } else { "\n\n" });
+                joined.push_str(&text);
+            }
+            _ => messages.push(text_message(role, &text)),
+        }
+    }
+    messages
+}
+
 fn text_message(role: &str, content: &str) -> WireMessage {
     WireMessage {
         role: role.to_owned(),
@@ -316,6 +361,61 @@ mod tests {
     use crate::session::ToolCall;
     use pretty_assertions::assert_eq;
     use serde_json::json;
+
+    #[test]
+    fn text_messages_write_calls_and_results_as_blocks_and_alternate() {
+        let history = vec![
+            Message::User {
+                content: "list".into(),
+            },
+            Message::Assistant {
+                content: "Listing.".into(),
+                reasoning: Some("hidden".into()),
+                tool_calls: vec![
+                    ToolCall {
+                        id: "c1".into(),
+                        name: "bash".into(),
+                        arguments: r#"{"command":"ls"}"#.into(),
+                    },
+                    ToolCall {
+                        id: "c2".into(),
+                        name: "read".into(),
+                        arguments: "not json".into(),
+                    },
+                ],
+                interrupted: false,
+            },
+            Message::Tool {
+                tool_call_id: "c1".into(),
+                name: "bash".into(),
+                content: "a.txt".into(),
+                is_error: false,
+            },
+            Message::Tool {
+                tool_call_id: "c2".into(),
+                name: "read".into(),
+                content: "bad arguments".into(),
+                is_error: true,
+            },
+            Message::Assistant {
+                content: "Done.".into(),
+                reasoning: None,
+                tool_calls: Vec::new(),
+                interrupted: false,
+            },
+        ];
+        let wire = serde_json::to_value(build_text_messages("sys", &history)).unwrap();
+        assert_eq!(
+            wire,
+            json!([
+                {"role": "system", "content": "sys"},
+                {"role": "user", "content": "list"},
+                {"role": "assistant", "content": "Listing.\n<tool_call>\n{\"name\":\"bash\",\"arguments\":{\"command\":\"ls\"}}\n</tool_call>\n<tool_call>\n{\"name\":\"read\",\"arguments\":\"not json\"}\n</tool_call>"},
+                {"role": "user", "content": "<tool_response>\na.txt\n</tool_response>\n<tool_response>\nbad arguments\n</tool_response>"},
+                {"role": "assistant", "content": "Done."},
+            ])
+        );
+    }
 
     #[test]
     fn history_maps_to_wire_without_reasoning() {

@@ -100,6 +100,7 @@ pub fn prepare(
         sandbox,
         policy,
         approver,
+        servers: crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref()),
     })
 }
 
@@ -316,13 +317,25 @@ impl TextPrinter {
                 ));
             }
             EventMsg::ReasoningDelta { delta } => self.reasoning(delta),
+            EventMsg::ReasoningRecovered { text } => {
+                if self.live {
+                    self.progress(&format!(
+                        "{}(the text above was the model's reasoning){}",
+                        s.dim, s.reset
+                    ));
+                } else {
+                    self.pending.clear();
+                    self.reasoning(text);
+                }
+            }
             EventMsg::AssistantDelta { delta } => self.answer_delta(delta),
             EventMsg::AssistantMessage(message) => self.step_end(message),
             EventMsg::ToolCallBegin(call) => self.progress(&format!(
-                "{}→ {}{} {}",
+                "{}→ {}{}{} {}",
                 s.cyan,
                 call.name,
                 s.reset,
+                if call.recovered { " (from text)" } else { "" },
                 describe_arguments(&call.name, &call.arguments)
             )),
             EventMsg::ToolCallEnd(end) => {

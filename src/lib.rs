@@ -15,6 +15,7 @@ mod headless;
 pub mod policy;
 pub mod protocol;
 pub mod sandbox;
+pub mod servers;
 pub mod session;
 pub mod skills;
 pub mod tools;

@@ -146,6 +146,9 @@ pub enum EventMsg {
     AssistantDelta { delta: String },
     /// A piece of reasoning text (shown dimmed, never sent back).
     ReasoningDelta { delta: String },
+    /// The text streamed so far in this step was the model's reasoning
+    /// (its think block was opened by the prompt); it is moved there.
+    ReasoningRecovered { text: String },
     /// The whole text of one model step, once it finished.
     AssistantMessage(AssistantMessageEvent),
     /// A tool call is about to run.
@@ -212,6 +215,9 @@ pub struct ToolCallBeginEvent {
     pub name: String,
     /// The parsed arguments (the raw string when they were not JSON).
     pub arguments: Value,
+    /// The call was read from the model's text, not sent as a tool call.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub recovered: bool,
 }
 
 /// Payload of [`EventMsg::ToolCallEnd`].

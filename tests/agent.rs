@@ -43,6 +43,7 @@ fn start_with(server: &MockServer, adjust: impl FnOnce(&mut offcode::config::Con
         policy: built_in_policy(&root),
         approver: "user",
         context: offcode::context::Assembly::default(),
+        servers: offcode::servers::ServerCache::default(),
     });
     Harness {
         _dir: dir,
@@ -385,6 +386,7 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
         policy: built_in_policy(&harness.root),
         approver: "user",
         context: offcode::context::Assembly::default(),
+        servers: offcode::servers::ServerCache::default(),
     });
     resumed.ops.submit(Op::UserTurn {
         text: "one more".into(),

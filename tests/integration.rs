@@ -13,6 +13,7 @@ mod fixtures;
 mod layout;
 mod policy;
 mod sandbox;
+mod servers;
 mod support;
 mod ui_lines;
 mod ui_tmux;

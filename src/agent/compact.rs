@@ -127,7 +127,7 @@ impl AgentState {
     /// Tokens the next request would carry, estimated.
     pub(super) fn request_estimate(&self, compaction: Option<&Compaction>) -> u64 {
         let history = request_history(&self.session.messages, compaction);
-        let wire = build_messages(&self.system, &history);
+        let wire = self.wire_messages(&history);
         let specs = serde_json::to_string(&self.specs).unwrap_or_default();
         estimate_tokens(&serde_json::to_string(&wire).unwrap_or_default()) + estimate_tokens(&specs)
     }
@@ -147,6 +147,9 @@ impl AgentState {
                 .and_then(Result::ok)
                 .and_then(|models| context_length(&models, &model));
             self.limit = found;
+            if let Some(limit) = found {
+                self.remember(0, |known| known.max_model_len = Some(limit));
+            }
         }
         self.limit
     }
@@ -248,7 +251,7 @@ impl AgentState {
             return None;
         }
         let history = request_history(&self.session.messages, compaction);
-        let messages = build_messages(&self.system, &history);
+        let messages = self.wire_messages(&history);
         let client = std::sync::Arc::clone(&self.client);
         let model = self.session.model.clone();
         let specs = self.specs.clone();

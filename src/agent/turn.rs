@@ -10,13 +10,13 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use super::textcalls::StepText;
 use super::{Queued, Shared, lock};
 
 use crate::cancel::Cancel;
 use crate::client::wire::{ChatRequest, ToolSpec};
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
-use crate::context::build_messages;
 use crate::policy::{Action, PolicySource, Rule, SESSION_ORIGIN};
 use crate::protocol::{
     AssistantMessageEvent, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent, SubmissionId,
@@ -41,10 +41,20 @@ pub(super) struct AgentState {
     pub(super) client: Arc<Client>,
     pub(super) session: Session,
     pub(super) tools: Registry,
+    /// The tool definitions sent with requests (none in text mode).
     pub(super) specs: Vec<ToolSpec>,
+    /// Every tool offered, however it reaches the model.
+    pub(super) tool_specs: Vec<ToolSpec>,
+    /// How tool calls and reasoning travel with this server and model.
+    pub(super) shape: super::textcalls::Shape,
+    /// What earlier runs learned about servers.
+    pub(super) servers: crate::servers::ServerCache,
     pub(super) config: Config,
     pub(super) sandbox: Arc<Sandbox>,
+    /// The system prompt as sent (with the tools, in text mode).
     pub(super) system: String,
+    /// The system prompt without tool descriptions.
+    pub(super) base_system: String,
     /// The system prompt's parts, for context reports.
     pub(super) context: crate::context::Assembly,
     /// Prompt tokens of the last request, as the server counted them.
@@ -77,8 +87,13 @@ impl AgentState {
     ) -> Self {
         let specs = setup.tools.specs();
         setup.tools.set_todos(setup.session.todos.clone());
+        let system = setup.context.system_prompt();
         Self {
-            system: setup.context.system_prompt(),
+            base_system: system.clone(),
+            system,
+            tool_specs: specs.clone(),
+            shape: super::textcalls::Shape::default(),
+            servers: setup.servers,
             context: setup.context,
             last_prompt: None,
             limit: None,
@@ -151,6 +166,7 @@ impl AgentState {
         for warning in self.context.warnings.clone() {
             self.warn(0, &warning);
         }
+        self.adopt_server_facts(0);
         if self.session.skipped_lines > 0 {
             self.emit(
                 0,
@@ -178,6 +194,7 @@ impl AgentState {
                         .is_ok()
                     {
                         self.emit(id, EventMsg::ModelChanged { model });
+                        self.adopt_server_facts(id);
                     }
                 }
                 Op::Compact => {
@@ -305,11 +322,11 @@ impl AgentState {
             &self.session.messages,
             self.session.compaction.as_ref(),
         );
-        let messages = build_messages(&self.system, &history);
+        let messages = self.wire_messages(&history);
         let model = self.session.model.clone();
         let request = ChatRequest::streaming(&model, &messages, &self.specs, &self.config);
-        let mut partial = String::new();
-        let mut reasoning = String::new();
+        let mut parser = self.inline_parser();
+        let mut text = StepText::default();
         let mut generating = false;
         let events = self.events.clone();
         let emit = |msg| {
@@ -327,13 +344,11 @@ impl AgentState {
                     }
                     match piece {
                         Piece::Content(delta) => {
-                            partial.push_str(&delta);
-                            emit(EventMsg::AssistantDelta { delta });
+                            for out in parser.push(&delta) {
+                                text.apply(out, &emit);
+                            }
                         }
-                        Piece::Reasoning(delta) => {
-                            reasoning.push_str(&delta);
-                            emit(EventMsg::ReasoningDelta { delta });
-                        }
+                        Piece::Reasoning(delta) => text.reason(delta, &emit),
                         Piece::ToolCallNamed { .. } | Piece::Usage(_) | Piece::Error(_) => {}
                     }
                 }
@@ -341,11 +356,16 @@ impl AgentState {
             })
             .await;
         match result {
-            Ok(response) => {
+            Ok(mut response) => {
                 self.overflow_retried = false;
+                self.finish_text(id, &mut parser, &mut text, &mut response);
                 self.finish_step(id, response, cancel).await
             }
             Err(error) => {
+                // What was held back as possible markup is text after all.
+                let visible = parser.visible().len();
+                let (partial, reasoning) = (text.content, text.reasoning);
+                let partial = partial[..visible.min(partial.len())].to_owned();
                 if !partial.is_empty() || !reasoning.is_empty() {
                     let message = Message::Assistant {
                         content: partial,
@@ -360,6 +380,13 @@ impl AgentState {
                 if matches!(error, client::Error::Cancelled) {
                     return Step::End(TurnStatus::Aborted);
                 }
+                if super::textcalls::refuses_tools(&error)
+                    && !self.shape.text_tools
+                    && self.config.tool_calls == crate::config::ToolCallMode::Auto
+                {
+                    self.switch_to_text_tools(id);
+                    return Step::Continue;
+                }
                 // Too long for the model: compact and try once more.
                 if let Some(overflow) = super::compact::overflow(&error)
                     && !self.overflow_retried
@@ -367,6 +394,7 @@ impl AgentState {
                     self.overflow_retried = true;
                     if let Some(limit) = overflow.limit {
                         self.limit = Some(limit);
+                        self.remember(id, |known| known.max_model_len = Some(limit));
                     }
                     if self.fit(id, cancel, true).await {
                         return Step::Continue;
@@ -496,6 +524,7 @@ impl AgentState {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 arguments: arguments.clone(),
+                recovered: self.shape.recovered,
             }),
         );
         let output = match self.permit(id, call, arguments, cancel).await {

@@ -56,6 +56,8 @@ pub struct FileLayer {
     skills: Option<Vec<NonEmpty>>,
     context_limit: Option<Positive>,
     compaction: Option<CompactionLayer>,
+    tool_calls: Option<crate::config::ToolCallMode>,
+    tls: Option<TlsLayer>,
     retry: Option<RetryLayer>,
     timeouts: Option<TimeoutsLayer>,
     permission: Option<crate::policy::PermissionValue>,
@@ -69,6 +71,14 @@ struct CompactionLayer {
     auto: Option<bool>,
     prune: Option<bool>,
     reserve: Option<Positive>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+struct TlsLayer {
+    ca_file: Option<NonEmpty>,
+    insecure_skip_verify: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -190,6 +190,7 @@ impl View {
                     .get_or_insert_with(String::new)
                     .push_str(&render::clean(delta));
             }
+            EventMsg::ReasoningRecovered { text } => self.recovered_reasoning(text),
             EventMsg::AssistantDelta { delta } => {
                 self.end_reasoning();
                 self.text(&render::clean(delta));
@@ -206,7 +207,15 @@ impl View {
                 self.end_reasoning();
                 self.end_block("PLAN");
                 let subject = crate::tools::subject(&call.name, &call.arguments).unwrap_or("");
-                self.commit(render::tool_begin(&call.name, subject, width));
+                if call.recovered {
+                    // Read from the model's text: the server did not parse it.
+                    const MARK: &str = " (from text)";
+                    let line =
+                        render::tool_begin(&call.name, subject, width.saturating_sub(MARK.len()));
+                    self.commit(line.with(Role::Dim, MARK));
+                } else {
+                    self.commit(render::tool_begin(&call.name, subject, width));
+                }
             }
             EventMsg::ToolCallEnd(end) => self.tool_end(end),
             EventMsg::ApprovalRequest(request) => {
@@ -393,6 +402,22 @@ impl View {
         self.committed.extend(deferred);
     }
 
+    /// The step's text so far was reasoning: held text folds like
+    /// reasoning; text already written out is marked as such.
+    fn recovered_reasoning(&mut self, text: &str) {
+        self.held.clear();
+        self.partial.clear();
+        if self.labelled {
+            self.labelled = false;
+            self.markdown = Markdown::new();
+            self.commit(Line::new().with(Role::Dim, "(the text above was the model's reasoning)"));
+            text.clone_into(&mut self.last_reasoning);
+        } else {
+            self.reasoning = Some(render::clean(text));
+            self.end_reasoning();
+        }
+    }
+
     /// Reasoning ended: it folds into one line; `/think` shows it whole.
     fn end_reasoning(&mut self) {
         if let Some(reasoning) = self.reasoning.take() {
@@ -500,6 +525,39 @@ mod tests {
             ["thought for 2 lines (/think shows it)", "ANSWER Fixed."]
         );
         assert_eq!(view.last_reasoning, "The user wants\na fix");
+    }
+
+    #[test]
+    fn text_found_to_be_reasoning_folds_or_is_marked() {
+        // Still held: it folds like reasoning and never shows as an answer.
+        let mut view = view();
+        delta(&mut view, "Hmm, the user\nwants a fix\n");
+        view.event(&EventMsg::ReasoningRecovered {
+            text: "Hmm, the user\nwants a fix\n".into(),
+        });
+        delta(&mut view, "Fixed.");
+        message(&mut view, 0);
+        assert_eq!(
+            plain(&view.take_committed()),
+            ["thought for 2 lines (/think shows it)", "ANSWER Fixed."]
+        );
+        // Already written out (more than the held lines): marked, and the
+        // answer gets its own label.
+        let mut view = self::tests::view();
+        let long = "a step of reasoning\n".repeat(12);
+        delta(&mut view, &long);
+        view.event(&EventMsg::ReasoningRecovered { text: long.clone() });
+        delta(&mut view, "Fixed.");
+        message(&mut view, 0);
+        let lines = plain(&view.take_committed());
+        assert_eq!(
+            lines[lines.len() - 2..],
+            [
+                "(the text above was the model's reasoning)",
+                "ANSWER Fixed."
+            ]
+        );
+        assert_eq!(view.last_reasoning, long);
     }
 
     #[test]

@@ -54,6 +54,176 @@ fn actions(prompt: &str) -> Vec<Action> {
     plan
 }
 
+/// How the pretend server is set up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Flavour {
+    /// Started with `--enable-auto-tool-choice --tool-call-parser`: without
+    /// it, requests with `tools` get vLLM's 400 and calls come as text.
+    pub tool_parser: bool,
+    /// How the model's reasoning shows up with no reasoning parser.
+    pub think: Think,
+}
+
+impl Default for Flavour {
+    fn default() -> Self {
+        Self {
+            tool_parser: true,
+            think: Think::None,
+        }
+    }
+}
+
+/// A thinking model on a server without a reasoning parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Think {
+    /// Not a thinking model.
+    None,
+    /// `<think>…</think>` at the start of the content (Qwen3).
+    Tags,
+    /// The template opened the block: reasoning, then a lone `</think>`
+    /// (Qwen3.5, DeepSeek-R1).
+    Open,
+}
+
+/// The message vLLM sends when a request has `tools` and no parser is set.
+pub const NO_TOOL_PARSER: &str =
+    "\"auto\" tool choice requires --enable-auto-tool-choice and --tool-call-parser to be set";
+
+/// A responder for a server set up as `flavour`.
+pub fn responder(flavour: Flavour) -> impl Fn(&Request) -> Reply + Send + Sync + 'static {
+    move |request: &Request| {
+        let has_tools = request.method == "POST"
+            && request.path.ends_with("/chat/completions")
+            && request.json()["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty());
+        if !flavour.tool_parser && has_tools {
+            return Reply::json(
+                400,
+                &json!({"error": {"message": NO_TOOL_PARSER, "type": "BadRequestError", "param": null, "code": 400}}),
+            );
+        }
+        let reply = respond(request);
+        if flavour == Flavour::default()
+            || reply.status != 200
+            || !request.path.ends_with("/chat/completions")
+        {
+            return reply;
+        }
+        reply.map_body(|body| reshape(body, flavour))
+    }
+}
+
+/// Rewrites a native answer the way a server without parsers streams it.
+fn reshape(body: &[u8], flavour: Flavour) -> Vec<u8> {
+    let text = String::from_utf8_lossy(body);
+    let mut content = String::new();
+    let mut calls: Vec<(String, String)> = Vec::new();
+    let mut usage = None;
+    for data in text.split("\n\n").filter_map(|e| e.strip_prefix("data: ")) {
+        let Ok(chunk) = serde_json::from_str::<Value>(data) else {
+            continue;
+        };
+        if let Some(u) = chunk.get("usage").filter(|u| !u.is_null()) {
+            usage = Some(u.clone());
+        }
+        let delta = &chunk["choices"][0]["delta"];
+        if let Some(text) = delta["content"].as_str() {
+            content.push_str(text);
+        }
+        for call in delta["tool_calls"].as_array().into_iter().flatten() {
+            let index = usize::try_from(call["index"].as_u64().unwrap_or(0)).unwrap();
+            if calls.len() <= index {
+                calls.resize(index + 1, (String::new(), String::new()));
+            }
+            if let Some(name) = call["function"]["name"].as_str() {
+                calls[index].0.push_str(name);
+            }
+            if let Some(arguments) = call["function"]["arguments"].as_str() {
+                calls[index].1.push_str(arguments);
+            }
+        }
+    }
+    let mut pieces: Vec<String> = Vec::new();
+    let reasoning = "The user wants this done.\nI will go step by step.\n";
+    match flavour.think {
+        Think::None => {}
+        Think::Tags => {
+            pieces.push("<think>".into());
+            pieces.extend(reasoning.split_inclusive(' ').map(str::to_owned));
+            pieces.extend(["</think>".into(), "\n\n".into()]);
+        }
+        Think::Open => {
+            pieces.extend(reasoning.split_inclusive(' ').map(str::to_owned));
+            pieces.extend(["</think>".into(), "\n\n".into()]);
+        }
+    }
+    pieces.extend(content.split_inclusive(' ').map(str::to_owned));
+    let mut native = Vec::new();
+    for (index, (name, arguments)) in calls.iter().enumerate() {
+        if flavour.tool_parser {
+            let arguments: Value = serde_json::from_str(arguments).unwrap_or(json!({}));
+            native.extend(chunks::tool_call(
+                u32::try_from(index).unwrap(),
+                &format!("call_{index}"),
+                name,
+                &arguments,
+            ));
+        } else {
+            // What a Hermes-style model writes, in small pieces.
+            let arguments: Value = serde_json::from_str(arguments).unwrap_or(json!({}));
+            let block = format!(
+                "\n<tool_call>\n{}\n</tool_call>",
+                json!({"name": name, "arguments": arguments})
+            );
+            let chars: Vec<char> = block.chars().collect();
+            pieces.extend(chars.chunks(7).map(|c| c.iter().collect::<String>()));
+        }
+    }
+    let mut events = vec![chunks::role()];
+    events.extend(pieces.iter().map(|p| chunks::text_delta(p)));
+    events.extend(native);
+    let finish = if flavour.tool_parser && !calls.is_empty() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    events.push(chunks::finish(finish));
+    if let Some(usage) = usage {
+        events.push(format!(
+            "data: {}\n\n",
+            json!({"id": "chatcmpl-mock", "object": "chat.completion.chunk", "choices": [], "usage": usage})
+        ));
+    }
+    events.push(chunks::done());
+    events.concat().into_bytes()
+}
+
+/// The user's message a step answers: tool results sent as text
+/// (`<tool_response>` blocks) do not count.
+fn is_prompt(message: &Value) -> bool {
+    message["role"] == "user"
+        && !message["content"]
+            .as_str()
+            .is_some_and(|c| c.starts_with("<tool_response>"))
+}
+
+/// The newest tool result, native or as text.
+fn last_tool_result(messages: &[Value]) -> &str {
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| {
+            let content = m["content"].as_str()?;
+            if m["role"] == "tool" {
+                return Some(content);
+            }
+            let inner = content.strip_prefix("<tool_response>\n")?;
+            Some(inner.split("\n</tool_response>").next().unwrap_or(inner))
+        })
+        .unwrap_or("")
+}
+
 /// Answers like a vLLM server hosting one small, obedient model.
 pub fn respond(request: &Request) -> Reply {
     if request.method == "GET" && request.path.ends_with("/models") {
@@ -70,10 +240,7 @@ pub fn respond(request: &Request) -> Reply {
     }
     let body = request.json();
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
-    let last_user = messages
-        .iter()
-        .rposition(|m| m["role"] == "user")
-        .unwrap_or(0);
+    let last_user = messages.iter().rposition(is_prompt).unwrap_or(0);
     let prompt = messages
         .get(last_user)
         .and_then(|m| m["content"].as_str())
@@ -105,12 +272,7 @@ pub fn respond(request: &Request) -> Reply {
             &[(&format!("call_{step}"), "read", json!({"path": path}))],
         ),
         Some(Action::Write(path)) => {
-            let last_result = messages
-                .iter()
-                .rev()
-                .find(|m| m["role"] == "tool")
-                .and_then(|m| m["content"].as_str())
-                .unwrap_or("");
+            let last_result = last_tool_result(&messages);
             let first_line = last_result
                 .lines()
                 .next()

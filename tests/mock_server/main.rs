@@ -22,21 +22,32 @@ fn main() {
     let mut args = std::env::args().skip(1);
     let mut port = "8787".to_owned();
     let mut timing_log = None;
+    let mut flavour = demo::Flavour::default();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--port" => port = args.next().unwrap_or_else(|| usage()),
             "--timing-log" => timing_log = Some(args.next().unwrap_or_else(|| usage())),
+            "--no-tool-parser" => flavour.tool_parser = false,
+            "--think" => {
+                flavour.think = match args.next().as_deref() {
+                    Some("tags") => demo::Think::Tags,
+                    Some("open") => demo::Think::Open,
+                    _ => usage(),
+                }
+            }
             _ => usage(),
         }
     }
-    let server =
-        match server::MockServer::start_on(&format!("127.0.0.1:{port}"), Arc::new(demo::respond)) {
-            Ok(server) => server,
-            Err(error) => {
-                eprintln!("error: cannot listen on 127.0.0.1:{port}: {error}");
-                std::process::exit(2);
-            }
-        };
+    let server = match server::MockServer::start_on(
+        &format!("127.0.0.1:{port}"),
+        Arc::new(demo::responder(flavour)),
+    ) {
+        Ok(server) => server,
+        Err(error) => {
+            eprintln!("error: cannot listen on 127.0.0.1:{port}: {error}");
+            std::process::exit(2);
+        }
+    };
     if let Some(path) = timing_log {
         server.log_timing_to(std::path::Path::new(&path)).unwrap();
     }
@@ -55,7 +66,7 @@ fn main() {
 
 fn usage() -> ! {
     eprintln!(
-        "usage: mock-server [--port PORT] [--timing-log FILE]   (port 8787 by default; 0 picks a free one)"
+        "usage: mock-server [--port PORT] [--timing-log FILE] [--no-tool-parser] [--think tags|open]\n  port 8787 by default (0 picks a free one); --no-tool-parser answers requests with tools\n  like vLLM without --enable-auto-tool-choice; --think makes a thinking model with no\n  reasoning parser (<think> tags, or a lone </think>)"
     );
     std::process::exit(2);
 }

@@ -77,6 +77,26 @@ impl Reply {
         }
     }
 
+    /// The same reply with its body rewritten (events keep their pace).
+    pub fn map_body(self, change: impl FnOnce(&[u8]) -> Vec<u8>) -> Self {
+        let body: Vec<u8> = self.parts.iter().flat_map(|p| p.bytes.clone()).collect();
+        let delay = self.parts.iter().map(|p| p.delay).max().unwrap_or_default();
+        let changed = change(&body);
+        let mut reply = if delay.is_zero() {
+            Self::sse(changed)
+        } else {
+            let text = String::from_utf8_lossy(&changed).into_owned();
+            Self::sse_events(
+                text.split_inclusive("\n\n").map(str::to_owned).collect(),
+                delay,
+            )
+        };
+        reply.status = self.status;
+        reply.headers = self.headers;
+        reply.end = self.end;
+        reply
+    }
+
     /// `200` with SSE events sent one by one, `delay` apart.
     pub fn sse_events(events: Vec<String>, delay: Duration) -> Self {
         let mut reply = Self::sse(Vec::new());

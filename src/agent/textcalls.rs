@@ -1,0 +1,207 @@
+//! The agent's side of servers that do not parse tool calls or reasoning:
+//! switching a session to text tool calls, the request in that mode, and
+//! applying what [`InlineParser`] finds in the streamed text.
+
+use crate::client::inline::{InlineParser, Out, describe_tools};
+use crate::client::wire::WireMessage;
+use crate::client::{self, AssembledCall};
+use crate::config::ToolCallMode;
+use crate::context::{build_messages, build_text_messages};
+use crate::protocol::{EventMsg, SubmissionId};
+use crate::servers::ToolSupport;
+use crate::session::Message;
+
+use super::turn::AgentState;
+
+/// The fix to name when a server refuses tools.
+pub(super) const TOOL_PARSER_FIX: &str = "start vLLM with `--enable-auto-tool-choice --tool-call-parser hermes` (or the parser for your model: `qwen3_coder`, `mistral`, `llama3_json`...)";
+
+/// Whether the server refused the request because it cannot parse tool
+/// calls (vLLM without `--enable-auto-tool-choice`).
+pub(super) fn refuses_tools(error: &client::Error) -> bool {
+    match error {
+        client::Error::Status {
+            status: 400,
+            message,
+            ..
+        } => {
+            message.contains("--enable-auto-tool-choice") || message.contains("--tool-call-parser")
+        }
+        _ => false,
+    }
+}
+
+/// How tool calls and reasoning travel with the session's server.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Shape {
+    /// Tools are described in the prompt and calls read from the text.
+    pub(super) text_tools: bool,
+    /// The model's responses open inside a think block.
+    pub(super) think_open: bool,
+    /// The calls of the current step were read from the text.
+    pub(super) recovered: bool,
+}
+
+/// A step's streamed text, split by the inline parser.
+#[derive(Debug, Default)]
+pub(super) struct StepText {
+    /// What the user sees as the answer (and the session keeps).
+    pub(super) content: String,
+    /// Reasoning, from the server's field and from think tags.
+    pub(super) reasoning: String,
+}
+
+impl StepText {
+    /// Applies one parser result, telling the front end.
+    pub(super) fn apply(&mut self, out: Out, emit: &dyn Fn(EventMsg)) {
+        match out {
+            Out::Content(delta) => {
+                self.content.push_str(&delta);
+                emit(EventMsg::AssistantDelta { delta });
+            }
+            Out::Reasoning(delta) => self.reason(delta, emit),
+            Out::WasReasoning(text) => {
+                self.content.clear();
+                self.reasoning.push_str(&text);
+                emit(EventMsg::ReasoningRecovered { text });
+            }
+            Out::WasContent(text) => {
+                if self.reasoning.ends_with(&text) {
+                    self.reasoning.truncate(self.reasoning.len() - text.len());
+                }
+            }
+        }
+    }
+
+    /// Reasoning from the server's own field.
+    pub(super) fn reason(&mut self, delta: String, emit: &dyn Fn(EventMsg)) {
+        self.reasoning.push_str(&delta);
+        emit(EventMsg::ReasoningDelta { delta });
+    }
+}
+
+impl AgentState {
+    /// Takes in what is known about the server and model: from the config,
+    /// else from the cache of earlier runs.
+    pub(super) fn adopt_server_facts(&mut self, id: SubmissionId) {
+        let known = self.servers.get(&self.config.base_url, &self.session.model);
+        self.shape.think_open = known.think_open;
+        self.limit = known.max_model_len;
+        self.limit_asked = false;
+        let text = match self.config.tool_calls {
+            ToolCallMode::Text => true,
+            ToolCallMode::Native => false,
+            ToolCallMode::Auto => known.tool_calls == Some(ToolSupport::Text),
+        };
+        if text && self.config.tool_calls == ToolCallMode::Auto && !self.tool_specs.is_empty() {
+            self.warn(
+                id,
+                "This server did not parse tool calls last time, so tools are described in the prompt and calls read from the text (`offcode doctor` checks again)",
+            );
+        }
+        self.set_text_tools(text);
+    }
+
+    /// Sends tools natively or describes them in the system prompt.
+    fn set_text_tools(&mut self, text: bool) {
+        self.shape.text_tools = text && !self.tool_specs.is_empty();
+        if self.shape.text_tools {
+            self.specs = Vec::new();
+            self.system = format!(
+                "{}\n\n{}",
+                self.base_system,
+                describe_tools(&self.tool_specs)
+            );
+        } else {
+            self.specs.clone_from(&self.tool_specs);
+            self.system.clone_from(&self.base_system);
+        }
+    }
+
+    /// The server refused `tools`: the session goes on with text calls,
+    /// and the next start knows.
+    pub(super) fn switch_to_text_tools(&mut self, id: SubmissionId) {
+        self.set_text_tools(true);
+        self.warn(
+            id,
+            &format!(
+                "The server cannot parse tool calls; offcode describes the tools in the prompt and reads calls from the model's text. To fix the server, {TOOL_PARSER_FIX}"
+            ),
+        );
+        self.remember(id, |known| known.tool_calls = Some(ToolSupport::Text));
+    }
+
+    /// Records a fact about the server for later runs; a cache that cannot
+    /// be written costs only a warning.
+    pub(super) fn remember(
+        &self,
+        id: SubmissionId,
+        change: impl FnOnce(&mut crate::servers::Known),
+    ) {
+        if let Err(error) = self
+            .servers
+            .update(&self.config.base_url, &self.session.model, change)
+        {
+            self.warn(id, &format!("Could not update the server cache: {error}"));
+        }
+    }
+
+    /// The request's messages in the session's tool-call mode.
+    pub(super) fn wire_messages(&self, history: &[Message]) -> Vec<WireMessage> {
+        if self.shape.text_tools {
+            build_text_messages(&self.system, history)
+        } else {
+            build_messages(&self.system, history)
+        }
+    }
+
+    /// A parser for the next response's text.
+    pub(super) fn inline_parser(&self) -> InlineParser {
+        InlineParser::new(&self.tool_specs, self.shape.think_open)
+    }
+
+    /// The end of a response: held text is decided, the calls read from
+    /// the text are taken when the server sent none of its own, and a
+    /// model found to open its responses inside reasoning is remembered.
+    pub(super) fn finish_text(
+        &mut self,
+        id: SubmissionId,
+        parser: &mut InlineParser,
+        text: &mut StepText,
+        response: &mut client::Assembled,
+    ) {
+        let events = self.events.clone();
+        let emit = move |msg| {
+            let _ = events.send(crate::protocol::Event { id, msg });
+        };
+        let (outs, calls) = parser.finish();
+        for out in outs {
+            text.apply(out, &emit);
+        }
+        self.shape.recovered = false;
+        if response.tool_calls.is_empty() && !calls.is_empty() {
+            self.shape.recovered = true;
+            response.tool_calls = calls
+                .into_iter()
+                .zip(0..)
+                .map(|(call, index)| AssembledCall {
+                    index,
+                    id: String::new(),
+                    name: call.name,
+                    arguments: call.arguments,
+                })
+                .collect();
+        }
+        response.content = std::mem::take(&mut text.content);
+        let reasoning = std::mem::take(&mut text.reasoning);
+        response.reasoning = (!reasoning.is_empty()).then_some(reasoning);
+        if parser.saw_lone_close() && !self.shape.think_open {
+            self.shape.think_open = true;
+            self.remember(id, |known| known.think_open = true);
+        } else if self.shape.think_open && !parser.saw_reasoning() {
+            // Presumed reasoning that never closed: thinking is off now.
+            self.shape.think_open = false;
+            self.remember(id, |known| known.think_open = false);
+        }
+    }
+}
