@@ -9,6 +9,7 @@ pub mod assemble;
 mod error;
 pub mod http;
 pub mod inline;
+pub mod net;
 pub mod sse;
 pub mod wire;
 
@@ -41,35 +42,47 @@ pub struct Client {
     retry: RetryConfig,
     idle_timeout: Duration,
     connect_timeout: Duration,
+    network: net::Network,
     agent: Mutex<ureq::Agent>,
 }
 
-fn new_agent(connect_timeout: Duration) -> ureq::Agent {
+fn new_agent(network: &net::Network, connect_timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
         .http_status_as_error(false)
         .timeout_connect(Some(connect_timeout))
         .user_agent(format!("offcode/{}", env!("CARGO_PKG_VERSION")))
-        .tls_config(
-            ureq::tls::TlsConfig::builder()
-                .root_certs(ureq::tls::RootCerts::PlatformVerifier)
-                .build(),
-        )
+        .tls_config(network.tls.clone())
+        .proxy(network.proxy.clone())
         .build()
         .new_agent()
 }
 
 impl Client {
-    /// A client for the configured endpoint.
-    pub fn new(config: &Config) -> Self {
+    /// A client for the configured endpoint, with TLS and proxy settings
+    /// from the config and the process environment.
+    pub fn new(config: &Config) -> Result<Self, Error> {
+        Self::with_env(config, &|name| std::env::var(name).ok())
+    }
+
+    /// A client whose proxy and certificate settings read `var` for the
+    /// environment.
+    pub fn with_env(config: &Config, var: &dyn Fn(&str) -> Option<String>) -> Result<Self, Error> {
         let connect_timeout = Duration::from_millis(config.timeouts.connect_ms);
-        Self {
+        let network = net::Network::for_config(config, var)?;
+        Ok(Self {
             base_url: config.base_url.trim_end_matches('/').to_owned(),
             api_key: config.api_key.clone(),
             retry: config.retry.clone(),
             idle_timeout: Duration::from_millis(config.timeouts.idle_ms),
             connect_timeout,
-            agent: Mutex::new(new_agent(connect_timeout)),
-        }
+            agent: Mutex::new(new_agent(&network, connect_timeout)),
+            network,
+        })
+    }
+
+    /// The proxy requests go through, credentials hidden.
+    pub fn proxy(&self) -> Option<&str> {
+        self.network.proxy_shown.as_deref()
     }
 
     /// The API root requests go to.
@@ -87,7 +100,7 @@ impl Client {
     /// Closes every connection in flight (the server sees the disconnect)
     /// and starts a fresh connection pool for later requests.
     fn drop_connections(&self) {
-        let fresh = new_agent(self.connect_timeout);
+        let fresh = new_agent(&self.network, self.connect_timeout);
         let old = match self.agent.lock() {
             Ok(mut agent) => std::mem::replace(&mut *agent, fresh),
             Err(poisoned) => std::mem::replace(&mut *poisoned.into_inner(), fresh),

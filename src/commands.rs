@@ -142,10 +142,41 @@ pub fn read_stdin() -> Result<String, Failure> {
     Ok(text)
 }
 
+/// The client for a command that talks to the server once; it warns on
+/// stderr when certificate checks are off.
+fn command_client(
+    config: &crate::config::Config,
+    environment: &Environment,
+) -> Result<Client, Failure> {
+    let client = client(config, environment)?;
+    if config.tls.insecure_skip_verify && config.base_url.starts_with("https") {
+        #[expect(clippy::print_stderr, reason = "a warning for the user of a command")]
+        {
+            eprintln!("warning: {}", crate::client::net::INSECURE_WARNING);
+        }
+    }
+    Ok(client)
+}
+
+/// The client for the configured endpoint; bad TLS or proxy settings are
+/// a usage error.
+pub fn client(
+    config: &crate::config::Config,
+    environment: &Environment,
+) -> Result<Client, Failure> {
+    Client::with_env(config, &|name| environment.var(name).map(str::to_owned)).map_err(|e| {
+        Failure::new(&e, EXIT_USAGE)
+            .with_hint("Fix `tls` in the config, or the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`)")
+    })
+}
+
 /// A client error as a top-level failure with a hint for the usual causes.
 pub fn client_failure(error: &client::Error, base_url: &str) -> Failure {
     let failure = Failure::new(error, EXIT_FAILED);
     match error {
+        client::Error::Connect { .. } if error.is_certificate_problem() => failure.with_hint(
+            "The server's certificate is not trusted: give its CA certificate (PEM) as `tls.ca_file` in the config or `SSL_CERT_FILE`",
+        ),
         client::Error::Connect { .. } => failure.with_hint(format!(
             "Is the model server running at `{base_url}`? Set `base_url` in `~/.config/offcode/offcode.jsonc` or `OFFCODE_BASE_URL`"
         )),
@@ -162,7 +193,7 @@ pub fn client_failure(error: &client::Error, base_url: &str) -> Failure {
 /// `offcode models`.
 pub fn models(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
     let loaded = load_config(environment, &Flags::default())?;
-    let client = Client::new(&loaded.config);
+    let client = command_client(&loaded.config, environment)?;
     let models = client
         .list_models()
         .map_err(|e| client_failure(&e, client.base_url()))?;
@@ -239,7 +270,7 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
         Some(id) => (store.load(id).map_err(session_failure)?.1, id.clone()),
         None => (Vec::new(), "new".to_owned()),
     };
-    let client = Client::new(&loaded.config);
+    let client = command_client(&loaded.config, environment)?;
     // The limit: the config's, else the server's for the configured model.
     let limit = loaded.config.context_limit.or_else(|| {
         let models = client.list_models().ok()?;

@@ -57,7 +57,7 @@ pub fn prepare(
     let policy = policy_source(environment, &flags, &loaded, sandbox.root())?;
     let config = loaded.config;
     let store = session_store(environment)?;
-    let client = Arc::new(Client::new(&config));
+    let client = Arc::new(crate::commands::client(&config, environment)?);
     let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
     let resumed = match (session, resume_latest) {
         (Some(id), _) => Some(store.open(id).map_err(session_failure)?),

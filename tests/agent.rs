@@ -35,7 +35,7 @@ fn start_with(server: &MockServer, adjust: impl FnOnce(&mut offcode::config::Con
     adjust(&mut config);
     let session = store.create(&root, "mock-model", &config.base_url).unwrap();
     let handle = agent::spawn(AgentSetup {
-        client: Arc::new(Client::new(&config)),
+        client: Arc::new(Client::new(&config).unwrap()),
         session,
         tools: Registry::default(),
         config,
@@ -378,7 +378,7 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
     server.push(sse(&chunks::text_answer("Third.")));
     let config = crate::support::fast_config(&server.base_url());
     let mut resumed = agent::spawn(AgentSetup {
-        client: Arc::new(Client::new(&config)),
+        client: Arc::new(Client::new(&config).unwrap()),
         session,
         tools: Registry::default(),
         config,

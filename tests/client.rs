@@ -65,7 +65,7 @@ fn retries(updates: &[Update]) -> usize {
 async fn plain_stream_sends_usage_option_and_no_max_tokens() {
     let server = mock();
     server.push(sse(&chunks::text_answer("Hello there")));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let response = stream(&client).await.result.unwrap();
     assert_eq!(response.content, "Hello there");
     let body = &server.chat_bodies()[0];
@@ -88,7 +88,7 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
         .header("retry-after", "0.3"),
     );
     server.push(sse(&chunks::text_answer("ok")));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let outcome = stream(&client).await;
     assert_eq!(outcome.result.unwrap().content, "ok");
     let Some(Update::Retry(retry)) = outcome.updates.first() else {
@@ -107,7 +107,7 @@ async fn rate_limit_honours_retry_after_then_succeeds() {
 #[tokio::test]
 async fn server_errors_retry_until_give_up() {
     let server = mock(); // every unqueued request gets a 500
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let outcome = stream(&client).await;
     assert!(
         matches!(outcome.result, Err(Error::Status { status: 500, .. })),
@@ -125,7 +125,7 @@ async fn client_errors_are_not_retried() {
         400,
         &serde_json::json!({"object": "error", "message": "bad request body", "type": "BadRequestError", "param": null, "code": 400}),
     ));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let outcome = stream(&client).await;
     let error = outcome.result.unwrap_err();
     assert_eq!(
@@ -142,7 +142,7 @@ async fn refused_connection_retries_then_reports_the_url() {
         .local_addr()
         .unwrap()
         .port();
-    let client = Client::new(&fast_config(&format!("http://127.0.0.1:{port}/v1")));
+    let client = Client::new(&fast_config(&format!("http://127.0.0.1:{port}/v1"))).unwrap();
     let outcome = stream(&client).await;
     let error = outcome.result.unwrap_err();
     assert!(matches!(error, Error::Connect { .. }), "{error:?}");
@@ -155,7 +155,7 @@ async fn reset_before_output_is_retried() {
     let server = mock();
     server.push(Reply::sse(Vec::new()).ending(End::Reset));
     server.push(sse(&chunks::text_answer("second try")));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let outcome = stream(&client).await;
     assert_eq!(outcome.result.unwrap().content, "second try");
     assert_eq!(retries(&outcome.updates), 1);
@@ -166,7 +166,7 @@ async fn cut_after_output_is_an_error_not_a_retry() {
     let server = mock();
     let events = [chunks::role(), chunks::text_delta("partial ")].concat();
     server.push(Reply::sse(events.into_bytes()).ending(End::Reset));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let outcome = stream(&client).await;
     let error = outcome.result.unwrap_err();
     assert!(
@@ -187,7 +187,7 @@ async fn stream_without_done_is_truncated() {
     let server = mock();
     let events = [chunks::role(), chunks::text_delta("cut")].concat();
     server.push(Reply::sse(events.into_bytes()));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let outcome = stream(&client).await;
     assert!(
         matches!(outcome.result, Err(Error::Truncated)),
@@ -206,7 +206,7 @@ async fn finished_stream_missing_only_done_is_accepted() {
     ]
     .concat();
     server.push(Reply::sse(events.into_bytes()));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let response = stream(&client).await.result.unwrap();
     assert_eq!(response.content, "complete");
     assert!(response.truncated && !response.done_marker);
@@ -226,7 +226,7 @@ async fn whole_json_completion_is_accepted() {
             "usage": {"prompt_tokens": 5, "completion_tokens": 2, "total_tokens": 7}
         }),
     ));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let outcome = stream(&client).await;
     let response = outcome.result.unwrap();
     assert_eq!(response.content, "Checking.");
@@ -247,7 +247,7 @@ async fn malformed_chunk_names_the_data() {
     server.push(Reply::sse(
         format!("{}data: {{\"choices\": [oops\n\n", chunks::role()).into_bytes(),
     ));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let error = stream(&client).await.result.unwrap_err();
     assert!(matches!(error, Error::Malformed { .. }), "{error:?}");
     assert!(error.to_string().contains("{\"choices\": [oops"), "{error}");
@@ -262,7 +262,7 @@ async fn in_band_error_is_reported_with_its_message() {
     ))
     .unwrap();
     server.push(Reply::sse(body));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let error = stream(&client).await.result.unwrap_err();
     assert_eq!(
         error.to_string(),
@@ -280,7 +280,7 @@ async fn ten_megabyte_line_is_parsed() {
         chunks::finish("stop"),
         chunks::done(),
     ]));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let response = stream(&client).await.result.unwrap();
     assert_eq!(response.content.len(), big.len());
 }
@@ -294,7 +294,7 @@ async fn invalid_utf8_is_replaced_and_flagged() {
     );
     body.extend_from_slice(chunks::done().as_bytes());
     server.push(Reply::sse(body));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let response = stream(&client).await.result.unwrap();
     assert_eq!(response.content, "bad \u{fffd} byte");
     assert!(response.invalid_utf8);
@@ -311,7 +311,7 @@ async fn slow_drip_is_assembled_and_each_byte_counts_as_activity() {
     server.push(reply);
     let mut config = fast_config(&server.base_url());
     config.timeouts.idle_ms = 1_500;
-    let client = Client::new(&config);
+    let client = Client::new(&config).unwrap();
     let outcome = stream(&client).await;
     assert_eq!(outcome.result.unwrap().content, "drip");
     assert!(outcome.elapsed >= Duration::from_secs(3));
@@ -330,7 +330,7 @@ async fn silent_server_hits_the_idle_timeout() {
     server.push(Reply::sse(chunks::role().into_bytes()).ending(End::Hang(Duration::from_secs(30))));
     let mut config = fast_config(&server.base_url());
     config.timeouts.idle_ms = 300;
-    let client = Client::new(&config);
+    let client = Client::new(&config).unwrap();
     let outcome = stream(&client).await;
     assert!(
         matches!(outcome.result, Err(Error::IdleTimeout(_))),
@@ -351,7 +351,7 @@ async fn cancel_closes_the_connection_within_200_ms() {
         .map(|i| chunks::text_delta(&format!("{i} ")))
         .collect();
     server.push(Reply::sse_events(events, Duration::from_millis(50)));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let cancel = Cancel::default();
     let trigger = cancel.clone();
     let cancelled_at = std::sync::Arc::new(std::sync::Mutex::new(None));
@@ -385,7 +385,7 @@ async fn cancel_closes_the_connection_within_200_ms() {
 #[tokio::test]
 async fn models_lists_context_lengths() {
     let server = crate::support::demo_mock();
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let models = client.list_models().unwrap();
     assert_eq!(models.len(), 2);
     assert_eq!(models[0].id, "mock-model");
@@ -408,7 +408,7 @@ fn tokenize_counts_at_the_server_root() {
             crate::support::Reply::json(404, &serde_json::json!({"error": {"message": "no route"}}))
         },
     ));
-    let client = Client::new(&fast_config(&server.base_url()));
+    let client = Client::new(&fast_config(&server.base_url())).unwrap();
     let counted = client.tokenize("mock-model", &[], &[]).unwrap().unwrap();
     assert_eq!((counted.count, counted.max_model_len), (1234, Some(32768)));
     assert_eq!(
@@ -421,6 +421,6 @@ fn tokenize_counts_at_the_server_root() {
     );
     // A server without the route: no count, no error.
     let other = crate::support::demo_mock();
-    let client = Client::new(&fast_config(&other.base_url()));
+    let client = Client::new(&fast_config(&other.base_url())).unwrap();
     assert!(client.tokenize("mock-model", &[], &[]).unwrap().is_none());
 }

@@ -11,6 +11,7 @@ mod cli;
 mod client;
 mod fixtures;
 mod layout;
+mod network;
 mod policy;
 mod sandbox;
 mod servers;

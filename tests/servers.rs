@@ -152,3 +152,91 @@ fn a_model_whose_template_opens_the_think_block_is_remembered() {
     let entry = &cache["servers"][format!("{} mock-model", server.base_url())];
     assert_eq!(entry["think_open"], true, "{cache}");
 }
+
+fn with_tls(workspace: &Workspace, tls: &str) {
+    std::fs::write(
+        workspace.root.join("offcode.jsonc"),
+        format!("{{ tls: {tls} }}\n"),
+    )
+    .unwrap();
+}
+
+#[test]
+fn https_with_a_private_ca_works_given_ca_file_and_is_refused_without() {
+    let url = crate::network::start();
+    let workspace = Workspace::new();
+    // Not trusted: a clear error at once (no retries) with the fix.
+    let started = std::time::Instant::now();
+    let refused = run(workspace.offcode(&url, &["models"]));
+    assert_eq!(refused.code, 1, "{}", refused.stderr);
+    assert!(refused.stderr.contains("certificate"), "{}", refused.stderr);
+    assert!(refused.stderr.contains("tls.ca_file"), "{}", refused.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    // Given the CA: it lists the models.
+    with_tls(
+        &workspace,
+        &format!("{{ ca_file: {:?} }}", crate::network::ca_file()),
+    );
+    let trusted = run(workspace.offcode(&url, &["models"]));
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    assert!(trusted.stdout.contains("tls-model"), "{}", trusted.stdout);
+    // The same through SSL_CERT_FILE, as with the system store.
+    with_tls(&workspace, "{}");
+    let mut command = workspace.offcode(&url, &["models"]);
+    command.env("SSL_CERT_FILE", crate::network::ca_file());
+    let from_env = run(&mut command);
+    assert_eq!(from_env.code, 0, "{}", from_env.stderr);
+    // A ca_file that is not there is a usage error naming it.
+    with_tls(&workspace, "{ ca_file: \"/nonexistent/ca.pem\" }");
+    let missing = run(workspace.offcode(&url, &["models"]));
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(
+        missing.stderr.contains("/nonexistent/ca.pem"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn skipping_verification_works_and_says_so_loudly() {
+    let url = crate::network::start();
+    let workspace = Workspace::new();
+    with_tls(&workspace, "{ insecure_skip_verify: true }");
+    let listed = run(workspace.offcode(&url, &["models"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stderr.contains("INSECURE"), "{}", listed.stderr);
+}
+
+#[test]
+fn proxies_come_from_the_environment_and_no_proxy_is_honoured() {
+    let server = demo::responder(Flavour::default());
+    let server = MockServer::start(Arc::new(server));
+    let target: std::net::SocketAddr = server
+        .base_url()
+        .trim_start_matches("http://")
+        .trim_end_matches("/v1")
+        .parse()
+        .unwrap();
+    let (proxy, seen) = crate::network::connect_proxy(target);
+    let workspace = Workspace::new();
+    // A host only the proxy can reach.
+    let url = "http://gpu.invalid:8000/v1";
+    let mut command = workspace.offcode(url, &["models"]);
+    command.env("HTTP_PROXY", &proxy);
+    let listed = run(&mut command);
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains("mock-model"), "{}", listed.stdout);
+    assert_eq!(*seen.lock().unwrap(), ["CONNECT gpu.invalid:8000 HTTP/1.1"]);
+    // HTTPS_PROXY is for https endpoints only; NO_PROXY exempts a domain
+    // and its subdomains.
+    for (name, value) in [("HTTPS_PROXY", proxy.as_str()), ("NO_PROXY", "invalid")] {
+        let mut command = workspace.offcode(url, &["models"]);
+        command.env(name, value);
+        if name == "NO_PROXY" {
+            command.env("HTTP_PROXY", &proxy);
+        }
+        let direct = run(&mut command);
+        assert_eq!(direct.code, 1, "{name}: {}", direct.stderr);
+        assert_eq!(seen.lock().unwrap().len(), 1, "{name}: not proxied");
+    }
+}

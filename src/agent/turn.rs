@@ -166,6 +166,9 @@ impl AgentState {
         for warning in self.context.warnings.clone() {
             self.warn(0, &warning);
         }
+        if self.config.tls.insecure_skip_verify && self.config.base_url.starts_with("https") {
+            self.warn(0, crate::client::net::INSECURE_WARNING);
+        }
         self.adopt_server_facts(0);
         if self.session.skipped_lines > 0 {
             self.emit(
@@ -361,50 +364,75 @@ impl AgentState {
                 self.finish_text(id, &mut parser, &mut text, &mut response);
                 self.finish_step(id, response, cancel).await
             }
-            Err(error) => {
-                // What was held back as possible markup is text after all.
-                let visible = parser.visible().len();
-                let (partial, reasoning) = (text.content, text.reasoning);
-                let partial = partial[..visible.min(partial.len())].to_owned();
-                if !partial.is_empty() || !reasoning.is_empty() {
-                    let message = Message::Assistant {
-                        content: partial,
-                        reasoning: (!reasoning.is_empty()).then_some(reasoning),
-                        tool_calls: Vec::new(),
-                        interrupted: true,
-                    };
-                    if let Err(status) = self.record(id, EntryBody::Message { message }) {
-                        return Step::End(status);
-                    }
-                }
-                if matches!(error, client::Error::Cancelled) {
-                    return Step::End(TurnStatus::Aborted);
-                }
-                if super::textcalls::refuses_tools(&error)
-                    && !self.shape.text_tools
-                    && self.config.tool_calls == crate::config::ToolCallMode::Auto
-                {
-                    self.switch_to_text_tools(id);
-                    return Step::Continue;
-                }
-                // Too long for the model: compact and try once more.
-                if let Some(overflow) = super::compact::overflow(&error)
-                    && !self.overflow_retried
-                {
-                    self.overflow_retried = true;
-                    if let Some(limit) = overflow.limit {
-                        self.limit = Some(limit);
-                        self.remember(id, |known| known.max_model_len = Some(limit));
-                    }
-                    if self.fit(id, cancel, true).await {
-                        return Step::Continue;
-                    }
-                }
-                let message = client::error_chain(&error);
-                self.fail(id, message, error_kind(&error));
-                Step::End(TurnStatus::Failed)
+            Err(error) => self.step_failed(id, error, parser, text, cancel).await,
+        }
+    }
+
+    /// A request that failed: what arrived is kept, then the fallbacks
+    /// (text tool calls, compaction) or the error.
+    async fn step_failed(
+        &mut self,
+        id: SubmissionId,
+        error: client::Error,
+        mut parser: crate::client::inline::InlineParser,
+        mut text: StepText,
+        cancel: &Cancel,
+    ) -> Step {
+        // What was held back as possible markup is text after all; calls
+        // in a cut response are not run.
+        let events = self.events.clone();
+        let emit = move |msg| {
+            let _ = events.send(Event { id, msg });
+        };
+        for out in parser.finish().0 {
+            text.apply(out, &emit);
+        }
+        let (partial, reasoning) = (text.content, text.reasoning);
+        if !partial.is_empty() || !reasoning.is_empty() {
+            let message = Message::Assistant {
+                content: partial,
+                reasoning: (!reasoning.is_empty()).then_some(reasoning),
+                tool_calls: Vec::new(),
+                interrupted: true,
+            };
+            if let Err(status) = self.record(id, EntryBody::Message { message }) {
+                return Step::End(status);
             }
         }
+        if matches!(error, client::Error::Cancelled) {
+            return Step::End(TurnStatus::Aborted);
+        }
+        if super::textcalls::refuses_tools(&error)
+            && !self.shape.text_tools
+            && self.config.tool_calls == crate::config::ToolCallMode::Auto
+        {
+            self.switch_to_text_tools(id);
+            return Step::Continue;
+        }
+        // Too long for the model: compact and try once more.
+        if let Some(overflow) = super::compact::overflow(&error)
+            && !self.overflow_retried
+        {
+            self.overflow_retried = true;
+            if let Some(limit) = overflow.limit {
+                self.limit = Some(limit);
+                self.remember(id, |known| known.max_model_len = Some(limit));
+            }
+            if self.fit(id, cancel, true).await {
+                return Step::Continue;
+            }
+        }
+        let mut message = client::error_chain(&error);
+        if error.is_certificate_problem() {
+            message.push_str(". The server's certificate is not trusted: give its CA certificate (PEM) as `tls.ca_file` in the config, or `SSL_CERT_FILE`");
+        } else if super::textcalls::refuses_tools(&error) {
+            message = format!(
+                "{message}. To fix the server, {}; or set `tool_calls` to `auto` or `text`",
+                super::textcalls::TOOL_PARSER_FIX
+            );
+        }
+        self.fail(id, message, error_kind(&error));
+        Step::End(TurnStatus::Failed)
     }
 
     async fn finish_step(
@@ -566,7 +594,7 @@ impl AgentState {
 
 fn error_kind(error: &client::Error) -> ErrorKind {
     match error {
-        client::Error::Connect { .. } => ErrorKind::Connect,
+        client::Error::Connect { .. } | client::Error::Setup(_) => ErrorKind::Connect,
         client::Error::Status { .. } | client::Error::InBand { .. } => ErrorKind::Server,
         client::Error::Malformed { .. }
         | client::Error::Truncated

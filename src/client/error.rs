@@ -48,6 +48,9 @@ pub enum Error {
     /// A response that should be JSON was not.
     #[error("The server's answer to {what} was not understood: {reason}")]
     BadResponse { what: String, reason: String },
+    /// The connection settings are wrong (`tls.ca_file`, a proxy).
+    #[error("{0}")]
+    Setup(String),
     /// The request was cancelled.
     #[error("Cancelled")]
     Cancelled,
@@ -58,15 +61,29 @@ impl Error {
     /// failures, 429, 5xx and streams cut short. Never other 4xx.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Connect { .. } | Self::Truncated | Self::Read(_) => true,
+            Self::Connect { .. } => !self.is_certificate_problem(),
+            Self::Truncated | Self::Read(_) => true,
             Self::Status { status, .. } => *status == 429 || *status >= 500,
             Self::InBand { .. }
             | Self::Malformed { .. }
             | Self::TooLarge
             | Self::IdleTimeout(_)
             | Self::BadResponse { .. }
+            | Self::Setup(_)
             | Self::Cancelled => false,
         }
+    }
+
+    /// The connection failed because the server's certificate was not
+    /// trusted (or TLS could not be set up): trying again cannot help.
+    pub fn is_certificate_problem(&self) -> bool {
+        let Self::Connect { source, .. } = self else {
+            return false;
+        };
+        matches!(
+            source,
+            ureq::Error::Tls(_) | ureq::Error::Rustls(_) | ureq::Error::Pem(_)
+        ) || super::error_chain(source).contains("certificate")
     }
 
     /// The server's requested delay before a retry.
