@@ -41,6 +41,10 @@ pub enum Command {
     Run(RunArgs),
     /// List the models the endpoint serves, with their context length.
     Models(JsonArg),
+    /// Check the endpoint step by step (connection, TLS, models, tool
+    /// calling, reasoning, token counting) and print the fix for each
+    /// problem. Exit status 0 when healthy, 1 when problems were found.
+    Doctor(DoctorArgs),
     /// List saved sessions for this directory.
     Sessions(SessionsArgs),
     /// Show the effective configuration and where each value came from.
@@ -135,6 +139,14 @@ pub struct JsonArg {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `offcode doctor`.
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Check this model instead of the configured one.
+    #[arg(long, short = 'm')]
+    pub model: Option<String>,
 }
 
 /// `offcode context`.

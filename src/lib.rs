@@ -11,6 +11,7 @@ pub mod client;
 mod commands;
 pub mod config;
 pub mod context;
+mod doctor;
 mod headless;
 pub mod policy;
 pub mod protocol;
@@ -91,6 +92,7 @@ pub fn run(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
     match cli.command {
         Some(Command::Run(args)) => headless::run(&args, environment),
         Some(Command::Models(args)) => commands::models(args.json, environment),
+        Some(Command::Doctor(args)) => doctor::run(args.model.as_deref(), environment),
         Some(Command::Sessions(args)) => commands::sessions(&args, environment),
         Some(Command::Config(args)) => commands::config(args.json, environment),
         Some(Command::Context(args)) => commands::context(&args, environment),

@@ -420,7 +420,11 @@ fn tokenize_counts_at_the_server_root() {
         1234
     );
     // A server without the route: no count, no error.
-    let other = crate::support::demo_mock();
+    let other = crate::support::MockServer::start(std::sync::Arc::new(
+        |_: &crate::support::server::Request| {
+            crate::support::Reply::json(404, &serde_json::json!({"error": {"message": "no route"}}))
+        },
+    ));
     let client = Client::new(&fast_config(&other.base_url())).unwrap();
     assert!(client.tokenize("mock-model", &[], &[]).unwrap().is_none());
 }

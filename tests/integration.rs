@@ -9,6 +9,7 @@
 mod agent;
 mod cli;
 mod client;
+mod doctor;
 mod fixtures;
 mod layout;
 mod network;

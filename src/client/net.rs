@@ -128,10 +128,8 @@ pub fn proxy_for(url: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<Stri
             .or_else(|| var(&name.to_lowercase()))
             .filter(|v| !v.trim().is_empty())
     };
-    let (scheme, rest) = url.split_once("://")?;
-    let authority = rest.split('/').next().unwrap_or(rest);
-    let authority = authority.rsplit('@').next().unwrap_or(authority);
-    let (host, port) = split_host_port(authority, scheme);
+    let scheme = url.split_once("://")?.0;
+    let (host, port) = host_port(url)?;
     if let Some(list) = get("NO_PROXY")
         && no_proxy_matches(&list, &host, port)
     {
@@ -143,6 +141,15 @@ pub fn proxy_for(url: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<Stri
         get("HTTP_PROXY")
     };
     specific.or_else(|| get("ALL_PROXY"))
+}
+
+/// The host and port `url` connects to.
+pub fn host_port(url: &str) -> Option<(String, u16)> {
+    let (scheme, rest) = url.split_once("://")?;
+    let authority = rest.split('/').next().unwrap_or(rest);
+    let authority = authority.rsplit('@').next().unwrap_or(authority);
+    let (host, port) = split_host_port(authority, scheme);
+    (!host.is_empty()).then_some((host, port))
 }
 
 fn split_host_port(authority: &str, scheme: &str) -> (String, u16) {

@@ -224,19 +224,35 @@ fn last_tool_result(messages: &[Value]) -> &str {
         .unwrap_or("")
 }
 
-/// Answers like a vLLM server hosting one small, obedient model.
-pub fn respond(request: &Request) -> Reply {
+/// The answers to everything but a chat completion.
+fn other_route(request: &Request) -> Option<Reply> {
     if request.method == "GET" && request.path.ends_with("/models") {
-        return Reply::json(
+        return Some(Reply::json(
             200,
             &chunks::models(&[(MODEL, 32768), (LARGE_MODEL, 131_072)]),
-        );
+        ));
+    }
+    if request.method == "POST" && request.path.ends_with("/tokenize") {
+        // About four characters a token, like a real tokenizer on English.
+        let count = request.body.len() / 4;
+        return Some(Reply::json(
+            200,
+            &json!({"count": count, "max_model_len": 32768, "tokens": []}),
+        ));
     }
     if request.method != "POST" || !request.path.ends_with("/chat/completions") {
-        return Reply::json(
+        return Some(Reply::json(
             404,
             &json!({"error": {"message": format!("no route {}", request.path), "code": 404}}),
-        );
+        ));
+    }
+    None
+}
+
+/// Answers like a vLLM server hosting one small, obedient model.
+pub fn respond(request: &Request) -> Reply {
+    if let Some(reply) = other_route(request) {
+        return reply;
     }
     let body = request.json();
     let messages = body["messages"].as_array().cloned().unwrap_or_default();
@@ -254,6 +270,17 @@ pub fn respond(request: &Request) -> Reply {
     }
     if prompt.contains("slowly") {
         return Reply::sse_events(slow_answer(prompt.contains("think")), SLOW_DELAY);
+    }
+    if prompt.contains("report_status") {
+        // `offcode doctor`'s probe: call the tool it offers.
+        return Reply::sse(
+            chunks::tool_answer(
+                "",
+                &[("call_probe", "report_status", json!({"status": "ok"}))],
+            )
+            .concat()
+            .into_bytes(),
+        );
     }
     if prompt.contains("make a plan") {
         return Reply::sse(plan_answer(step).concat().into_bytes());

@@ -1,0 +1,436 @@
+//! `offcode doctor`: checks the endpoint step by step (name, connection,
+//! TLS, HTTP, models, tool calling, reasoning, token counting) and prints,
+//! for each problem, the exact fix. What it learns about the server is
+//! cached for the next session.
+
+use std::fmt::Write as _;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::{Duration, Instant};
+
+use serde_json::json;
+
+use crate::cancel::Cancel;
+use crate::client::inline::{InlineParser, describe_tools};
+use crate::client::wire::{ChatRequest, FunctionSpec, ToolSpec, WireMessage};
+use crate::client::{self, Assembled, Client};
+use crate::commands::{load_config, out};
+use crate::config::{Environment, Flags};
+use crate::servers::{ServerCache, ToolSupport};
+use crate::{EXIT_FAILED, Failure};
+
+/// The tool the probe asks the model to call.
+const PROBE_TOOL: &str = "report_status";
+const PROBE_PROMPT: &str = "This is a connection check. Call the report_status tool with status \"ok\". Do not write anything else.";
+
+/// What the checks learn, kept for the next session.
+struct Memory<'a> {
+    cache: ServerCache,
+    base_url: &'a str,
+    model: &'a str,
+}
+
+impl Memory<'_> {
+    /// A cache that cannot be written only costs the next start a probe.
+    fn set(&self, change: impl FnOnce(&mut crate::servers::Known)) {
+        let _ = self.cache.update(self.base_url, self.model, change);
+    }
+}
+
+/// The checks' results as they are printed.
+struct Report {
+    checks: usize,
+    problems: usize,
+}
+
+impl Report {
+    fn line(&mut self, mark: &str, text: &str) -> Result<(), Failure> {
+        self.checks += 1;
+        out(&format!("{mark} {text}\n"))
+    }
+
+    fn ok(&mut self, text: &str) -> Result<(), Failure> {
+        self.line("✓", text)
+    }
+
+    fn note(&mut self, text: &str) -> Result<(), Failure> {
+        self.line("·", text)
+    }
+
+    fn problem(&mut self, text: &str, fix: &str) -> Result<(), Failure> {
+        self.problems += 1;
+        self.line("✗", text)?;
+        out(&format!("  fix: {fix}\n"))
+    }
+}
+
+fn millis(since: Instant) -> u128 {
+    since.elapsed().as_millis()
+}
+
+/// `offcode doctor`: 0 when healthy, 1 when a problem was found.
+pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure> {
+    let flags = Flags {
+        model: model.map(str::to_owned),
+    };
+    let loaded = load_config(environment, &flags)?;
+    let config = &loaded.config;
+    let mut report = Report {
+        checks: 0,
+        problems: 0,
+    };
+    out(&format!("offcode doctor: {}\n", config.base_url))?;
+    let client = match crate::commands::client(config, environment) {
+        Ok(client) => client,
+        Err(failure) => {
+            let mut text = failure.message;
+            for cause in failure.causes {
+                let _ = write!(text, ": {cause}");
+            }
+            report.problem(
+                &text,
+                "fix `tls` in the config or the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`)",
+            )?;
+            return Ok(finish(&report));
+        }
+    };
+    if config.tls.insecure_skip_verify && config.base_url.starts_with("https") {
+        report.problem(
+            "certificate checks are off (`tls.insecure_skip_verify`)",
+            "set `tls.ca_file` to the server's CA certificate (PEM) and remove `insecure_skip_verify`",
+        )?;
+    }
+    if !reach(config, &client, &mut report)? {
+        return Ok(finish(&report));
+    }
+    let started = Instant::now();
+    let models = match client.list_models() {
+        Ok(models) => models,
+        Err(error) => {
+            let (text, fix) = http_problem(&error, client.base_url());
+            report.problem(&text, &fix)?;
+            return Ok(finish(&report));
+        }
+    };
+    list_models(config, &models, started, &mut report)?;
+    let chosen = flags
+        .model
+        .or_else(|| config.model.clone())
+        .or_else(|| models.first().map(|m| m.id.clone()));
+    let Some(model) = chosen else {
+        report.problem(
+            "the server lists no models",
+            "start vLLM with a model (`vllm serve MODEL`), or check `base_url`",
+        )?;
+        return Ok(finish(&report));
+    };
+    let Some(card) = models.iter().find(|m| m.id == model) else {
+        let served: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();
+        report.problem(
+            &format!(
+                "the model `{model}` is not served here (served: {})",
+                served.join(", ")
+            ),
+            &format!(
+                "set `model` to one of those (config or `--model`), or start vLLM with `--served-model-name {model}`"
+            ),
+        )?;
+        return Ok(finish(&report));
+    };
+    report.ok(&format!("model `{model}` is served"))?;
+    let remember = Memory {
+        cache: ServerCache::in_dir(environment.cache_dir().as_deref()),
+        base_url: &config.base_url,
+        model: &model,
+    };
+    if let Some(limit) = card.max_model_len {
+        remember.set(|known| known.max_model_len = Some(limit));
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+    let probe = runtime.block_on(probe_tools(&client, config, &model));
+    report_tools(&probe, &mut report, &remember)?;
+    report_reasoning(&probe, &mut report, &remember)?;
+    tokenize(&client, &model, &mut report)?;
+    Ok(finish(&report))
+}
+
+/// The models the server lists, with their context lengths.
+fn list_models(
+    config: &crate::config::Config,
+    models: &[crate::client::wire::ModelCard],
+    started: Instant,
+    report: &mut Report,
+) -> Result<(), Failure> {
+    let tls = match (
+        config.base_url.starts_with("https"),
+        config.tls.insecure_skip_verify,
+    ) {
+        (false, _) => "",
+        (true, false) => ", TLS verified",
+        (true, true) => ", TLS not verified",
+    };
+    report.ok(&format!(
+        "GET /models answered in {} ms{tls}",
+        millis(started)
+    ))?;
+    let mut listing = String::new();
+    let width = models.iter().map(|m| m.id.len()).max().unwrap_or(0);
+    for card in models {
+        let context = card
+            .max_model_len
+            .map_or_else(|| "context unknown".to_owned(), |n| format!("context {n}"));
+        let _ = writeln!(listing, "    {:width$}  {context}", card.id);
+    }
+    out(&listing)
+}
+
+fn finish(report: &Report) -> u8 {
+    let text = match report.problems {
+        0 => "No problems found.\n".to_owned(),
+        1 => "1 problem found.\n".to_owned(),
+        n => format!("{n} problems found.\n"),
+    };
+    let _ = out(&text);
+    u8::from(report.problems > 0)
+}
+
+/// Name resolution and the TCP connection (skipped through a proxy, which
+/// resolves and connects itself). False when the server cannot be reached.
+fn reach(
+    config: &crate::config::Config,
+    client: &Client,
+    report: &mut Report,
+) -> Result<bool, Failure> {
+    if let Some(proxy) = client.proxy() {
+        report.note(&format!("requests go through the proxy {proxy}"))?;
+        return Ok(true);
+    }
+    let Some((host, port)) = crate::client::net::host_port(&config.base_url) else {
+        report.problem(
+            &format!("`base_url` `{}` has no host", config.base_url),
+            "set `base_url` to the server's API root, e.g. `http://gpu1:8000/v1`",
+        )?;
+        return Ok(false);
+    };
+    let started = Instant::now();
+    let addresses: Vec<_> = match (host.as_str(), port).to_socket_addrs() {
+        Ok(addresses) => addresses.collect(),
+        Err(error) => {
+            report.problem(
+                &format!("cannot resolve the host `{host}`: {error}"),
+                "check the host name in `base_url`, or add it to /etc/hosts on this machine",
+            )?;
+            return Ok(false);
+        }
+    };
+    let Some(first) = addresses.first() else {
+        report.problem(
+            &format!("the host `{host}` has no address"),
+            "check the host name in `base_url`",
+        )?;
+        return Ok(false);
+    };
+    if host.parse::<std::net::IpAddr>().is_err() {
+        report.ok(&format!(
+            "{host} resolves to {} ({} ms)",
+            first.ip(),
+            millis(started)
+        ))?;
+    }
+    let started = Instant::now();
+    let timeout = Duration::from_millis(config.timeouts.connect_ms);
+    match TcpStream::connect_timeout(first, timeout) {
+        Ok(_) => report.ok(&format!("connected to {first} in {} ms", millis(started)))?,
+        Err(error) => {
+            report.problem(
+                &format!("cannot connect to {first}: {error}"),
+                &format!(
+                    "start the server (e.g. `vllm serve MODEL --host 0.0.0.0 --port {port}`), or check the port in `base_url` and the firewall"
+                ),
+            )?;
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// A failed `GET /models`, said plainly, with its fix.
+fn http_problem(error: &client::Error, base_url: &str) -> (String, String) {
+    let text = client::error_chain(error);
+    let fix = match error {
+        client::Error::Connect { .. } if error.is_certificate_problem() => {
+            "give the server's CA certificate (PEM) as `tls.ca_file` in the config, or `SSL_CERT_FILE`".to_owned()
+        }
+        client::Error::Status {
+            status: 401 | 403, ..
+        } => "set the API key with `OFFCODE_API_KEY` (or `api_key` in the config); for vLLM it is the `--api-key` it was started with".to_owned(),
+        client::Error::Status { status: 404, .. } => format!(
+            "`base_url` must be the API root, usually ending in `/v1` (now `{base_url}`)"
+        ),
+        _ => "check that `base_url` points at an OpenAI-compatible server (vLLM, llama.cpp, LiteLLM...)".to_owned(),
+    };
+    (text, fix)
+}
+
+/// What the tool-calling probe saw.
+struct Probe {
+    /// The server refused `tools` (no parser).
+    refused: bool,
+    /// The response used for the checks (native, or text after a refusal).
+    response: Result<Assembled, client::Error>,
+    /// Calls read from the response's text.
+    text_calls: usize,
+    /// Inline reasoning was found in the text, and whether it was a lone
+    /// `</think>`.
+    inline_reasoning: bool,
+    lone_close: bool,
+    millis: u128,
+}
+
+fn probe_tool() -> ToolSpec {
+    ToolSpec {
+        kind: "function",
+        function: FunctionSpec {
+            name: PROBE_TOOL.to_owned(),
+            description: "Report a status word.".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"status": {"type": "string"}},
+                "required": ["status"]
+            }),
+        },
+    }
+}
+
+fn message(role: &str, content: &str) -> WireMessage {
+    WireMessage {
+        role: role.to_owned(),
+        content: Some(content.to_owned()),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    }
+}
+
+/// Asks the model to call a tool natively; when the server refuses, the
+/// same through the text.
+async fn probe_tools(client: &Client, config: &crate::config::Config, model: &str) -> Probe {
+    let tools = vec![probe_tool()];
+    let mut config = config.clone();
+    config.max_tokens = Some(config.max_tokens.unwrap_or(1024).min(1024));
+    config.retry.max_retries = config.retry.max_retries.min(1);
+    let started = Instant::now();
+    let messages = vec![
+        message("system", "You are a helpful assistant."),
+        message("user", PROBE_PROMPT),
+    ];
+    let request = ChatRequest::streaming(model, &messages, &tools, &config);
+    let mut response = client
+        .stream_chat(&request, &Cancel::default(), &mut |_| {})
+        .await;
+    let refused = matches!(&response, Err(client::Error::Status { status: 400, message, .. }) if message.contains("--enable-auto-tool-choice") || message.contains("--tool-call-parser"));
+    if refused {
+        let system = format!("You are a helpful assistant.\n\n{}", describe_tools(&tools));
+        let messages = vec![message("system", &system), message("user", PROBE_PROMPT)];
+        let request = ChatRequest::streaming(model, &messages, &[], &config);
+        response = client
+            .stream_chat(&request, &Cancel::default(), &mut |_| {})
+            .await;
+    }
+    let mut parser = InlineParser::new(&tools, false);
+    let mut text_calls = 0;
+    if let Ok(assembled) = &response {
+        parser.push(&assembled.content);
+        text_calls = parser.finish().1.len();
+    }
+    Probe {
+        refused,
+        text_calls,
+        inline_reasoning: parser.saw_reasoning(),
+        lone_close: parser.saw_lone_close(),
+        response,
+        millis: millis(started),
+    }
+}
+
+const PARSER_FLAGS: &str = "`--enable-auto-tool-choice --tool-call-parser hermes` (Qwen2.5, Qwen3, Hermes; `qwen3_coder` for Qwen3-Coder, `mistral` for Mistral, `llama3_json` for Llama 3.1+)";
+
+fn report_tools(probe: &Probe, report: &mut Report, remember: &Memory<'_>) -> Result<(), Failure> {
+    let response = match &probe.response {
+        Ok(response) => response,
+        Err(error) => {
+            return report.problem(
+                &format!(
+                    "a test chat request failed: {}",
+                    client::error_chain(error)
+                ),
+                "check the server's log; `offcode run \"hello\"` shows the same error with more context",
+            );
+        }
+    };
+    let native = response.tool_calls.iter().any(|c| c.name == PROBE_TOOL);
+    if probe.refused {
+        remember.set(|known| known.tool_calls = Some(ToolSupport::Text));
+        let works = if probe.text_calls > 0 {
+            "offcode falls back to calls in the text, which works with this model but is less reliable"
+        } else {
+            "and the model did not call the tool through the text either"
+        };
+        return report.problem(
+            &format!(
+                "the server has no tool-call parser: requests with tools are refused; {works}"
+            ),
+            &format!("start vLLM with {PARSER_FLAGS}"),
+        );
+    }
+    if native {
+        remember.set(|known| known.tool_calls = Some(ToolSupport::Native));
+        return report.ok(&format!(
+            "tool calling works natively ({} ms)",
+            probe.millis
+        ));
+    }
+    if probe.text_calls > 0 {
+        return report.problem(
+            "the tool call came back as text: the server's tool-call parser does not match this model (offcode reads such calls anyway)",
+            &format!("start vLLM with the parser for this model: {PARSER_FLAGS}"),
+        );
+    }
+    report.problem(
+        "the model did not call the offered tool",
+        "use a model trained for tool calling (Qwen2.5/Qwen3, Llama 3.1+, Mistral...) and its chat template; `finish_reason` was length? raise `max_tokens`",
+    )
+}
+
+fn report_reasoning(
+    probe: &Probe,
+    report: &mut Report,
+    remember: &Memory<'_>,
+) -> Result<(), Failure> {
+    let Ok(response) = &probe.response else {
+        return Ok(());
+    };
+    if probe.lone_close {
+        remember.set(|known| known.think_open = true);
+    }
+    if probe.inline_reasoning {
+        return report.problem(
+            "the model's reasoning arrives inside the text (`<think>`…`</think>`): the server has no reasoning parser (offcode separates it meanwhile)",
+            "start vLLM with `--reasoning-parser qwen3` (Qwen3, QwQ) or `--reasoning-parser deepseek_r1` (DeepSeek-R1)",
+        );
+    }
+    if response.reasoning.as_deref().is_some_and(|r| !r.is_empty()) {
+        return report.ok("reasoning arrives in its own field");
+    }
+    report.note("no reasoning seen (not a thinking model, or thinking is off)")
+}
+
+fn tokenize(client: &Client, model: &str, report: &mut Report) -> Result<(), Failure> {
+    match client.tokenize(model, &[message("user", "hello")], &[]) {
+        Ok(Some(_)) => report.ok("/tokenize counts tokens exactly"),
+        _ => report.note(
+            "no /tokenize route: offcode estimates token counts until the server reports usage (vLLM has it; a proxy may hide it)",
+        ),
+    }
+}

@@ -1,0 +1,181 @@
+//! `offcode doctor` against healthy and broken mock servers.
+
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+use serde_json::{Value, json};
+
+use crate::support::demo::{self, Flavour, Think};
+use crate::support::{MockServer, Reply, Workspace, run};
+
+fn doctor(server_url: &str, args: &[&str]) -> (crate::support::Output, Workspace) {
+    let workspace = Workspace::new();
+    let mut all = vec!["doctor"];
+    all.extend_from_slice(args);
+    let output = run(workspace.offcode(server_url, &all));
+    (output, workspace)
+}
+
+fn flavoured(tool_parser: bool, think: Think) -> MockServer {
+    MockServer::start(Arc::new(demo::responder(Flavour { tool_parser, think })))
+}
+
+#[test]
+fn a_healthy_server_passes_every_check() {
+    let server = flavoured(true, Think::None);
+    let (output, workspace) = doctor(&server.base_url(), &[]);
+    assert_eq!(output.code, 0, "{}\n{}", output.stdout, output.stderr);
+    for expected in [
+        "✓ connected to 127.0.0.1:",
+        "✓ GET /models answered",
+        "    mock-model        context 32768",
+        "    mock-model-large  context 131072",
+        "✓ model `mock-model` is served",
+        "✓ tool calling works natively",
+        "✓ /tokenize counts tokens exactly",
+        "No problems found.",
+    ] {
+        assert!(
+            output.stdout.contains(expected),
+            "{expected}:\n{}",
+            output.stdout
+        );
+    }
+    // The probe offered one tool and asked for it.
+    let probe = server.chat_bodies().pop().unwrap();
+    assert_eq!(probe["tools"][0]["function"]["name"], "report_status");
+    let cache: Value = serde_json::from_str(
+        &std::fs::read_to_string(workspace.home.join(".cache/offcode/servers.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        cache["servers"][format!("{} mock-model", server.base_url())],
+        json!({"tool_calls": "native", "max_model_len": 32768})
+    );
+}
+
+#[test]
+fn missing_server_flags_are_named_and_fail_the_check() {
+    let server = flavoured(false, Think::Open);
+    let (output, workspace) = doctor(&server.base_url(), &[]);
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    assert!(
+        output.stdout.contains("no tool-call parser"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output
+            .stdout
+            .contains("fix: start vLLM with `--enable-auto-tool-choice --tool-call-parser hermes`"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains("works with this model"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains("`--reasoning-parser qwen3`"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains("2 problems found."),
+        "{}",
+        output.stdout
+    );
+    // A session started now begins with text calls at once.
+    std::fs::write(workspace.root.join("a.txt"), "x\n").unwrap();
+    let before = server.chat_bodies().len();
+    let task = run(workspace.offcode(&server.base_url(), &["run", "read a.txt"]));
+    assert_eq!(task.code, 0, "{}", task.stderr);
+    let bodies = server.chat_bodies();
+    assert!(bodies[before..].iter().all(|b| b.get("tools").is_none()));
+}
+
+#[test]
+fn inline_think_tags_alone_are_one_problem() {
+    let server = flavoured(true, Think::Tags);
+    let (output, _) = doctor(&server.base_url(), &[]);
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    assert!(
+        output.stdout.contains("✓ tool calling works natively"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains("--reasoning-parser"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains("1 problem found."),
+        "{}",
+        output.stdout
+    );
+}
+
+#[test]
+fn an_unknown_model_names_the_served_ones() {
+    let server = flavoured(true, Think::None);
+    let (output, _) = doctor(&server.base_url(), &["--model", "qwen-big"]);
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    assert!(
+        output.stdout.contains(
+            "the model `qwen-big` is not served here (served: mock-model, mock-model-large)"
+        ),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains("--served-model-name qwen-big"),
+        "{}",
+        output.stdout
+    );
+}
+
+#[test]
+fn unreachable_unauthorised_and_wrong_path_each_get_their_fix() {
+    let closed = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.local_addr().unwrap().port()
+    };
+    let (output, _) = doctor(&format!("http://127.0.0.1:{closed}/v1"), &[]);
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    assert!(
+        output.stdout.contains("cannot connect to 127.0.0.1:"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output.stdout.contains("vllm serve MODEL"),
+        "{}",
+        output.stdout
+    );
+
+    let (output, _) = doctor("http://no-such-host.invalid:8000/v1", &[]);
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    assert!(
+        output
+            .stdout
+            .contains("cannot resolve the host `no-such-host.invalid`"),
+        "{}",
+        output.stdout
+    );
+
+    for (status, fix) in [(401, "OFFCODE_API_KEY"), (404, "usually ending in `/v1`")] {
+        let server = MockServer::start(Arc::new(move |_: &crate::support::server::Request| {
+            Reply::json(status, &json!({"error": {"message": "no", "code": status}}))
+        }));
+        let (output, _) = doctor(&server.base_url(), &[]);
+        assert_eq!(output.code, 1, "{status}: {}", output.stdout);
+        assert!(
+            output.stdout.contains(&format!("HTTP {status}")),
+            "{}",
+            output.stdout
+        );
+        assert!(output.stdout.contains(fix), "{status}: {}", output.stdout);
+    }
+}
