@@ -240,3 +240,68 @@ fn proxies_come_from_the_environment_and_no_proxy_is_honoured() {
         assert_eq!(seen.lock().unwrap().len(), 1, "{name}: not proxied");
     }
 }
+
+/// A recorded stream from `tests/fixtures/openai-sse`.
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(format!(
+        "{}/tests/fixtures/openai-sse/{name}.sse",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
+}
+
+#[test]
+fn dashscope_llama_cpp_and_litellm_streams_drive_a_tool_call() {
+    // (server shape, model, the call's id, a file or command it needs)
+    for (shape, model, call_id) in [
+        ("dashscope-tool-call", "qwen3-max", "call_8f2e1d0c9b7a4e3f"),
+        (
+            "llamacpp-tool-call",
+            "qwen2.5-coder",
+            "kX9mQ2pL7vR4tN8sW1cF6hJ3bD5gA0eY",
+        ),
+        (
+            "litellm-reasoning-tool-call",
+            "Qwen3-32B",
+            "chatcmpl-tool-a331788bab1045a8",
+        ),
+    ] {
+        let server = crate::support::mock();
+        server.push(crate::support::Reply::sse(fixture(shape)));
+        server.push(crate::support::Reply::sse(fixture("dashscope-text-usage")));
+        let workspace = Workspace::new();
+        std::fs::write(workspace.root.join("说明.txt"), "第一行\n").unwrap();
+        let mut command = workspace.offcode(
+            &server.base_url(),
+            &["run", "--yes", "--model", model, "do it"],
+        );
+        // The DashScope key is used when no offcode key is set.
+        command.env("DASHSCOPE_API_KEY", "sk-dash-test");
+        let output = run(&mut command);
+        assert_eq!(output.code, 0, "{shape}: {}", output.stderr);
+        assert_eq!(
+            output.stdout, "你好!我是通义千问有任何问题或需要帮助,欢迎随时告诉我!😊\n",
+            "{shape}"
+        );
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2, "{shape}");
+        assert_eq!(
+            requests[0].header("authorization"),
+            Some("Bearer sk-dash-test")
+        );
+        // The call ran and its result went back under the server's id;
+        // the reasoning did not.
+        let second = &server.chat_bodies()[1];
+        let messages = second["messages"].as_array().unwrap();
+        let result = messages.iter().find(|m| m["role"] == "tool").unwrap();
+        assert_eq!(result["tool_call_id"], call_id, "{shape}");
+        if shape == "dashscope-tool-call" {
+            assert!(
+                result["content"].as_str().unwrap().contains("第一行"),
+                "{result}"
+            );
+        }
+        assert!(!second.to_string().contains("用户想"), "{shape}");
+        assert!(!second.to_string().contains("The user wants"), "{shape}");
+    }
+}
