@@ -520,3 +520,32 @@ fn a_large_paste_arrives_whole() {
         .to_owned();
     assert_eq!(prompt, block);
 }
+
+#[test]
+fn a_bare_server_and_a_thinking_model_look_clean() {
+    use crate::support::demo::{self, Flavour, Think};
+    let server = crate::support::MockServer::start(std::sync::Arc::new(demo::responder(Flavour {
+        tool_parser: false,
+        think: Think::Open,
+    })));
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("说明.txt"), "第一行\n").unwrap();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("bare");
+    tmux.start("bare", &ws, &server.base_url(), &data);
+    tmux.wait_for("bare", "Type a task");
+    tmux.send("bare", "读取 说明.txt");
+    let screen = tmux.wait_for("bare", "ANSWER 完成");
+    // The fix is named, wrapped between words.
+    assert!(screen.contains("`--enable-auto-tool-choice"), "{screen}");
+    assert!(
+        screen.contains("TOOL read  说明.txt (from text)"),
+        "{screen}"
+    );
+    assert!(screen.contains("PLAN 我先读取文件。"), "{screen}");
+    // Reasoning folds; no markup shows.
+    assert_eq!(screen.matches("thought for 2 lines").count(), 2, "{screen}");
+    for hidden in ["step by step", "think>", "tool_call", "\"arguments\""] {
+        assert!(!screen.contains(hidden), "{hidden}: {screen}");
+    }
+}

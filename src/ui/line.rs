@@ -204,6 +204,34 @@ pub fn wrap(line: &Line, width: usize) -> Vec<Line> {
     rows
 }
 
+/// `text` (one line) cut into rows of at most `width` columns, between
+/// words where it can be; a word wider than a row (or CJK text, which has
+/// no spaces) is cut between characters.
+pub fn word_wrap(text: &str, width: usize) -> Vec<String> {
+    let width = width.max(2);
+    let mut rows = vec![String::new()];
+    let mut used = 0;
+    for word in text.split_inclusive(' ') {
+        let word_width = word.trim_end().width();
+        if used > 0 && used + word_width > width {
+            rows.push(String::new());
+            used = 0;
+        }
+        for c in word.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w > width && c != ' ' {
+                rows.push(String::new());
+                used = 0;
+            }
+            if let Some(row) = rows.last_mut() {
+                row.push(c);
+            }
+            used += w;
+        }
+    }
+    rows.into_iter().map(|r| r.trim_end().to_owned()).collect()
+}
+
 /// `text` safe to write to a terminal, newlines kept: a tab becomes four
 /// spaces, a carriage return goes, and any other control character (an
 /// escape sequence's ESC included) shows as `·`. Text from the model, the
@@ -237,6 +265,19 @@ pub fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn word_wrap_breaks_between_words_and_inside_long_ones() {
+        assert_eq!(
+            word_wrap("start vLLM with `--enable-auto-tool-choice` now", 20),
+            ["start vLLM with", "`--enable-auto-tool-", "choice` now"]
+        );
+        assert_eq!(
+            word_wrap("服务器不能解析工具调用", 10),
+            ["服务器不能", "解析工具调", "用"]
+        );
+        assert_eq!(word_wrap("short", 80), ["short"]);
+    }
 
     #[test]
     fn colour_is_ansi_and_no_colour_is_plain() {

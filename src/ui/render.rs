@@ -5,7 +5,9 @@
 
 use unicode_width::UnicodeWidthStr;
 
-pub use super::line::{Line, Palette, Role, Span, clean, fit, one_line, tail, truncate, wrap};
+pub use super::line::{
+    Line, Palette, Role, Span, clean, fit, one_line, tail, truncate, word_wrap, wrap,
+};
 
 use crate::protocol::{
     ApprovalRequestEvent, ContextReport, FileDiff, TodoItem, TodoStatus, ToolCallEndEvent,

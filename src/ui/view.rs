@@ -121,10 +121,11 @@ pub struct View {
 }
 
 /// `message` (any number of lines, any characters) as lines in `role`.
-fn message_lines(role: Role, message: &str) -> Vec<Line> {
+fn message_lines(role: Role, message: &str, width: usize) -> Vec<Line> {
     render::clean(message)
         .lines()
-        .map(|line| Line::new().with(role, line))
+        .flat_map(|line| render::word_wrap(line, width))
+        .map(|row| Line::new().with(role, row))
         .collect()
 }
 
@@ -244,7 +245,7 @@ impl View {
             EventMsg::Warning { message } => {
                 // A warning about the step's text (cut short, bad UTF-8)
                 // comes before the step ends; it follows the text.
-                let lines = message_lines(Role::Warning, message);
+                let lines = message_lines(Role::Warning, message, width);
                 if self.held.is_empty() && self.partial.is_empty() {
                     self.committed.extend(lines);
                 } else {
@@ -254,7 +255,8 @@ impl View {
             EventMsg::Error { message, .. } => {
                 self.end_reasoning();
                 self.end_block("ANSWER");
-                self.committed.extend(message_lines(Role::Error, message));
+                self.committed
+                    .extend(message_lines(Role::Error, message, width));
             }
             EventMsg::TurnComplete(complete) => {
                 self.status.retry = None;

@@ -33,7 +33,12 @@ pub fn reasoning_delta(text: &str) -> String {
 /// A whole tool call: name delta, then the arguments in two fragments.
 pub fn tool_call(index: u32, id: &str, name: &str, arguments: &Value) -> Vec<String> {
     let text = arguments.to_string();
-    let (first, second) = text.split_at(text.len() / 2);
+    // Halfway, on a character boundary (paths may be Chinese).
+    let mut half = text.len() / 2;
+    while !text.is_char_boundary(half) {
+        half += 1;
+    }
+    let (first, second) = text.split_at(half);
     vec![
         chunk(
             &json!({"tool_calls": [{"id": id, "type": "function", "index": index, "function": {"name": name}}]}),
