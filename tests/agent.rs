@@ -727,12 +727,25 @@ async fn the_first_file_change_without_a_todo_list_starts_one_and_tells_the_mode
 
 /// A model that writes a todo list, reads `files` files one per step
 /// (answering a summary request whenever one comes), then says it is
-/// done.
-fn reading_model(files: usize, summaries: Arc<std::sync::atomic::AtomicUsize>) -> MockServer {
+/// done. Its tokenizer counts 3 bytes a token, a little less generous
+/// than offcode's estimate; with `tokenize` false it only reports usage.
+fn reading_model(
+    files: usize,
+    summaries: Arc<std::sync::atomic::AtomicUsize>,
+    tokenize: bool,
+) -> MockServer {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let steps = Arc::new(AtomicUsize::new(0));
     MockServer::start(Arc::new(
         move |request: &crate::support::server::Request| {
+            let with_usage = |mut events: Vec<String>| {
+                let usage = events.len() - 2;
+                events[usage] = chunks::usage(request.body.len() as u64 / 3, 20);
+                sse(&events)
+            };
+            if request.path.ends_with("/tokenize") && !tokenize {
+                return Reply::json(404, &json!({"error": {"message": "no route"}}));
+            }
             if request.path.ends_with("/tokenize") {
                 // A tokenizer a little less generous than offcode's estimate.
                 let count = request.body.len() / 3;
@@ -759,7 +772,7 @@ fn reading_model(files: usize, summaries: Arc<std::sync::atomic::AtomicUsize>) -
             }
             let step = step - 1;
             if step < files {
-                sse(&chunks::tool_answer(
+                with_usage(chunks::tool_answer(
                     "",
                     &[(
                         &format!("call_{step}"),
@@ -768,7 +781,7 @@ fn reading_model(files: usize, summaries: Arc<std::sync::atomic::AtomicUsize>) -
                     )],
                 ))
             } else {
-                sse(&chunks::text_answer(&format!("All {files} files read.")))
+                with_usage(chunks::text_answer(&format!("All {files} files read.")))
             }
         },
     ))
@@ -778,7 +791,7 @@ fn reading_model(files: usize, summaries: Arc<std::sync::atomic::AtomicUsize>) -
 async fn a_task_that_overflows_the_context_twice_finishes_through_compaction() {
     use std::sync::atomic::Ordering;
     let summaries = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let server = reading_model(12, Arc::clone(&summaries));
+    let server = reading_model(12, Arc::clone(&summaries), true);
     let mut harness = start_with(&server, |config| {
         config.context_limit = Some(6_000);
         config.compaction.reserve = 1_000;
@@ -861,4 +874,36 @@ async fn a_context_length_error_compacts_and_retries_once_never_more() {
     let events = harness.turn("again", None).await;
     assert_eq!(status(&events), TurnStatus::Failed, "{events:#?}");
     assert_eq!(server.chat_bodies().len(), 4);
+}
+
+#[tokio::test]
+async fn without_tokenize_the_servers_usage_corrects_the_estimate() {
+    let summaries = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let server = reading_model(12, Arc::clone(&summaries), false);
+    let mut harness = start_with(&server, |config| {
+        config.context_limit = Some(6_000);
+        config.compaction.reserve = 1_000;
+    });
+    // Punctuation-heavy text: 3 bytes a token by this server's count,
+    // where offcode estimates 4.
+    for n in 0..12 {
+        let line = format!("f{n}: {}\n", "a.b(c); ".repeat(8));
+        std::fs::write(harness.root.join(format!("f{n}.txt")), line.repeat(45)).unwrap();
+    }
+    let events = harness.turn("read f0.txt to f11.txt", None).await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    let asked = server
+        .requests()
+        .iter()
+        .filter(|r| r.path == "/tokenize")
+        .count();
+    assert!(
+        asked <= 1,
+        "a server without /tokenize is asked once, not {asked} times"
+    );
+    // By the server's own count, no request went over the limit.
+    for body in server.chat_bodies() {
+        let size = serde_json::to_string(&body).unwrap().len();
+        assert!(size / 3 < 6_000, "a request of {size} bytes");
+    }
 }

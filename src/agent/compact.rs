@@ -127,9 +127,7 @@ impl AgentState {
     /// Tokens the next request would carry, estimated.
     pub(super) fn request_estimate(&self, compaction: Option<&Compaction>) -> u64 {
         let history = request_history(&self.session.messages, compaction);
-        let wire = self.wire_messages(&history);
-        let specs = serde_json::to_string(&self.specs).unwrap_or_default();
-        estimate_tokens(&serde_json::to_string(&wire).unwrap_or_default()) + estimate_tokens(&specs)
+        estimate_request(&self.wire_messages(&history), &self.specs)
     }
 
     /// The model's context length: the config's, else the server's.
@@ -159,7 +157,12 @@ impl AgentState {
     /// cannot fit.
     pub(super) async fn fit(&mut self, id: SubmissionId, cancel: &Cancel, force: bool) -> bool {
         let current = self.session.compaction.clone();
-        let mut before = self.request_estimate(current.as_ref());
+        // The estimate, corrected by how far the server's count of the
+        // last request was above it (never below: an estimate that runs
+        // high only compacts early).
+        let raw = self.request_estimate(current.as_ref());
+        let mut scale = self.calibration.max(1.0);
+        let mut before = scale_tokens(raw, scale);
         // Small requests fit any model worth coding with; the server is
         // asked for its limit only once the conversation grows.
         if !force && self.config.context_limit.is_none() && before < ASK_LIMIT_FROM {
@@ -173,11 +176,10 @@ impl AgentState {
         let budget = limit.saturating_sub(reserve);
         // Near the budget an estimate is not enough: the server counts,
         // and later estimates are scaled by how far off this one was.
-        let mut scale = 1.0;
         if before >= budget / 2
             && let Some(exact) = self.exact_count(current.as_ref()).await
         {
-            scale = ratio(exact, before);
+            scale = ratio(exact, raw);
             before = exact;
         }
         if !force && (before <= budget || !self.config.compaction.auto) {
@@ -404,12 +406,21 @@ impl AgentState {
     }
 }
 
+/// Estimated tokens of a request: its messages and tool schemas as sent.
+pub(super) fn estimate_request(
+    messages: &[WireMessage],
+    specs: &[crate::client::wire::ToolSpec],
+) -> u64 {
+    estimate_tokens(&serde_json::to_string(messages).unwrap_or_default())
+        + estimate_tokens(&serde_json::to_string(specs).unwrap_or_default())
+}
+
 /// `exact / estimate`, for scaling later estimates.
 #[allow(
     clippy::cast_precision_loss,
     reason = "token counts are far below 2^52"
 )]
-fn ratio(exact: u64, estimate: u64) -> f64 {
+pub(super) fn ratio(exact: u64, estimate: u64) -> f64 {
     exact as f64 / estimate.max(1) as f64
 }
 

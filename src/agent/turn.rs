@@ -63,6 +63,11 @@ pub(super) struct AgentState {
     pub(super) limit: Option<u64>,
     /// Whether the server was asked for it.
     pub(super) limit_asked: bool,
+    /// The server's prompt count of the last request over offcode's
+    /// estimate of it (1 until usage arrives).
+    pub(super) calibration: f64,
+    /// The estimate of the request in flight.
+    pub(super) sent_estimate: u64,
     /// The server cannot count tokens (`/tokenize` failed once).
     pub(super) tokenize_unsupported: bool,
     /// A context-length error was answered by compacting in this step.
@@ -99,6 +104,8 @@ impl AgentState {
             limit: None,
             limit_asked: false,
             tokenize_unsupported: false,
+            calibration: 1.0,
+            sent_estimate: 0,
             overflow_retried: false,
             client: setup.client,
             tools: setup.tools,
@@ -328,6 +335,7 @@ impl AgentState {
         let messages = self.wire_messages(&history);
         let model = self.session.model.clone();
         let request = ChatRequest::streaming(&model, &messages, &self.specs, &self.config);
+        self.sent_estimate = super::compact::estimate_request(&messages, &self.specs);
         let mut parser = self.inline_parser();
         let mut text = StepText::default();
         let mut generating = false;
@@ -448,6 +456,12 @@ impl AgentState {
                 total_tokens: usage.total_tokens,
             };
             self.last_prompt = Some(usage.prompt_tokens);
+            if usage.prompt_tokens > 0 && self.sent_estimate > 0 {
+                // A bad count (a proxy's zero, a mock's constant) must not
+                // scale estimates wildly.
+                self.calibration =
+                    super::compact::ratio(usage.prompt_tokens, self.sent_estimate).clamp(0.25, 4.0);
+            }
             self.emit(id, EventMsg::TokenUsage(usage));
             if let Err(status) = self.record(id, EntryBody::Usage(usage)) {
                 return Step::End(status);
