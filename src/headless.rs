@@ -317,6 +317,9 @@ impl TextPrinter {
                 ));
             }
             EventMsg::ReasoningDelta { delta } => self.reasoning(delta),
+            EventMsg::Compacted(compacted) => {
+                self.progress(&format!("{}{}{}", s.dim, compacted.describe(), s.reset));
+            }
             EventMsg::ReasoningRecovered { text } => {
                 if self.live {
                     self.progress(&format!(

@@ -146,6 +146,8 @@ pub enum EventMsg {
     AssistantDelta { delta: String },
     /// A piece of reasoning text (shown dimmed, never sent back).
     ReasoningDelta { delta: String },
+    /// The context was compacted to fit the model.
+    Compacted(CompactedEvent),
     /// The text streamed so far in this step was the model's reasoning
     /// (its think block was opened by the prompt); it is moved there.
     ReasoningRecovered { text: String },
@@ -204,6 +206,32 @@ pub struct AssistantMessageEvent {
     pub text: String,
     /// How many tool calls the step asked for (0 for a final answer).
     pub tool_calls: usize,
+}
+
+/// Payload of [`EventMsg::Compacted`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompactedEvent {
+    /// What was done ("old tool outputs left out", "12 earlier messages
+    /// summarised").
+    pub what: String,
+    /// Estimated tokens of the next request before and after.
+    pub before: u64,
+    pub after: u64,
+    /// The model's context length.
+    pub limit: u64,
+}
+
+impl CompactedEvent {
+    /// One line for people.
+    pub fn describe(&self) -> String {
+        format!(
+            "compacted: {}; about {} → {} of {} tokens",
+            self.what,
+            crate::context::format_tokens(self.before),
+            crate::context::format_tokens(self.after),
+            crate::context::format_tokens(self.limit)
+        )
+    }
 }
 
 /// Payload of [`EventMsg::ToolCallBegin`].

@@ -393,14 +393,14 @@ impl AgentState {
             self.warn(id, "Compaction could not be recorded in the session");
             return false;
         }
-        self.warn(
+        self.emit(
             id,
-            &format!(
-                "Compacted: {what}; about {} → {} of {} tokens",
-                crate::context::format_tokens(before),
-                crate::context::format_tokens(after),
-                crate::context::format_tokens(limit)
-            ),
+            crate::protocol::EventMsg::Compacted(crate::protocol::CompactedEvent {
+                what: what.to_owned(),
+                before,
+                after,
+                limit,
+            }),
         );
         true
     }

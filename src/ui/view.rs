@@ -192,6 +192,11 @@ impl View {
                     .push_str(&render::clean(delta));
             }
             EventMsg::ReasoningRecovered { text } => self.recovered_reasoning(text),
+            EventMsg::Compacted(compacted) => {
+                self.status.used = Some(compacted.after);
+                let lines = message_lines(Role::Dim, &compacted.describe(), width);
+                self.committed.extend(lines);
+            }
             EventMsg::AssistantDelta { delta } => {
                 self.end_reasoning();
                 self.text(&render::clean(delta));
@@ -242,16 +247,7 @@ impl View {
                 self.status.model.clone_from(model);
                 self.commit(Line::new().with(Role::Dim, format!("model: {model}")));
             }
-            EventMsg::Warning { message } => {
-                // A warning about the step's text (cut short, bad UTF-8)
-                // comes before the step ends; it follows the text.
-                let lines = message_lines(Role::Warning, message, width);
-                if self.held.is_empty() && self.partial.is_empty() {
-                    self.committed.extend(lines);
-                } else {
-                    self.deferred.extend(lines);
-                }
-            }
+            EventMsg::Warning { message } => self.warning(message),
             EventMsg::Error { message, .. } => {
                 self.end_reasoning();
                 self.end_block("ANSWER");
@@ -404,6 +400,17 @@ impl View {
         self.committed.extend(deferred);
     }
 
+    /// A warning about the step's text (cut short, bad UTF-8) comes
+    /// before the step ends; it follows the text.
+    fn warning(&mut self, message: &str) {
+        let lines = message_lines(Role::Warning, message, self.width);
+        if self.held.is_empty() && self.partial.is_empty() {
+            self.committed.extend(lines);
+        } else {
+            self.deferred.extend(lines);
+        }
+    }
+
     /// The step's text so far was reasoning: held text folds like
     /// reasoning; text already written out is marked as such.
     fn recovered_reasoning(&mut self, text: &str) {
@@ -527,6 +534,22 @@ mod tests {
             ["thought for 2 lines (/think shows it)", "ANSWER Fixed."]
         );
         assert_eq!(view.last_reasoning, "The user wants\na fix");
+    }
+
+    #[test]
+    fn a_compaction_is_one_quiet_line_and_updates_the_context_use() {
+        let mut view = view();
+        view.event(&EventMsg::Compacted(crate::protocol::CompactedEvent {
+            what: "12 earlier messages summarised".into(),
+            before: 30_500,
+            after: 6_200,
+            limit: 32_768,
+        }));
+        assert_eq!(
+            plain(&view.take_committed()),
+            ["compacted: 12 earlier messages summarised; about 30.5k → 6.2k of 32.8k tokens"]
+        );
+        assert_eq!(view.status.used, Some(6_200));
     }
 
     #[test]
