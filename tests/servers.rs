@@ -74,6 +74,15 @@ fn without_a_tool_parser_the_task_runs_on_text_calls_and_the_next_start_knows() 
         assert!(body.get("tools").is_none(), "{body}");
         assert!(system_prompt(body).contains("<tool_call>"));
     }
+    // The prefix stays byte-identical from one request to the next, so
+    // vLLM's prefix cache keeps working in text mode.
+    for pair in bodies[1..].windows(2) {
+        let (before, after) = (
+            pair[0]["messages"].as_array().unwrap(),
+            pair[1]["messages"].as_array().unwrap(),
+        );
+        assert_eq!(before[..], after[..before.len()]);
+    }
     // Results go back as text the template can take.
     let last = bodies.last().unwrap()["messages"]
         .as_array()
