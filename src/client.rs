@@ -25,6 +25,10 @@ use crate::cancel::Cancel;
 use crate::config::{Config, RetryConfig};
 use crate::protocol::RetryEvent;
 
+/// The longest wait for a short, non-streamed answer (`/models`,
+/// `/tokenize`).
+const SHORT_REQUEST: Duration = Duration::from_mins(1);
+
 /// Something the caller should know while a request runs.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Update {
@@ -212,7 +216,14 @@ impl Client {
     /// `GET /models`: the served models with their context lengths.
     pub fn list_models(&self) -> Result<Vec<ModelCard>, Error> {
         let url = format!("{}/models", self.base_url);
-        let mut request = self.agent().get(&url);
+        // A server that accepts the connection and never answers must
+        // not hang a command.
+        let mut request = self
+            .agent()
+            .get(&url)
+            .config()
+            .timeout_global(Some(self.idle_timeout.min(SHORT_REQUEST)))
+            .build();
         if let Some(key) = &self.api_key {
             request = request.header("authorization", format!("Bearer {key}"));
         }
@@ -270,6 +281,9 @@ impl Client {
         let mut request = self
             .agent()
             .post(&url)
+            .config()
+            .timeout_global(Some(self.idle_timeout.min(SHORT_REQUEST)))
+            .build()
             .header("content-type", "application/json");
         if let Some(key) = &self.api_key {
             request = request.header("authorization", format!("Bearer {key}"));

@@ -241,9 +241,24 @@ fn reach(
     }
     let started = Instant::now();
     let timeout = Duration::from_millis(config.timeouts.connect_ms);
-    match TcpStream::connect_timeout(first, timeout) {
-        Ok(_) => report.ok(&format!("connected to {first} in {} ms", millis(started)))?,
-        Err(error) => {
+    // `localhost` is often ::1 first while the server listens on IPv4.
+    let mut failure = None;
+    let connected =
+        addresses.iter().find(
+            |address| match TcpStream::connect_timeout(address, timeout) {
+                Ok(_) => true,
+                Err(error) => {
+                    failure.get_or_insert(error);
+                    false
+                }
+            },
+        );
+    match (connected, failure) {
+        (Some(address), _) => {
+            report.ok(&format!("connected to {address} in {} ms", millis(started)))?;
+        }
+        (None, error) => {
+            let error = error.map_or_else(|| "no address".to_owned(), |e| e.to_string());
             report.problem(
                 &format!("cannot connect to {first}: {error}"),
                 &format!(
@@ -338,11 +353,14 @@ async fn probe_tools(client: &Client, config: &crate::config::Config, model: &st
             .stream_chat(&request, &Cancel::default(), &mut |_| {})
             .await;
     }
-    let mut parser = InlineParser::new(&tools, false);
+    let mut parser = InlineParser::new(&tools, false, refused);
     let mut text_calls = 0;
     if let Ok(assembled) = &response {
         parser.push(&assembled.content);
-        text_calls = parser.finish().1.len();
+        text_calls = parser
+            .finish(assembled.finish_reason.as_deref() == Some("length"))
+            .1
+            .len();
     }
     Probe {
         refused,
@@ -411,9 +429,7 @@ fn report_reasoning(
     let Ok(response) = &probe.response else {
         return Ok(());
     };
-    if probe.lone_close {
-        remember.set(|known| known.think_open = true);
-    }
+    remember.set(|known| known.think_open = probe.lone_close);
     if probe.inline_reasoning {
         return report.problem(
             "the model's reasoning arrives inside the text (`<think>`…`</think>`): the server has no reasoning parser (offcode separates it meanwhile)",

@@ -106,8 +106,12 @@ impl ServerCache {
         }
         let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
         let aside = path.with_extension(format!("json.{}.tmp", std::process::id()));
-        std::fs::write(&aside, text + "\n")?;
-        std::fs::rename(&aside, path)
+        let written =
+            std::fs::write(&aside, text + "\n").and_then(|()| std::fs::rename(&aside, path));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&aside);
+        }
+        written
     }
 }
 

@@ -179,3 +179,27 @@ fn unreachable_unauthorised_and_wrong_path_each_get_their_fix() {
         assert!(output.stdout.contains(fix), "{status}: {}", output.stdout);
     }
 }
+
+#[test]
+fn a_server_that_never_answers_does_not_hang_the_doctor() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    // The thread outlives the test's wait; it only keeps the socket open.
+    std::thread::spawn(move || {
+        // Accept, then say nothing.
+        let connection = listener.accept();
+        std::thread::sleep(std::time::Duration::from_secs(5));
+        drop(connection);
+    });
+    let workspace = Workspace::new();
+    std::fs::write(
+        workspace.root.join("offcode.jsonc"),
+        "{ timeouts: { idle_ms: 500 } }\n",
+    )
+    .unwrap();
+    let started = std::time::Instant::now();
+    let output = run(workspace.offcode(&url, &["doctor"]));
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    assert!(output.stdout.contains("✗"), "{}", output.stdout);
+}

@@ -236,6 +236,12 @@ fn proxies_come_from_the_environment_and_no_proxy_is_honoured() {
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     assert!(listed.stdout.contains("mock-model"), "{}", listed.stdout);
     assert_eq!(*seen.lock().unwrap(), ["CONNECT gpu.invalid:8000 HTTP/1.1"]);
+    // A SOCKS proxy is used (here a closed port): a clear error, no crash.
+    let mut command = workspace.offcode(url, &["models"]);
+    command.env("ALL_PROXY", "socks5://127.0.0.1:9");
+    let socks = run(&mut command);
+    assert_eq!(socks.code, 1, "{}", socks.stderr);
+    assert!(!socks.stderr.contains("panicked"), "{}", socks.stderr);
     // HTTPS_PROXY is for https endpoints only; NO_PROXY exempts a domain
     // and its subdomains.
     for (name, value) in [("HTTPS_PROXY", proxy.as_str()), ("NO_PROXY", "invalid")] {

@@ -157,7 +157,11 @@ impl AgentState {
 
     /// A parser for the next response's text.
     pub(super) fn inline_parser(&self) -> InlineParser {
-        InlineParser::new(&self.tool_specs, self.shape.think_open)
+        InlineParser::new(
+            &self.tool_specs,
+            self.shape.think_open,
+            self.shape.text_tools,
+        )
     }
 
     /// The end of a response: held text is decided, the calls read from
@@ -174,7 +178,7 @@ impl AgentState {
         let emit = move |msg| {
             let _ = events.send(crate::protocol::Event { id, msg });
         };
-        let (outs, calls) = parser.finish();
+        let (outs, calls) = parser.finish(response.finish_reason.as_deref() == Some("length"));
         for out in outs {
             text.apply(out, &emit);
         }

@@ -392,7 +392,7 @@ impl AgentState {
         let emit = move |msg| {
             let _ = events.send(Event { id, msg });
         };
-        for out in parser.finish().0 {
+        for out in parser.finish(true).0 {
             text.apply(out, &emit);
         }
         let (partial, reasoning) = (text.content, text.reasoning);

@@ -32,6 +32,8 @@ const MISTRAL: &str = "[TOOL_CALLS]";
 const FENCE: &str = "```";
 /// Text held while deciding whether it is a call; beyond this it is text.
 const MAX_HOLD: usize = 256 * 1024;
+/// Indentation held while waiting to see what the line holds.
+const MAX_INDENT: usize = 256;
 
 /// A tool call read from the text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -94,13 +96,107 @@ pub struct InlineParser {
     calls: Vec<TextCall>,
     /// Bare JSON calls: calls only if no text follows them.
     tentative: Vec<(TextCall, String)>,
+    /// Tools are described in the prompt: a bare JSON call may follow
+    /// prose. Otherwise it must be all the response says.
+    text_mode: bool,
+    /// Where searches of held text resume.
+    hold: Hold,
+}
+
+/// How far held text was searched, so each push scans only what is new.
+#[derive(Debug, Default)]
+struct Hold {
+    /// Bytes of the buffer already searched for a closing tag.
+    searched: usize,
+    /// The start of the first line not yet known to be complete.
+    line_at: usize,
+    /// Bytes searched for line ends.
+    lines_searched: usize,
+    /// The JSON object scan.
+    json: JsonScan,
+}
+
+impl Hold {
+    /// The start of the first line after the first one that opens with a
+    /// code fence (indented or not).
+    fn fence_line(&mut self, text: &str) -> Option<usize> {
+        loop {
+            let line = text[self.line_at..].trim_start_matches([' ', '\t']);
+            if self.line_at > 0 && line.starts_with(FENCE) {
+                return Some(self.line_at);
+            }
+            let from = self.lines_searched.max(self.line_at);
+            let Some(i) = text[from..].find('\n') else {
+                self.lines_searched = text.len();
+                return None;
+            };
+            self.line_at = from + i + 1;
+            self.lines_searched = self.line_at;
+        }
+    }
+
+    /// Where to resume a search for `tag` in `text`.
+    fn resume(&self, text: &str, tag: &str, floor: usize) -> usize {
+        let mut at = self.searched.saturating_sub(tag.len()).max(floor);
+        while !text.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
+    }
+}
+
+/// An incremental scan for the end of the JSON object a text starts with.
+#[derive(Debug, Default)]
+struct JsonScan {
+    /// Where the object ended, once it did.
+    end: Option<usize>,
+    pos: usize,
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl JsonScan {
+    /// Just past the object's closing brace, once it has arrived.
+    fn advance(&mut self, text: &str) -> Option<usize> {
+        if self.end.is_some() {
+            return self.end;
+        }
+        let bytes = text.as_bytes();
+        while self.pos < bytes.len() {
+            let byte = bytes[self.pos];
+            self.pos += 1;
+            if self.in_string {
+                match byte {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => self.in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        self.end = Some(self.pos);
+                        return self.end;
+                    }
+                }
+                _ => {}
+            }
+        }
+        None
+    }
 }
 
 impl InlineParser {
     /// A parser for one response. `tools` are the tools offered (bare JSON
     /// is checked against them); `starts_in_reasoning` when this model's
     /// responses open inside a think block (seen earlier in the session).
-    pub fn new(tools: &[ToolSpec], starts_in_reasoning: bool) -> Self {
+    pub fn new(tools: &[ToolSpec], starts_in_reasoning: bool, text_mode: bool) -> Self {
         Self {
             schemas: tools
                 .iter()
@@ -121,6 +217,8 @@ impl InlineParser {
             lone_close: false,
             calls: Vec::new(),
             tentative: Vec::new(),
+            text_mode,
+            hold: Hold::default(),
         }
     }
 
@@ -148,30 +246,56 @@ impl InlineParser {
         out
     }
 
-    /// The end of the response: what was held is decided, and the calls
-    /// found are returned.
-    pub fn finish(&mut self) -> (Vec<Out>, Vec<TextCall>) {
+    /// The end of the response (`cut_short`: it stopped at the output
+    /// limit): what was held is decided, and the calls found are returned.
+    pub fn finish(&mut self, cut_short: bool) -> (Vec<Out>, Vec<TextCall>) {
         let mut out = Vec::new();
         if let Mode::Think { presumed } = self.mode {
-            // A think block that never closed was the answer after all.
+            // A think block that never closed is shown as the answer, so
+            // nothing is lost. Calls are taken from it only when the model
+            // was presumed to think, did not, and was not cut off: text
+            // that was reasoning never runs a tool.
             let thought = std::mem::take(&mut self.thought);
             let opening = if presumed { "" } else { THINK_OPEN };
             let text = format!("{opening}{thought}{}", std::mem::take(&mut self.buf));
-            let mut fresh = Self::new(&[], false);
-            fresh.schemas = std::mem::take(&mut self.schemas);
-            fresh.saw_think = true;
             out.push(Out::WasContent(thought));
-            out.extend(fresh.push(&text));
-            let (rest, calls) = fresh.finish();
-            out.extend(rest);
-            self.visible = fresh.visible;
-            return (out, calls);
+            let mut found = self.take_calls();
+            if presumed && !cut_short {
+                let mut fresh = Self::new(&[], false, self.text_mode);
+                fresh.schemas = std::mem::take(&mut self.schemas);
+                fresh.saw_think = true;
+                out.extend(fresh.push(&text));
+                let (rest, calls) = fresh.finish(cut_short);
+                out.extend(rest);
+                self.visible.push_str(&fresh.visible);
+                found.extend(calls);
+            } else {
+                self.emit(&text, &mut out);
+            }
+            return (out, found);
         }
         self.drain(true, &mut out);
+        if !self.text_mode && !self.visible.trim().is_empty() {
+            // Native tool calls work: a bare object after prose is an
+            // example the answer shows.
+            let held: String = self.tentative.drain(..).map(|(_, raw)| raw).collect();
+            self.emit(&held, &mut out);
+        }
+        let found = self.take_calls();
+        (out, found)
+    }
+
+    fn take_calls(&mut self) -> Vec<TextCall> {
         let tentative = std::mem::take(&mut self.tentative);
         self.calls
             .extend(tentative.into_iter().map(|(call, _)| call));
-        (out, std::mem::take(&mut self.calls))
+        std::mem::take(&mut self.calls)
+    }
+
+    /// Starts holding text in `mode`.
+    fn enter(&mut self, mode: Mode) {
+        self.mode = mode;
+        self.hold = Hold::default();
     }
 
     fn content(&mut self, text: &str, out: &mut Vec<Out>) {
@@ -271,6 +395,8 @@ impl InlineParser {
         match marker {
             Marker::ThinkOpen => {
                 if self.saw_think || !(self.visible.trim().is_empty() && before.trim().is_empty()) {
+                    // A mention: a closing tag later is one too.
+                    self.saw_think = true;
                     self.content(&before, out);
                     let tag: String = self.buf.drain(..THINK_OPEN.len()).collect();
                     self.content(&tag, out);
@@ -281,7 +407,14 @@ impl InlineParser {
                 }
             }
             Marker::ThinkClose => {
-                if self.saw_think || !self.calls.is_empty() || !self.tentative.is_empty() {
+                let line_so_far = format!("{}{before}", self.visible);
+                let line_so_far = line_so_far.rsplit('\n').next().unwrap_or("");
+                let in_inline_code = line_so_far.matches('`').count() % 2 == 1;
+                if self.saw_think
+                    || in_inline_code
+                    || !self.calls.is_empty()
+                    || !self.tentative.is_empty()
+                {
                     self.content(&before, out);
                     let tag: String = self.buf.drain(..THINK_CLOSE.len()).collect();
                     self.content(&tag, out);
@@ -300,19 +433,19 @@ impl InlineParser {
             }
             Marker::Call => {
                 self.content(&before, out);
-                self.mode = Mode::Tagged;
+                self.enter(Mode::Tagged);
             }
             Marker::Mistral => {
                 self.content(&before, out);
-                self.mode = Mode::Mistral;
+                self.enter(Mode::Mistral);
             }
             Marker::Brace => {
                 self.content(&before, out);
-                self.mode = Mode::Json;
+                self.enter(Mode::Json);
             }
             Marker::Fence => {
                 self.content(&before, out);
-                self.mode = Mode::Fence;
+                self.enter(Mode::Fence);
             }
             Marker::CloseFence => {
                 self.content(&before, out);
@@ -392,7 +525,8 @@ impl InlineParser {
         };
         let line = &self.buf[line_begin..];
         let undecided = line.trim_start_matches([' ', '\t']);
-        if undecided.is_empty()
+        // A line of nothing but spaces is not held for ever.
+        if (undecided.is_empty() && line.len() <= MAX_INDENT)
             || (undecided.len() < FENCE.len() && undecided.bytes().all(|b| b == b'`'))
         {
             tags.max(self.buf.len() - line_begin)
@@ -402,12 +536,30 @@ impl InlineParser {
     }
 
     fn tagged(&mut self, end: bool, out: &mut Vec<Out>) -> bool {
-        let close = self.buf.find(CALL_CLOSE);
+        // What follows the tag must look like a call, or it was a mention.
+        match self.buf[CALL_OPEN.len()..].trim_start().chars().next() {
+            None if !end => return false,
+            Some('{' | '<' | '`' | '[') => {}
+            None | Some(_) => {
+                self.give_up_at(CALL_OPEN.len(), out);
+                return true;
+            }
+        }
+        let from = self.hold.resume(&self.buf, CALL_CLOSE, CALL_OPEN.len());
+        let close = self.buf[from..].find(CALL_CLOSE).map(|i| from + i);
+        // Another opening tag first: the first one was a mention.
+        if let Some(again) = self.buf[from..].find(CALL_OPEN).map(|i| from + i)
+            && close.is_none_or(|close| again < close)
+        {
+            self.give_up_at(again, out);
+            return true;
+        }
         if close.is_none() && !end {
             if self.buf.len() > MAX_HOLD {
                 self.give_up(out);
                 return true;
             }
+            self.hold.searched = self.buf.len();
             return false;
         }
         let (body_end, raw_end) = match close {
@@ -431,6 +583,22 @@ impl InlineParser {
     }
 
     fn mistral(&mut self, end: bool, out: &mut Vec<Out>) -> bool {
+        // `[TOOL_CALLS]` then `[`, `{` or `NAME[`; anything else is a
+        // mention.
+        let after = self.buf[MISTRAL.len()..].trim_start();
+        let name_char = |c: char| c.is_alphanumeric() || matches!(c, '_' | '-' | '.');
+        let plausible = match after.chars().next() {
+            None => None,
+            Some('[' | '{') => Some(true),
+            Some(c) if name_char(c) => after
+                .find(|c: char| !name_char(c))
+                .map(|i| after[i..].starts_with('[')),
+            Some(_) => Some(false),
+        };
+        if plausible == Some(false) {
+            self.give_up_at(MISTRAL.len(), out);
+            return true;
+        }
         if !end {
             if self.buf.len() > MAX_HOLD {
                 self.give_up(out);
@@ -451,9 +619,15 @@ impl InlineParser {
     }
 
     fn json(&mut self, end: bool, out: &mut Vec<Out>) -> bool {
-        let Some(close) = object_end(&self.buf) else {
-            // A code block closing first means this was code, not a call.
-            if end || self.buf.len() > MAX_HOLD || self.buf.contains("\n```") {
+        let Some(close) = self.hold.json.advance(&self.buf) else {
+            // A code fence first means this was code, not a call: the
+            // fence goes back to be read as one.
+            if let Some(fence) = self.hold.fence_line(&self.buf) {
+                self.give_up_at(fence, out);
+                self.line_start = true;
+                return true;
+            }
+            if end || self.buf.len() > MAX_HOLD {
                 self.give_up(out);
                 return true;
             }
@@ -503,8 +677,7 @@ impl InlineParser {
             self.content(&line, out);
             return true;
         }
-        let close = body.find("\n```").map(|i| newline + 1 + i);
-        let Some(close) = close else {
+        let Some(close) = self.hold.fence_line(&self.buf) else {
             if end {
                 let raw = std::mem::take(&mut self.buf);
                 self.mode = Mode::Text;
@@ -518,15 +691,16 @@ impl InlineParser {
             }
             return false;
         };
-        let fence_end = close + 1 + FENCE.len();
-        let line_end = self.buf[fence_end..].find('\n').map(|i| fence_end + i + 1);
-        let Some(raw_end) = line_end.or(end.then_some(self.buf.len())) else {
-            return false;
-        };
+        // The call ends with the fence; the rest of its line is text
+        // after it (which makes it an example, if it says anything).
+        let indent =
+            self.buf[close..].len() - self.buf[close..].trim_start_matches([' ', '\t']).len();
+        let fence_end = close + indent + FENCE.len();
         let inner = self.buf[newline + 1..close].to_owned();
-        let rest = self.buf.split_off(raw_end);
+        let rest = self.buf.split_off(fence_end);
         let raw = std::mem::replace(&mut self.buf, rest);
         self.mode = Mode::Text;
+        self.line_start = false;
         self.bare_with(raw, &inner, out);
         true
     }
@@ -538,7 +712,8 @@ impl InlineParser {
 
     /// A bare JSON call candidate: held until the text after it decides.
     fn bare_with(&mut self, raw: String, inner: &str, out: &mut Vec<Out>) {
-        match parse_bare(inner, &self.schemas) {
+        let alone = self.text_mode || self.visible.trim().is_empty();
+        match parse_bare(inner, &self.schemas).filter(|_| alone) {
             Some(call) => {
                 self.line_start = true;
                 self.tentative.push((call, raw));
@@ -592,36 +767,6 @@ fn partial_suffix(text: &str, tags: &[&str]) -> usize {
         .map(|(_, n)| n)
         .max()
         .unwrap_or(0)
-}
-
-/// Where the JSON object at the start of `text` ends (just past its `}`).
-fn object_end(text: &str) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut escaped = false;
-    for (i, byte) in text.bytes().enumerate() {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' => {
-                depth = depth.checked_sub(1)?;
-                if depth == 0 {
-                    return Some(i + 1);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
 }
 
 /// `{"name": …, "arguments": …}` (or `parameters`); arguments may be an

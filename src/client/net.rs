@@ -123,10 +123,10 @@ fn read_certificates(path: &Path) -> Result<Vec<Certificate<'static>>, String> {
 
 /// The proxy for requests to `url`, as curl would choose it.
 pub fn proxy_for(url: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    // Lower case first, like curl; an empty value counts as unset.
     let get = |name: &str| {
-        var(name)
-            .or_else(|| var(&name.to_lowercase()))
-            .filter(|v| !v.trim().is_empty())
+        let set = |n: &str| var(n).filter(|v| !v.trim().is_empty());
+        set(&name.to_lowercase()).or_else(|| set(name))
     };
     let scheme = url.split_once("://")?.0;
     let (host, port) = host_port(url)?;
@@ -236,7 +236,7 @@ fn hide_credentials(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    match rest.split_once('@') {
+    match rest.rsplit_once('@') {
         Some((credentials, host)) => {
             let user = credentials.split(':').next().unwrap_or("");
             format!("{scheme}://{user}:****@{host}")
@@ -324,7 +324,26 @@ mod tests {
     }
 
     #[test]
+    fn an_empty_variable_is_unset_and_lower_case_wins() {
+        let vars = env(&[
+            ("NO_PROXY", ""),
+            ("no_proxy", "gpu"),
+            ("HTTPS_PROXY", "http://upper:1"),
+            ("https_proxy", "http://lower:1"),
+        ]);
+        assert_eq!(proxy_for("https://gpu/v1", &vars), None);
+        assert_eq!(
+            proxy_for("https://other/v1", &vars).as_deref(),
+            Some("http://lower:1")
+        );
+    }
+
+    #[test]
     fn credentials_in_a_proxy_address_are_hidden() {
+        assert_eq!(
+            hide_credentials("http://me:p@ss@proxy:3128"),
+            "http://me:****@proxy:3128"
+        );
         assert_eq!(
             hide_credentials("http://me:secret@proxy:3128"),
             "http://me:****@proxy:3128"

@@ -29,7 +29,13 @@ struct Result {
 }
 
 fn run(chunks: &[&str], presumed: bool) -> Result {
-    let mut parser = InlineParser::new(&tools(), presumed);
+    run_as(chunks, presumed, true, false)
+}
+
+/// `text_mode`: tools described in the prompt; `cut_short`: the response
+/// hit the output limit.
+fn run_as(chunks: &[&str], presumed: bool, text_mode: bool, cut_short: bool) -> Result {
+    let mut parser = InlineParser::new(&tools(), presumed, text_mode);
     let mut content = String::new();
     let mut reasoning = String::new();
     let apply = |outs: Vec<Out>, content: &mut String, reasoning: &mut String| {
@@ -52,7 +58,7 @@ fn run(chunks: &[&str], presumed: bool) -> Result {
     for chunk in chunks {
         apply(parser.push(chunk), &mut content, &mut reasoning);
     }
-    let (outs, calls) = parser.finish();
+    let (outs, calls) = parser.finish(cut_short);
     apply(outs, &mut content, &mut reasoning);
     assert_eq!(
         parser.visible(),
@@ -188,7 +194,7 @@ fn a_lone_close_makes_the_text_before_it_reasoning() {
         false,
         &expect("The answer.", "Let me think.\nOK.\n", &[]),
     );
-    let mut parser = InlineParser::new(&tools(), false);
+    let mut parser = InlineParser::new(&tools(), false, true);
     parser.push(input);
     assert!(parser.saw_lone_close());
 }
@@ -291,4 +297,121 @@ fn the_tool_description_names_every_tool_and_the_format() {
     assert!(text.contains("<tool_call>"));
     assert!(text.contains("\"name\":\"read\""));
     assert!(text.contains("\"name\":\"bash\""));
+}
+
+/// Like `sweep`, with the parser set up as `text_mode` / `cut_short`.
+fn sweep_as(input: &str, text_mode: bool, cut_short: bool, expected: &Result) {
+    assert_eq!(
+        &run_as(&[input], false, text_mode, cut_short),
+        expected,
+        "whole: {input:?}"
+    );
+    for (at, _) in input.char_indices().skip(1) {
+        let got = run_as(&[&input[..at], &input[at..]], false, text_mode, cut_short);
+        assert_eq!(&got, expected, "split at {at}");
+    }
+}
+
+#[test]
+fn with_a_working_tool_parser_bare_json_counts_only_alone() {
+    let call = "```json\n{\"name\": \"bash\", \"arguments\": {\"command\": \"rm -rf build\"}}\n```";
+    // Shown as an example after prose: never run.
+    let example = format!("A bash call looks like this:\n{call}");
+    sweep_as(&example, false, false, &expect(&example, "", &[]));
+    // The whole answer is the call (Qwen2.5-Coder's habit): run.
+    sweep_as(
+        call,
+        false,
+        false,
+        &expect("", "", &[("bash", json!({"command": "rm -rf build"}))]),
+    );
+}
+
+#[test]
+fn calls_in_reasoning_that_never_closed_are_never_run() {
+    let input = "<think>I could <tool_call>{\"name\":\"bash\",\"arguments\":{\"command\":\"git reset --hard\"}}</tool_call> but";
+    let got = run_as(&[input], false, true, true);
+    assert!(got.calls.is_empty(), "{got:?}");
+    assert_eq!(got.content, input, "shown, not lost");
+    // Presumed reasoning cut off at the output limit: the same.
+    let got = run_as(
+        &["I could <tool_call>{\"name\":\"read\",\"arguments\":{\"path\":\"a\"}}</tool_call>"],
+        true,
+        true,
+        true,
+    );
+    assert!(got.calls.is_empty(), "{got:?}");
+}
+
+#[test]
+fn prose_about_the_tags_stays_prose() {
+    for input in [
+        "Qwen wraps reasoning in `<think>` and `</think>` tags.",
+        "The block ends with `</think>` in the output.",
+        "Use `<tool_call>` tags, then wait for the result.\nMore text follows here.",
+        "Mistral writes [TOOL_CALLS] before its calls, then JSON.",
+    ] {
+        sweep(input, false, &expect(input, "", &[]));
+    }
+    // A mention before a real block: the block still runs.
+    sweep(
+        "Here is a `<tool_call>` block:\n<tool_call>{\"name\":\"read\",\"arguments\":{\"path\":\"a\"}}</tool_call>",
+        false,
+        &expect(
+            "Here is a `<tool_call>` block:\n",
+            "",
+            &[("read", json!({"path": "a"}))],
+        ),
+    );
+}
+
+#[test]
+fn fences_indented_or_followed_by_words_are_read_right() {
+    // An indented JSON block in a list: shown, and the rest not held.
+    let list = "1. Config:\n   ```json\n   {\"a\": 1}\n   ```\n2. Run it.\n";
+    sweep(list, false, &expect(list, "", &[]));
+    let mut parser = InlineParser::new(&tools(), false, true);
+    let shown: String = parser
+        .push(list)
+        .into_iter()
+        .map(|o| match o {
+            Out::Content(t) => t,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(shown, list, "nothing waits for the end of the response");
+    // Words after the closing fence make the call an example.
+    let example = "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n``` is what a call looks like.";
+    sweep(example, false, &expect(example, "", &[]));
+}
+
+#[test]
+fn a_code_fence_inside_an_unbalanced_brace_keeps_its_code_block() {
+    let input = "{\nnot json\n```rust\nlet x = {\n```\nAfter.";
+    sweep(input, false, &expect(input, "", &[]));
+}
+
+#[test]
+fn long_held_text_is_scanned_once() {
+    // A 200 KB call arriving 4 bytes at a time stays linear: this would
+    // take minutes if every push rescanned the buffer.
+    let body = "x".repeat(200_000);
+    let input = format!(
+        "<tool_call>{{\"name\":\"write\",\"arguments\":{{\"content\":\"{body}\"}}}}</tool_call>"
+    );
+    let chunks: Vec<&str> = input
+        .as_bytes()
+        .chunks(4)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let got = run(&chunks, false);
+    assert_eq!(got.calls.len(), 1);
+    let json = format!("{{\"name\":\"write\",\"arguments\":{{\"content\":\"{body}\"}}}}");
+    let chunks: Vec<&str> = json
+        .as_bytes()
+        .chunks(4)
+        .map(|c| std::str::from_utf8(c).unwrap())
+        .collect();
+    let got = run(&chunks, false);
+    assert_eq!(got.content, json, "an unknown tool's object is text");
 }
