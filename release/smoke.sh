@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the 3-step task (read, write, answer) and a resume with each built
+# Runs the 3-step task (read, write, answer), a resume and `offcode doctor` with each built
 # static binary in target/dist/ against the mock model server; the arm64 one
 # runs under qemu-user. Usage: release/smoke.sh   (after release/build.sh)
 set -euo pipefail
@@ -25,13 +25,15 @@ for bin in target/dist/offcode-*-linux; do
     printf 'smoke input\n' > "$dir/project/input.txt"
     answer=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --yes "read input.txt then write out.txt" 2>"$dir/stderr") || true
     again=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --continue "hello again" 2>>"$dir/stderr") || true
+    doctor=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" doctor 2>>"$dir/stderr") || true
     if [ "$answer" = "Done: I read input.txt and wrote out.txt." ] \
         && grep -q 'smoke input' "$dir/project/out.txt" 2>/dev/null \
-        && [ "$again" = "Mock model here. You said: hello again" ]; then
-        echo "$bin: task and resume ok"
+        && [ "$again" = "Mock model here. You said: hello again" ] \
+        && [[ "$doctor" == *"No problems found."* ]]; then
+        echo "$bin: task, resume and doctor ok"
     else
         echo "error: $bin failed the smoke task" >&2
-        echo "answer: $answer / again: $again" >&2
+        echo "answer: $answer / again: $again / doctor: $doctor" >&2
         cat "$dir/stderr" >&2
         status=1
     fi

@@ -229,9 +229,11 @@ impl AgentState {
                         &self.session.messages,
                         self.session.compaction.as_ref(),
                     );
+                    // Tools count however they travel (schemas, or
+                    // described in the prompt in text mode).
                     let report = crate::context::report(
                         &self.context,
-                        &self.specs,
+                        &self.tool_specs,
                         &history,
                         &self.session.id,
                         limit.or(self.config.context_limit),
