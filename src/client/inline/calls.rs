@@ -1,0 +1,200 @@
+//! Reading one call from the text: the forms models write (Hermes/Qwen
+//! JSON, Qwen3-Coder XML, Mistral, bare JSON) and the check a bare object
+//! must pass against the offered tool's schema.
+
+use std::collections::HashMap;
+
+use serde_json::{Map, Value};
+
+use super::{FENCE, MISTRAL, TextCall};
+use crate::client::wire::ToolSpec;
+
+/// `{"name": …, "arguments": …}` (or `parameters`); arguments may be an
+/// object or JSON text. Returns the name and the arguments object.
+fn name_and_arguments(value: &Value) -> Option<(String, Value)> {
+    let object = value.as_object()?;
+    let function = object.get("function").filter(|f| f.is_object());
+    let source = function.unwrap_or(value);
+    let name = source.get("name")?.as_str()?.trim().to_owned();
+    if name.is_empty() {
+        return None;
+    }
+    let arguments = match source.get("arguments").or_else(|| source.get("parameters")) {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(Value::String(text)) => {
+            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
+        }
+        Some(other) => other.clone(),
+    };
+    Some((name, arguments))
+}
+
+fn call(name: String, arguments: &Value) -> TextCall {
+    TextCall {
+        name,
+        arguments: match arguments {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        },
+    }
+}
+
+/// The body of a `<tool_call>` block. The model clearly meant a call, so
+/// any name is taken; the tool checks its arguments and answers errors.
+pub(super) fn parse_tagged(body: &str, schemas: &HashMap<String, Value>) -> Option<TextCall> {
+    let body = body.trim();
+    if body.starts_with("<function=") {
+        return parse_xml_call(body, schemas);
+    }
+    let body = strip_fence(body);
+    // Some servers drop the last brace (vLLM with speculative decoding).
+    let value: Value = ["", "}", "}}"]
+        .iter()
+        .find_map(|end| serde_json::from_str(&format!("{body}{end}")).ok())?;
+    let (name, arguments) = name_and_arguments(&value)?;
+    Some(call(name, &arguments))
+}
+
+/// Qwen3-Coder: `<function=NAME><parameter=K>V</parameter>…</function>`.
+fn parse_xml_call(body: &str, schemas: &HashMap<String, Value>) -> Option<TextCall> {
+    let rest = body.strip_prefix("<function=")?;
+    let (name, mut rest) = rest.split_once('>')?;
+    let name = name.trim().to_owned();
+    let properties = schemas.get(&name).and_then(|s| s.get("properties"));
+    let mut arguments = Map::new();
+    while let Some(start) = rest.find("<parameter=") {
+        let after = &rest[start + "<parameter=".len()..];
+        let (key, after) = after.split_once('>')?;
+        let (value, after) = after.split_once("</parameter>")?;
+        let value = value.strip_prefix('\n').unwrap_or(value);
+        let value = value.strip_suffix('\n').unwrap_or(value);
+        let wants_string = properties
+            .and_then(|p| p.get(key.trim()))
+            .and_then(|p| p.get("type"))
+            .is_none_or(|t| t == "string");
+        let parsed = if wants_string {
+            Value::String(value.to_owned())
+        } else {
+            serde_json::from_str(value).unwrap_or_else(|_| Value::String(value.to_owned()))
+        };
+        arguments.insert(key.trim().to_owned(), parsed);
+        rest = after;
+    }
+    Some(call(name, &Value::Object(arguments)))
+}
+
+fn strip_fence(body: &str) -> &str {
+    let Some(inner) = body.strip_prefix(FENCE) else {
+        return body;
+    };
+    let inner = inner.split_once('\n').map_or("", |(_, rest)| rest);
+    inner.trim_end().strip_suffix(FENCE).unwrap_or(inner).trim()
+}
+
+/// Everything from the first `[TOOL_CALLS]` to the end of the response.
+pub(super) fn parse_mistral(raw: &str) -> Option<Vec<TextCall>> {
+    let mut calls = Vec::new();
+    for part in raw.split(MISTRAL).skip(1) {
+        let part = part.trim();
+        if part.is_empty() {
+            continue;
+        }
+        if part.starts_with('[') || part.starts_with('{') {
+            let value: Value = serde_json::from_str(part).ok()?;
+            let items = match value {
+                Value::Array(items) => items,
+                other => vec![other],
+            };
+            for item in &items {
+                let (name, arguments) = name_and_arguments(item)?;
+                calls.push(call(name, &arguments));
+            }
+        } else {
+            let (name, arguments) = part.split_once("[ARGS]")?;
+            let name = name.split("[CALL_ID]").next().unwrap_or(name).trim();
+            if name.is_empty() {
+                return None;
+            }
+            let arguments: Value = serde_json::from_str(arguments.trim()).ok()?;
+            calls.push(call(name.to_owned(), &arguments));
+        }
+    }
+    (!calls.is_empty()).then_some(calls)
+}
+
+/// A bare JSON object is a call only with a known tool, nothing but the
+/// call's keys and arguments that fit the tool's schema.
+pub(super) fn parse_bare(inner: &str, schemas: &HashMap<String, Value>) -> Option<TextCall> {
+    let value: Value = serde_json::from_str(inner.trim()).ok()?;
+    let object = value.as_object()?;
+    let allowed = ["name", "arguments", "parameters", "id", "type", "function"];
+    if object.keys().any(|k| !allowed.contains(&k.as_str())) {
+        return None;
+    }
+    let (name, arguments) = name_and_arguments(&value)?;
+    let schema = schemas.get(&name)?;
+    fits_schema(arguments.as_object()?, schema).then(|| call(name, &arguments))
+}
+
+/// Required keys present, declared types right, no unknown keys when the
+/// schema forbids them.
+fn fits_schema(arguments: &Map<String, Value>, schema: &Value) -> bool {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let required = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    if required
+        .iter()
+        .filter_map(Value::as_str)
+        .any(|key| !arguments.contains_key(key))
+    {
+        return false;
+    }
+    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
+    arguments
+        .iter()
+        .all(|(key, value)| match properties.and_then(|p| p.get(key)) {
+            Some(property) => has_type(value, property.get("type")),
+            None => !closed,
+        })
+}
+
+fn has_type(value: &Value, kind: Option<&Value>) -> bool {
+    let one = |kind: &str| match kind {
+        "string" => value.is_string(),
+        "integer" => value.is_i64() || value.is_u64(),
+        "number" => value.is_number(),
+        "boolean" => value.is_boolean(),
+        "array" => value.is_array(),
+        "object" => value.is_object(),
+        "null" => value.is_null(),
+        _ => true,
+    };
+    match kind {
+        Some(Value::String(kind)) => one(kind),
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).any(one),
+        _ => true,
+    }
+}
+
+/// The tools described for a model that reads them from the prompt.
+pub fn describe_tools(tools: &[ToolSpec]) -> String {
+    let mut text = String::from(
+        "# Tools\n\nYou can call these tools. To call one, write a block like this on its own \
+         (several blocks for several calls), then stop and wait for the results:\n\n\
+         <tool_call>\n{\"name\": \"TOOL\", \"arguments\": {ARGUMENTS}}\n</tool_call>\n\n\
+         The results come back in <tool_response> blocks. Only the blocks run tools; \
+         never write one you do not mean to run.\n\nThe tools, as JSON schemas:\n",
+    );
+    for tool in tools {
+        let function = serde_json::json!({
+            "name": tool.function.name,
+            "description": tool.function.description,
+            "parameters": tool.function.parameters,
+        });
+        text.push('\n');
+        text.push_str(&function.to_string());
+    }
+    text
+}
