@@ -94,15 +94,24 @@ impl ServerCache {
         let Some(path) = &self.path else {
             return Ok(());
         };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        // Two offcode processes updating at once must not lose an update:
+        // the read-modify-write runs under an exclusive lock (released
+        // when the lock file closes).
+        let lock = std::fs::File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path.with_extension("json.lock"))?;
+        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
         let mut file = self.read();
         let entry = file.servers.entry(key(base_url, model)).or_default();
         let before = entry.clone();
         change(entry);
         if *entry == before {
             return Ok(());
-        }
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
         }
         let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
         let aside = path.with_extension(format!("json.{}.tmp", std::process::id()));
@@ -143,6 +152,38 @@ mod tests {
     }
 
     #[test]
+    fn updates_from_many_writers_at_once_are_all_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let threads: Vec<_> = (0..8)
+            .map(|n| {
+                let cache = ServerCache::in_dir(Some(dir.path()));
+                std::thread::spawn(move || {
+                    for round in 0..10 {
+                        cache
+                            .update("http://a/v1", &format!("model-{n}"), |k| {
+                                k.max_model_len = Some(round + 1);
+                            })
+                            .unwrap();
+                    }
+                })
+            })
+            .collect();
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        let cache = ServerCache::in_dir(Some(dir.path()));
+        for n in 0..8 {
+            assert_eq!(
+                cache
+                    .get("http://a/v1", &format!("model-{n}"))
+                    .max_model_len,
+                Some(10),
+                "model-{n}"
+            );
+        }
+    }
+
+    #[test]
     fn a_corrupt_file_reads_as_empty_and_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("servers.json");
@@ -157,6 +198,14 @@ mod tests {
             .unwrap()
             .map(|e| e.unwrap().file_name())
             .collect();
-        assert_eq!(leftovers, vec![std::ffi::OsString::from("servers.json")]);
+        let mut leftovers = leftovers;
+        leftovers.sort();
+        assert_eq!(
+            leftovers,
+            vec![
+                std::ffi::OsString::from("servers.json"),
+                std::ffi::OsString::from("servers.json.lock")
+            ]
+        );
     }
 }
