@@ -257,6 +257,47 @@ impl Client {
 }
 
 impl Client {
+    /// The context length a request to `model` may use: `max_model_len`
+    /// from `GET /models` (vLLM, `SGLang`), else llama.cpp's `GET /props`
+    /// (`default_generation_settings.n_ctx`, per slot), else `None`.
+    pub fn context_length(&self, model: Option<&str>) -> Option<u64> {
+        let listed = self.list_models().ok().and_then(|models| {
+            models
+                .iter()
+                .find(|m| model.is_none_or(|name| m.id == name))
+                .and_then(|m| m.max_model_len)
+        });
+        listed.or_else(|| self.props_context())
+    }
+
+    /// llama.cpp's `GET {server root}/props` context size, if it answers.
+    pub fn props_context(&self) -> Option<u64> {
+        let root = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
+        let mut request = self
+            .agent()
+            .get(&format!("{root}/props"))
+            .config()
+            .timeout_global(Some(self.idle_timeout.min(SHORT_REQUEST)))
+            .build();
+        if let Some(key) = &self.api_key {
+            request = request.header("authorization", format!("Bearer {key}"));
+        }
+        let response = request.call().ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let text = response
+            .into_body()
+            .with_config()
+            .limit(16 << 20)
+            .read_to_string()
+            .ok()?;
+        let props: serde_json::Value = serde_json::from_str(&text).ok()?;
+        props["default_generation_settings"]["n_ctx"]
+            .as_u64()
+            .filter(|n| *n > 0)
+    }
+
     /// `POST {server root}/tokenize`: the exact prompt size of `messages`
     /// (with `tools`) and the context length. `Ok(None)` when the server
     /// has no such route or does not take this form.

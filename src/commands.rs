@@ -272,14 +272,10 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
     };
     let client = command_client(&loaded.config, environment)?;
     // The limit: the config's, else the server's for the configured model.
-    let limit = loaded.config.context_limit.or_else(|| {
-        let models = client.list_models().ok()?;
-        let model = loaded.config.model.as_deref();
-        models
-            .iter()
-            .find(|m| model.is_none_or(|name| m.id == name))
-            .and_then(|m| m.max_model_len)
-    });
+    let limit = loaded
+        .config
+        .context_limit
+        .or_else(|| client.context_length(loaded.config.model.as_deref()));
     let specs = crate::tools::Registry::default()
         .with_skills(skills)
         .specs();

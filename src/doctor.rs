@@ -142,8 +142,19 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
         base_url: &config.base_url,
         model: &model,
     };
-    if let Some(limit) = card.max_model_len {
-        remember.set(|known| known.max_model_len = Some(limit));
+    match card.max_model_len.or_else(|| client.props_context()) {
+        Some(limit) => {
+            if card.max_model_len.is_none() {
+                report.ok(&format!("context {limit} tokens (from /props)"))?;
+            }
+            remember.set(|known| known.max_model_len = Some(limit));
+        }
+        None => match config.context_limit {
+            Some(limit) => report.ok(&format!("context {limit} tokens (`context_limit`)"))?,
+            None => report.note(
+                "the server does not say its context length: set `context_limit` in the config",
+            )?,
+        },
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

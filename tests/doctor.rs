@@ -203,3 +203,32 @@ fn a_server_that_never_answers_does_not_hang_the_doctor() {
     assert!(started.elapsed() < std::time::Duration::from_secs(4));
     assert!(output.stdout.contains("✗"), "{}", output.stdout);
 }
+
+#[test]
+fn llama_cpp_reports_its_context_through_props() {
+    // llama-server: /v1/models without max_model_len, n_ctx in /props.
+    let server = MockServer::start(Arc::new(|request: &crate::support::server::Request| {
+        match request.path.as_str() {
+            "/v1/models" => Reply::json(
+                200,
+                &json!({"object": "list", "data": [{"id": "qwen.gguf", "object": "model", "owned_by": "llamacpp", "meta": {"n_ctx_train": 131_072}}]}),
+            ),
+            "/props" => Reply::json(
+                200,
+                &json!({"default_generation_settings": {"n_ctx": 8192}, "total_slots": 1}),
+            ),
+            _ => demo::respond(request),
+        }
+    }));
+    let (output, workspace) = doctor(&server.base_url(), &["--model", "qwen.gguf"]);
+    assert!(
+        output
+            .stdout
+            .contains("✓ context 8192 tokens (from /props)"),
+        "{}",
+        output.stdout
+    );
+    let context = run(workspace.offcode(&server.base_url(), &["context", "--json"]));
+    let report: Value = serde_json::from_str(&context.stdout).unwrap();
+    assert_eq!(report["limit"], 8192, "{}", context.stdout);
+}

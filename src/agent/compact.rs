@@ -9,7 +9,7 @@ use regex::Regex;
 
 use super::turn::AgentState;
 use crate::cancel::Cancel;
-use crate::client::wire::{ChatRequest, WireMessage, context_length};
+use crate::client::wire::{ChatRequest, WireMessage};
 use crate::client::{self, Update};
 use crate::context::{build_messages, estimate_tokens};
 use crate::protocol::{EventMsg, SubmissionId};
@@ -139,11 +139,10 @@ impl AgentState {
             self.limit_asked = true;
             let client = std::sync::Arc::clone(&self.client);
             let model = self.session.model.clone();
-            let listed = tokio::task::spawn_blocking(move || client.list_models()).await;
-            let found = listed
+            let found = tokio::task::spawn_blocking(move || client.context_length(Some(&model)))
+                .await
                 .ok()
-                .and_then(Result::ok)
-                .and_then(|models| context_length(&models, &model));
+                .flatten();
             self.limit = found;
             if let Some(limit) = found {
                 self.remember(0, |known| known.max_model_len = Some(limit));
