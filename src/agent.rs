@@ -6,6 +6,7 @@
 //! other op is queued for the turn runner, in order.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod call;
 mod compact;
 mod permit;
 mod shell;

@@ -7,7 +7,6 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
 use tokio::sync::mpsc;
 
 use super::textcalls::StepText;
@@ -20,11 +19,11 @@ use crate::config::Config;
 use crate::policy::{Action, PolicySource, Rule, SESSION_ORIGIN};
 use crate::protocol::{
     AssistantMessageEvent, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent, SubmissionId,
-    TokenUsage, ToolCallBeginEvent, ToolCallEndEvent, TurnCompleteEvent, TurnState, TurnStatus,
+    TokenUsage, TurnCompleteEvent, TurnState, TurnStatus,
 };
 use crate::sandbox::Sandbox;
 use crate::session::{EntryBody, Message, Session, ToolCall};
-use crate::tools::{Registry, ToolContext, ToolOutput, parse_argument_text};
+use crate::tools::{Registry, ToolOutput};
 
 /// How a step ended.
 enum Step {
@@ -551,60 +550,6 @@ impl AgentState {
                 message: message.to_owned(),
             },
         );
-    }
-
-    /// Asks for approval when the policy says so, runs the tool and reports.
-    pub(super) async fn run_call(
-        &mut self,
-        id: SubmissionId,
-        call: &ToolCall,
-        cancel: &Cancel,
-    ) -> ToolOutput {
-        let arguments = parse_argument_text(&call.arguments)
-            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-        self.emit(
-            id,
-            EventMsg::ToolCallBegin(ToolCallBeginEvent {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: arguments.clone(),
-                recovered: self.shape.recovered,
-            }),
-        );
-        let output = match self.permit(id, call, arguments, cancel).await {
-            Ok(clobbers) => {
-                self.set_state(id, TurnState::ToolRunning);
-                let context = ToolContext {
-                    sandbox: Arc::clone(&self.sandbox),
-                    cancel: cancel.clone(),
-                    allow_clobber: clobbers,
-                };
-                // Any tool, even one stuck in a blocking call, gives way to
-                // an abort; the turn never waits on it.
-                let output = tokio::select! {
-                    output = self.tools.call(&call.name, &call.arguments, &context) => output,
-                    () = cancel.cancelled() => ToolOutput::error("Aborted by the user"),
-                };
-                self.after_call(&call.name, output)
-            }
-            Err(refusal) => (refusal, false),
-        };
-        let (output, todos_changed) = output;
-        self.emit(
-            id,
-            EventMsg::ToolCallEnd(ToolCallEndEvent {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                ok: output.ok,
-                summary: output.summary.clone(),
-                output: output.output.clone(),
-                display: output.display.clone(),
-            }),
-        );
-        if todos_changed {
-            self.todos_changed(id);
-        }
-        output
     }
 }
 

@@ -1,0 +1,247 @@
+use super::*;
+use crate::protocol::{AssistantMessageEvent, TurnCompleteEvent};
+
+fn view() -> View {
+    View::new(
+        Status {
+            agent: "build".into(),
+            model: "qwen3".into(),
+            state: TurnState::Idle,
+            used: None,
+            limit: None,
+            session: "s1".into(),
+            retry: None,
+        },
+        80,
+    )
+}
+
+fn plain(lines: &[Line]) -> Vec<String> {
+    lines.iter().map(Line::plain).collect()
+}
+
+fn delta(view: &mut View, text: &str) {
+    view.event(&EventMsg::AssistantDelta { delta: text.into() });
+}
+
+fn message(view: &mut View, tool_calls: usize) {
+    view.event(&EventMsg::AssistantMessage(AssistantMessageEvent {
+        text: String::new(),
+        tool_calls,
+    }));
+}
+
+#[test]
+fn text_before_tools_is_a_plan_and_the_last_text_the_answer() {
+    let mut view = view();
+    delta(&mut view, "I'll read ");
+    assert!(!view.has_committed());
+    assert_eq!(plain(&view.live()), ["I'll read "]);
+    delta(&mut view, "the file.\nThen fix it.");
+    assert_eq!(plain(&view.live()), ["I'll read the file.", "Then fix it."]);
+    message(&mut view, 1);
+    assert_eq!(
+        plain(&view.take_committed()),
+        ["PLAN I'll read the file.", "Then fix it."]
+    );
+    assert!(view.live().is_empty());
+    delta(&mut view, "## Done\n\n- fixed `x`\n");
+    message(&mut view, 0);
+    assert_eq!(
+        plain(&view.take_committed()),
+        ["ANSWER Done", "", "• fixed x"]
+    );
+}
+
+#[test]
+fn a_long_block_is_let_go_as_an_answer_and_then_streams() {
+    let mut view = view();
+    for n in 0..=HOLD_LINES {
+        delta(&mut view, &format!("line {n}\n"));
+    }
+    let committed = plain(&view.take_committed());
+    assert_eq!(committed.len(), HOLD_LINES + 1);
+    assert_eq!(committed[0], "ANSWER line 0");
+    delta(&mut view, "more\n");
+    assert_eq!(plain(&view.take_committed()), ["more"]);
+    message(&mut view, 0);
+    assert!(view.take_committed().is_empty());
+}
+
+#[test]
+fn reasoning_streams_dimmed_then_folds_into_one_line() {
+    let mut view = view();
+    view.event(&EventMsg::ReasoningDelta {
+        delta: "The user wants\na fix".into(),
+    });
+    assert_eq!(plain(&view.live()), ["thinking: a fix"]);
+    delta(&mut view, "Fixed.");
+    view.event(&EventMsg::TurnComplete(TurnCompleteEvent {
+        status: TurnStatus::Done,
+        last_message: None,
+    }));
+    assert_eq!(
+        plain(&view.take_committed()),
+        ["thought for 2 lines (/think shows it)", "ANSWER Fixed."]
+    );
+    assert_eq!(view.last_reasoning, "The user wants\na fix");
+}
+
+#[test]
+fn a_compaction_is_one_quiet_line_and_updates_the_context_use() {
+    let mut view = view();
+    view.event(&EventMsg::Compacted(crate::protocol::CompactedEvent {
+        what: "12 earlier messages summarised".into(),
+        before: 30_500,
+        after: 6_200,
+        limit: 32_768,
+    }));
+    assert_eq!(
+        plain(&view.take_committed()),
+        ["compacted: 12 earlier messages summarised; about 30.5k → 6.2k of 32.8k tokens"]
+    );
+    assert_eq!(view.status.used, Some(6_200));
+}
+
+#[test]
+fn text_found_to_be_reasoning_folds_or_is_marked() {
+    // Still held: it folds like reasoning and never shows as an answer.
+    let mut view = view();
+    delta(&mut view, "Hmm, the user\nwants a fix\n");
+    view.event(&EventMsg::ReasoningRecovered {
+        text: "Hmm, the user\nwants a fix\n".into(),
+    });
+    delta(&mut view, "Fixed.");
+    message(&mut view, 0);
+    assert_eq!(
+        plain(&view.take_committed()),
+        ["thought for 2 lines (/think shows it)", "ANSWER Fixed."]
+    );
+    // Already written out (more than the held lines): marked, and the
+    // answer gets its own label.
+    let mut view = self::tests::view();
+    let long = "a step of reasoning\n".repeat(12);
+    delta(&mut view, &long);
+    view.event(&EventMsg::ReasoningRecovered { text: long.clone() });
+    delta(&mut view, "Fixed.");
+    message(&mut view, 0);
+    let lines = plain(&view.take_committed());
+    assert_eq!(
+        lines[lines.len() - 2..],
+        [
+            "(the text above was the model's reasoning)",
+            "ANSWER Fixed."
+        ]
+    );
+    assert_eq!(view.last_reasoning, long);
+}
+
+#[test]
+fn a_warning_during_a_plan_follows_it_and_keeps_its_label() {
+    let mut view = view();
+    delta(&mut view, "Let me check.");
+    view.event(&EventMsg::Warning {
+        message: "The server sent text that is not valid UTF-8\nsecond line".into(),
+    });
+    assert!(!view.has_committed());
+    message(&mut view, 1);
+    assert_eq!(
+        plain(&view.take_committed()),
+        [
+            "PLAN Let me check.",
+            "The server sent text that is not valid UTF-8",
+            "second line"
+        ]
+    );
+    // Control characters from the model never reach the terminal.
+    delta(&mut view, "col\tumn \x1b[2Jx\r\n");
+    message(&mut view, 0);
+    assert_eq!(plain(&view.take_committed()), ["ANSWER col    umn ·[2Jx"]);
+}
+
+#[test]
+fn a_failing_bang_command_shows_its_output() {
+    let mut view = view();
+    view.event(&EventMsg::TurnStarted {
+        text: "!make".into(),
+    });
+    let output = (1..=25).fold(String::new(), |mut out, n| {
+        out.push_str("error ");
+        out.push_str(&n.to_string());
+        out.push('\n');
+        out
+    });
+    view.event(&EventMsg::ToolCallEnd(crate::protocol::ToolCallEndEvent {
+        call_id: "shell_0".into(),
+        name: "bash".into(),
+        ok: false,
+        summary: "exit code: 2, 25 lines of output".into(),
+        output: format!("{output}\n[exit code: 2]"),
+        display: None,
+    }));
+    let lines = plain(&view.take_committed());
+    assert_eq!(lines[0], "  ✗ exit code: 2, 25 lines of output");
+    assert_eq!(lines[1], "    error 1");
+    assert_eq!(lines[20], "    error 20");
+    assert_eq!(lines[21], "    … 5 more lines");
+}
+
+#[test]
+fn an_abort_keeps_the_partial_text_and_says_so() {
+    let mut view = view();
+    delta(&mut view, "Half a sen");
+    view.event(&EventMsg::TurnComplete(TurnCompleteEvent {
+        status: TurnStatus::Aborted,
+        last_message: None,
+    }));
+    assert_eq!(
+        plain(&view.take_committed()),
+        ["ANSWER Half a sen", "Aborted; what arrived so far is kept."]
+    );
+}
+
+#[test]
+fn a_retry_counts_down_in_the_status_line_until_output_comes() {
+    let mut view = view();
+    view.event(&EventMsg::Retry(crate::protocol::RetryEvent {
+        attempt: 1,
+        max_retries: 3,
+        delay_ms: 1_500,
+        reason: "HTTP 503".into(),
+    }));
+    assert_eq!(
+        view.status.line(80, "").plain(),
+        "build · qwen3 · retry 1/3 in 2 s (Esc cancels) · s1"
+    );
+    assert_eq!(
+        plain(&view.take_committed()),
+        ["retry 1/3 in 1.5 s: HTTP 503"]
+    );
+    view.event(&EventMsg::StateChanged {
+        state: TurnState::ModelGenerating,
+    });
+    assert_eq!(
+        view.status.line(80, "").plain(),
+        "build · qwen3 · generating · s1"
+    );
+}
+
+#[test]
+fn the_status_line_fits_and_drops_the_session_first() {
+    let mut status = view().status;
+    status.state = TurnState::ModelGenerating;
+    status.used = Some(1_234);
+    status.limit = Some(32_768);
+    assert_eq!(
+        status.line(80, "⠋").plain(),
+        "⠋ build · qwen3 · generating · 1.2k/32.8k (3%) · s1"
+    );
+    status.session = "20261123-114611-abcdef".into();
+    let narrow = status.line(50, "");
+    assert_eq!(
+        narrow.plain(),
+        "build · qwen3 · generating · 1.2k/32.8k (3%)"
+    );
+    assert_eq!(tokens(128_000), "128k");
+    assert_eq!(tokens(999), "999");
+}
