@@ -31,7 +31,7 @@ struct Memory<'a> {
 
 impl Memory<'_> {
     /// A cache that cannot be written only costs the next start a probe.
-    fn set(&self, change: impl FnOnce(&mut crate::servers::Known)) {
+    fn set(&self, change: impl Fn(&mut crate::servers::Known)) {
         let _ = self.cache.update(self.base_url, self.model, change);
     }
 }
@@ -142,19 +142,22 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
         base_url: &config.base_url,
         model: &model,
     };
-    match card.max_model_len.or_else(|| client.props_context()) {
-        Some(limit) => {
-            if card.max_model_len.is_none() {
-                report.ok(&format!("context {limit} tokens (from /props)"))?;
+    if let Some(limit) = config.context_limit {
+        report.ok(&format!(
+            "context {limit} tokens (`context_limit` in the config)"
+        ))?;
+    } else {
+        match card.max_model_len.or_else(|| client.props_context()) {
+            Some(limit) => {
+                if card.max_model_len.is_none() {
+                    report.ok(&format!("context {limit} tokens (from /props)"))?;
+                }
+                remember.set(|known| known.max_model_len = Some(limit));
             }
-            remember.set(|known| known.max_model_len = Some(limit));
-        }
-        None => match config.context_limit {
-            Some(limit) => report.ok(&format!("context {limit} tokens (`context_limit`)"))?,
             None => report.note(
                 "the server does not say its context length: set `context_limit` in the config",
             )?,
-        },
+        }
     }
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -89,11 +89,18 @@ impl ServerCache {
         &self,
         base_url: &str,
         model: &str,
-        change: impl FnOnce(&mut Known),
+        change: impl Fn(&mut Known),
     ) -> std::io::Result<()> {
         let Some(path) = &self.path else {
             return Ok(());
         };
+        // Most updates change nothing: no lock, no write.
+        let mut known = self.get(base_url, model);
+        let before = known.clone();
+        change(&mut known);
+        if known == before {
+            return Ok(());
+        }
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
@@ -105,14 +112,12 @@ impl ServerCache {
             .truncate(false)
             .write(true)
             .open(path.with_extension("json.lock"))?;
-        rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
+        // A filesystem without locks (some NFS) still gets the update.
+        let _ = rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive);
+        // Read again under the lock: another process may have changed
+        // this entry since.
         let mut file = self.read();
-        let entry = file.servers.entry(key(base_url, model)).or_default();
-        let before = entry.clone();
-        change(entry);
-        if *entry == before {
-            return Ok(());
-        }
+        change(file.servers.entry(key(base_url, model)).or_default());
         let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
         let aside = path.with_extension(format!("json.{}.tmp", std::process::id()));
         let written =

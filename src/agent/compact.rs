@@ -18,6 +18,9 @@ use crate::session::{Compaction, EntryBody, Message};
 /// Estimated tokens from which the server is asked for the context
 /// length (when the config does not give it).
 const ASK_LIMIT_FROM: u64 = 4_096;
+/// The largest correction of the estimate that usage may apply (code and
+/// JSON run about 1.4 times the estimate; more is a suspect count).
+const MAX_SCALE: f64 = 2.0;
 /// Tool outputs kept whole when older ones are pruned.
 const KEEP_TOOL_OUTPUTS: usize = 4;
 /// What a pruned tool output becomes.
@@ -43,11 +46,14 @@ pub struct Overflow {
 // Fixed patterns, checked by the tests below; a bad one would only make
 // the numbers unknown.
 static LIMIT: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?:maximum context length is|context length is only) (\d+)").ok()
+    Regex::new(
+        r"(?:maximum context length is|context length is only) (\d+)|available context size \((\d+) tokens\)",
+    )
+    .ok()
 });
 static PROMPT: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"prompt contains (?:at least )?(\d+) input tokens|request has (\d+) input tokens|You passed (\d+) input tokens|\((\d+) in the messages|(\d+) tokens in the messages",
+        r"prompt contains (?:at least )?(\d+) input tokens|request has (\d+) input tokens|You passed (\d+) input tokens|\((\d+) in the messages|(\d+) tokens in the messages|request \((\d+) tokens\) exceeds",
     )
     .ok()
 });
@@ -67,6 +73,7 @@ pub fn overflow(error: &client::Error) -> Option<Overflow> {
     };
     let matches = message.contains("context length")
         || message.contains("maximum context")
+        || message.contains("exceeds the available context size")
         || code.as_deref() == Some("context_length_exceeded");
     if !matches {
         return None;
@@ -160,7 +167,7 @@ impl AgentState {
         // last request was above it (never below: an estimate that runs
         // high only compacts early).
         let raw = self.request_estimate(current.as_ref());
-        let mut scale = self.calibration.max(1.0);
+        let mut scale = self.calibration.clamp(1.0, MAX_SCALE);
         let mut before = scale_tokens(raw, scale);
         // Small requests fit any model worth coding with; the server is
         // asked for its limit only once the conversation grows.
@@ -210,11 +217,12 @@ impl AgentState {
                 );
             }
         }
-        // Then the older conversation, summarised.
-        let Some(cut) = self.cut_point(&next, budget / 3) else {
+        // Then the older conversation, summarised. The rooms are in
+        // estimated tokens, so they shrink by the scale.
+        let Some(cut) = self.cut_point(&next, scale_tokens(budget / 3, 1.0 / scale)) else {
             return self.scaled_estimate(&next, scale) <= budget;
         };
-        let transcript = self.transcript(&next, cut, budget / 2);
+        let transcript = self.transcript(&next, cut, scale_tokens(budget / 2, 1.0 / scale));
         let Some(summary) = self.summarise(id, transcript, cancel).await else {
             return false;
         };
@@ -238,7 +246,10 @@ impl AgentState {
         } else {
             format!("{messages} earlier messages summarised")
         };
-        self.record_compaction(id, next, (before, after, limit), &done) && after <= budget
+        let recorded = self.record_compaction(id, next.clone(), (before, after, limit), &done);
+        // When only the correction says it does not fit, the request goes
+        // out: the server's own count (and the overflow retry) decides.
+        recorded && (after <= budget || self.request_estimate(Some(&next)) <= budget)
     }
 
     fn scaled_estimate(&self, compaction: &Compaction, scale: f64) -> u64 {
@@ -456,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    fn every_vllm_wording_is_recognised_with_its_numbers() {
+    fn every_vllm_and_llama_cpp_wording_is_recognised_with_its_numbers() {
         for (message, limit, prompt) in [
             (
                 "This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (32000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
@@ -482,6 +493,12 @@ mod tests {
                 "This model's maximum context length is 32768 tokens. However, you requested 1024 output tokens and your prompt contains at least 32769 input tokens, for a total of at least 33793 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=32769)",
                 Some(32768),
                 Some(32769),
+            ),
+            // llama.cpp's llama-server.
+            (
+                "request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it",
+                Some(8192),
+                Some(13392),
             ),
         ] {
             assert_eq!(

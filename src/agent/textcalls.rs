@@ -87,6 +87,8 @@ impl AgentState {
         let known = self.servers.get(&self.config.base_url, &self.session.model);
         self.shape.think_open = known.think_open;
         self.limit = known.max_model_len;
+        // Another model may tokenize differently.
+        self.calibration = 1.0;
         self.limit_asked = false;
         let text = match self.config.tool_calls {
             ToolCallMode::Text => true,
@@ -133,11 +135,7 @@ impl AgentState {
 
     /// Records a fact about the server for later runs; a cache that cannot
     /// be written costs only a warning.
-    pub(super) fn remember(
-        &self,
-        id: SubmissionId,
-        change: impl FnOnce(&mut crate::servers::Known),
-    ) {
+    pub(super) fn remember(&self, id: SubmissionId, change: impl Fn(&mut crate::servers::Known)) {
         if let Err(error) = self
             .servers
             .update(&self.config.base_url, &self.session.model, change)

@@ -458,10 +458,10 @@ impl AgentState {
             };
             self.last_prompt = Some(usage.prompt_tokens);
             if usage.prompt_tokens > 0 && self.sent_estimate > 0 {
-                // A bad count (a proxy's zero, a mock's constant) must not
-                // scale estimates wildly.
-                self.calibration =
-                    super::compact::ratio(usage.prompt_tokens, self.sent_estimate).clamp(0.25, 4.0);
+                // Only ever upwards: a low count (a proxy counting uncached
+                // tokens only) must not undo a correction; `fit` caps it.
+                let ratio = super::compact::ratio(usage.prompt_tokens, self.sent_estimate);
+                self.calibration = self.calibration.max(ratio);
             }
             self.emit(id, EventMsg::TokenUsage(usage));
             if let Err(status) = self.record(id, EntryBody::Usage(usage)) {

@@ -194,8 +194,11 @@ impl View {
             EventMsg::ReasoningRecovered { text } => self.recovered_reasoning(text),
             EventMsg::Compacted(compacted) => {
                 self.status.used = Some(compacted.after);
+                self.status.limit.get_or_insert(compacted.limit);
+                self.end_reasoning();
+                // After a cut stream it follows the partial text.
                 let lines = message_lines(Role::Dim, &compacted.describe(), width);
-                self.committed.extend(lines);
+                self.after_text(lines);
             }
             EventMsg::AssistantDelta { delta } => {
                 self.end_reasoning();
@@ -404,6 +407,11 @@ impl View {
     /// before the step ends; it follows the text.
     fn warning(&mut self, message: &str) {
         let lines = message_lines(Role::Warning, message, self.width);
+        self.after_text(lines);
+    }
+
+    /// Lines that must follow the step's text still arriving.
+    fn after_text(&mut self, lines: Vec<Line>) {
         if self.held.is_empty() && self.partial.is_empty() {
             self.committed.extend(lines);
         } else {

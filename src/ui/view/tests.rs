@@ -101,6 +101,7 @@ fn a_compaction_is_one_quiet_line_and_updates_the_context_use() {
         ["compacted: 12 earlier messages summarised; about 30.5k → 6.2k of 32.8k tokens"]
     );
     assert_eq!(view.status.used, Some(6_200));
+    assert_eq!(view.status.limit, Some(32_768), "a limit learned from it");
 }
 
 #[test]
