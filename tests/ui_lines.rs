@@ -142,3 +142,32 @@ fn the_todo_list_is_shown_kept_in_the_session_and_back_on_resume() {
         resumed.stdout
     );
 }
+
+#[test]
+fn the_context_limit_is_the_configs_else_the_servers_else_llama_cpps() {
+    // The config's limit wins over the server's 32768.
+    let server = demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("offcode.jsonc"), "{ context_limit: 16000 }\n").unwrap();
+    let (code, out) = interactive(&ws, &server.base_url(), "/context\n");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("of 16.0k tokens ("), "{out}");
+    // llama.cpp: no max_model_len in the list, n_ctx in /props.
+    let llama = crate::support::MockServer::start(std::sync::Arc::new(
+        |request: &crate::support::server::Request| match request.path.as_str() {
+            "/v1/models" => crate::support::Reply::json(
+                200,
+                &serde_json::json!({"object": "list", "data": [{"id": "mock-model", "object": "model"}]}),
+            ),
+            "/props" => crate::support::Reply::json(
+                200,
+                &serde_json::json!({"default_generation_settings": {"n_ctx": 8192}}),
+            ),
+            _ => crate::support::demo::respond(request),
+        },
+    ));
+    let ws = Workspace::new();
+    let (code, out) = interactive(&ws, &llama.base_url(), "/context\n");
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("of 8.2k tokens ("), "{out}");
+}

@@ -47,11 +47,33 @@ pub struct App<'a> {
     session_file: Option<String>,
     turns: usize,
     models: Option<Vec<ModelCard>>,
+    /// `context_limit` from the config: it wins over the server's.
+    configured_limit: Option<u64>,
+    /// The server's context size when its model list has none (llama.cpp's
+    /// `/props`).
+    props_limit: Option<u64>,
     /// The start-up request for the model list, while it runs: the prompt
     /// does not wait for it.
-    listing: Option<tokio::task::JoinHandle<Result<Vec<ModelCard>, crate::client::Error>>>,
+    listing: Option<tokio::task::JoinHandle<Listing>>,
     /// A prompt refused before it was sent, to put back in the editor.
     pub refused: Option<String>,
+}
+
+/// The start-up model list, and llama.cpp's context size when the list
+/// gives none.
+type Listing = (Result<Vec<ModelCard>, crate::client::Error>, Option<u64>);
+
+fn list_models(client: &Client) -> Listing {
+    let models = client.list_models();
+    let no_lengths = models
+        .as_ref()
+        .is_ok_and(|models| models.iter().all(|m| m.max_model_len.is_none()));
+    let props = if no_lengths {
+        client.props_context()
+    } else {
+        None
+    };
+    (models, props)
 }
 
 impl<'a> App<'a> {
@@ -64,6 +86,7 @@ impl<'a> App<'a> {
     ) -> Self {
         let client = Arc::clone(&setup.client);
         let sandbox = Arc::clone(&setup.sandbox);
+        let configured_limit = setup.config.context_limit;
         let status = Status {
             agent: "build".to_owned(),
             model: setup.session.model.clone(),
@@ -83,12 +106,14 @@ impl<'a> App<'a> {
             session_file: None,
             turns: 0,
             models: None,
+            configured_limit,
+            props_limit: None,
             listing: None,
             refused: None,
         };
         app.introduce().await;
         let client = Arc::clone(&app.client);
-        app.listing = Some(tokio::task::spawn_blocking(move || client.list_models()));
+        app.listing = Some(tokio::task::spawn_blocking(move || list_models(&client)));
         app
     }
 
@@ -125,12 +150,13 @@ impl<'a> App<'a> {
             return;
         };
         let message = match task.await {
-            Ok(Ok(models)) => {
+            Ok((Ok(models), props)) => {
                 self.models = Some(models);
+                self.props_limit = props;
                 self.update_limit();
                 return;
             }
-            Ok(Err(error)) => crate::client::error_chain(&error),
+            Ok((Err(error), _)) => crate::client::error_chain(&error),
             Err(error) => error.to_string(),
         };
         self.view.commit(Line::new().with(
@@ -146,24 +172,28 @@ impl<'a> App<'a> {
     /// length); a failure leaves them as they were and says why.
     async fn fetch_models(&mut self) -> Result<(), String> {
         let client = Arc::clone(&self.client);
-        let listed = tokio::task::spawn_blocking(move || client.list_models()).await;
+        let listed = tokio::task::spawn_blocking(move || list_models(&client)).await;
         match listed {
-            Ok(Ok(models)) => {
+            Ok((Ok(models), props)) => {
                 self.models = Some(models);
+                self.props_limit = props;
                 self.update_limit();
                 Ok(())
             }
-            Ok(Err(error)) => Err(crate::client::error_chain(&error)),
+            Ok((Err(error), _)) => Err(crate::client::error_chain(&error)),
             Err(error) => Err(error.to_string()),
         }
     }
 
+    /// The status line's limit: the config's, else the server's for the
+    /// active model.
     fn update_limit(&mut self) {
         let model = &self.view.status.model;
-        self.view.status.limit = self
+        let served = self
             .models
             .as_ref()
             .and_then(|models| crate::client::wire::context_length(models, model));
+        self.view.status.limit = self.configured_limit.or(served).or(self.props_limit);
     }
 
     /// A dim line of our own.
