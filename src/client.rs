@@ -17,7 +17,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 pub use assemble::{Assembled, AssembledCall, Piece};
-pub use error::Error;
+pub use error::{CERTIFICATE_FIX, Error, TOOL_PARSER_FLAGS};
 use http::{Activity, Job, WorkerMsg};
 use wire::{ChatRequest, ModelCard, ModelsResponse};
 

@@ -175,7 +175,7 @@ pub fn client_failure(error: &client::Error, base_url: &str) -> Failure {
     let failure = Failure::new(error, EXIT_FAILED);
     match error {
         client::Error::Connect { .. } if error.is_certificate_problem() => failure.with_hint(
-            "The server's certificate is not trusted: give its CA certificate (PEM) as `tls.ca_file` in the config or `SSL_CERT_FILE`",
+            format!("The server's certificate is not trusted: {}", client::CERTIFICATE_FIX),
         ),
         client::Error::Connect { .. } => failure.with_hint(format!(
             "Is the model server running at `{base_url}`? Set `base_url` in `~/.config/offcode/offcode.jsonc` or `OFFCODE_BASE_URL`"

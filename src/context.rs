@@ -310,7 +310,8 @@ pub fn build_text_messages(system: &str, history: &[Message]) -> Vec<WireMessage
     messages
 }
 
-fn text_message(role: &str, content: &str) -> WireMessage {
+/// A message of plain text in `role`.
+pub fn text_message(role: &str, content: &str) -> WireMessage {
     WireMessage {
         role: role.to_owned(),
         content: Some(content.to_owned()),

@@ -11,10 +11,11 @@ use serde_json::json;
 
 use crate::cancel::Cancel;
 use crate::client::inline::{InlineParser, describe_tools};
-use crate::client::wire::{ChatRequest, FunctionSpec, ToolSpec, WireMessage};
+use crate::client::wire::{ChatRequest, FunctionSpec, ToolSpec};
 use crate::client::{self, Assembled, Client};
 use crate::commands::{load_config, out};
 use crate::config::{Environment, Flags};
+use crate::context::text_message;
 use crate::servers::{ServerCache, ToolSupport};
 use crate::{EXIT_FAILED, Failure};
 
@@ -290,7 +291,7 @@ fn http_problem(error: &client::Error, base_url: &str) -> (String, String) {
     let text = client::error_chain(error);
     let fix = match error {
         client::Error::Connect { .. } if error.is_certificate_problem() => {
-            "give the server's CA certificate (PEM) as `tls.ca_file` in the config, or `SSL_CERT_FILE`".to_owned()
+            client::CERTIFICATE_FIX.to_owned()
         }
         client::Error::Status {
             status: 401 | 403, ..
@@ -333,15 +334,6 @@ fn probe_tool() -> ToolSpec {
     }
 }
 
-fn message(role: &str, content: &str) -> WireMessage {
-    WireMessage {
-        role: role.to_owned(),
-        content: Some(content.to_owned()),
-        tool_calls: Vec::new(),
-        tool_call_id: None,
-    }
-}
-
 /// Asks the model to call a tool natively; when the server refuses, the
 /// same through the text.
 async fn probe_tools(client: &Client, config: &crate::config::Config, model: &str) -> Probe {
@@ -351,17 +343,20 @@ async fn probe_tools(client: &Client, config: &crate::config::Config, model: &st
     config.retry.max_retries = config.retry.max_retries.min(1);
     let started = Instant::now();
     let messages = vec![
-        message("system", "You are a helpful assistant."),
-        message("user", PROBE_PROMPT),
+        text_message("system", "You are a helpful assistant."),
+        text_message("user", PROBE_PROMPT),
     ];
     let request = ChatRequest::streaming(model, &messages, &tools, &config);
     let mut response = client
         .stream_chat(&request, &Cancel::default(), &mut |_| {})
         .await;
-    let refused = matches!(&response, Err(client::Error::Status { status: 400, message, .. }) if message.contains("--enable-auto-tool-choice") || message.contains("--tool-call-parser"));
+    let refused = response.as_ref().is_err_and(client::Error::refuses_tools);
     if refused {
         let system = format!("You are a helpful assistant.\n\n{}", describe_tools(&tools));
-        let messages = vec![message("system", &system), message("user", PROBE_PROMPT)];
+        let messages = vec![
+            text_message("system", &system),
+            text_message("user", PROBE_PROMPT),
+        ];
         let request = ChatRequest::streaming(model, &messages, &[], &config);
         response = client
             .stream_chat(&request, &Cancel::default(), &mut |_| {})
@@ -385,8 +380,6 @@ async fn probe_tools(client: &Client, config: &crate::config::Config, model: &st
         millis: millis(started),
     }
 }
-
-const PARSER_FLAGS: &str = "`--enable-auto-tool-choice --tool-call-parser hermes` (Qwen2.5, Qwen3, Hermes; `qwen3_coder` for Qwen3-Coder, `mistral` for Mistral, `llama3_json` for Llama 3.1+)";
 
 fn report_tools(probe: &Probe, report: &mut Report, remember: &Memory<'_>) -> Result<(), Failure> {
     let response = match &probe.response {
@@ -413,7 +406,7 @@ fn report_tools(probe: &Probe, report: &mut Report, remember: &Memory<'_>) -> Re
             &format!(
                 "the server has no tool-call parser: requests with tools are refused; {works}"
             ),
-            &format!("start vLLM with {PARSER_FLAGS}"),
+            &format!("start vLLM with {}", client::TOOL_PARSER_FLAGS),
         );
     }
     if native {
@@ -426,7 +419,10 @@ fn report_tools(probe: &Probe, report: &mut Report, remember: &Memory<'_>) -> Re
     if probe.text_calls > 0 {
         return report.problem(
             "the tool call came back as text: the server's tool-call parser does not match this model (offcode reads such calls anyway)",
-            &format!("start vLLM with the parser for this model: {PARSER_FLAGS}"),
+            &format!(
+                "start vLLM with the parser for this model: {}",
+                client::TOOL_PARSER_FLAGS
+            ),
         );
     }
     report.problem(
@@ -457,7 +453,7 @@ fn report_reasoning(
 }
 
 fn tokenize(client: &Client, model: &str, report: &mut Report) -> Result<(), Failure> {
-    match client.tokenize(model, &[message("user", "hello")], &[]) {
+    match client.tokenize(model, &[text_message("user", "hello")], &[]) {
         Ok(Some(_)) => report.ok("/tokenize counts tokens exactly"),
         _ => report.note(
             "no /tokenize route: offcode estimates token counts until the server reports usage (vLLM has it; a proxy may hide it)",

@@ -11,7 +11,7 @@ use super::turn::AgentState;
 use crate::cancel::Cancel;
 use crate::client::wire::{ChatRequest, WireMessage};
 use crate::client::{self, Update};
-use crate::context::{build_messages, estimate_tokens};
+use crate::context::{build_messages, estimate_tokens, text_message};
 use crate::protocol::{EventMsg, SubmissionId};
 use crate::session::{Compaction, EntryBody, Message};
 
@@ -350,7 +350,10 @@ impl AgentState {
         transcript: String,
         cancel: &Cancel,
     ) -> Option<String> {
-        let messages = vec![wire("system", SUMMARY_PROMPT), wire("user", &transcript)];
+        let messages = vec![
+            text_message("system", SUMMARY_PROMPT),
+            text_message("user", &transcript),
+        ];
         let model = self.session.model.clone();
         let mut request = ChatRequest::streaming(&model, &messages, &[], &self.config);
         request.max_tokens =
@@ -442,15 +445,6 @@ pub(super) fn ratio(exact: u64, estimate: u64) -> f64 {
 )]
 fn scale_tokens(tokens: u64, scale: f64) -> u64 {
     (tokens as f64 * scale).round() as u64
-}
-
-fn wire(role: &str, content: &str) -> WireMessage {
-    WireMessage {
-        role: role.to_owned(),
-        content: Some(content.to_owned()),
-        tool_calls: Vec::new(),
-        tool_call_id: None,
-    }
 }
 
 #[cfg(test)]

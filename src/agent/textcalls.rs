@@ -13,24 +13,6 @@ use crate::session::Message;
 
 use super::turn::AgentState;
 
-/// The fix to name when a server refuses tools.
-pub(super) const TOOL_PARSER_FIX: &str = "start vLLM with `--enable-auto-tool-choice --tool-call-parser hermes` (or the parser for your model: `qwen3_coder`, `mistral`, `llama3_json`...)";
-
-/// Whether the server refused the request because it cannot parse tool
-/// calls (vLLM without `--enable-auto-tool-choice`).
-pub(super) fn refuses_tools(error: &client::Error) -> bool {
-    match error {
-        client::Error::Status {
-            status: 400,
-            message,
-            ..
-        } => {
-            message.contains("--enable-auto-tool-choice") || message.contains("--tool-call-parser")
-        }
-        _ => false,
-    }
-}
-
 /// How tool calls and reasoning travel with the session's server.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Shape {
@@ -127,7 +109,8 @@ impl AgentState {
         self.warn(
             id,
             &format!(
-                "The server cannot parse tool calls; offcode describes the tools in the prompt and reads calls from the model's text. To fix the server, {TOOL_PARSER_FIX}"
+                "The server cannot parse tool calls; offcode describes the tools in the prompt and reads calls from the model's text. To fix the server, start vLLM with {}",
+                client::TOOL_PARSER_FLAGS
             ),
         );
         self.remember(id, |known| known.tool_calls = Some(ToolSupport::Text));

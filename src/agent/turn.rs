@@ -411,7 +411,7 @@ impl AgentState {
         if matches!(error, client::Error::Cancelled) {
             return Step::End(TurnStatus::Aborted);
         }
-        if super::textcalls::refuses_tools(&error)
+        if error.refuses_tools()
             && !self.shape.text_tools
             && self.config.tool_calls == crate::config::ToolCallMode::Auto
         {
@@ -433,11 +433,14 @@ impl AgentState {
         }
         let mut message = client::error_chain(&error);
         if error.is_certificate_problem() {
-            message.push_str(". The server's certificate is not trusted: give its CA certificate (PEM) as `tls.ca_file` in the config, or `SSL_CERT_FILE`");
-        } else if super::textcalls::refuses_tools(&error) {
             message = format!(
-                "{message}. To fix the server, {}; or set `tool_calls` to `auto` or `text`",
-                super::textcalls::TOOL_PARSER_FIX
+                "{message}. The server's certificate is not trusted: {}",
+                client::CERTIFICATE_FIX
+            );
+        } else if error.refuses_tools() {
+            message = format!(
+                "{message}. To fix the server, start vLLM with {}; or set `tool_calls` to `auto` or `text`",
+                client::TOOL_PARSER_FLAGS
             );
         }
         self.fail(id, message, error_kind(&error));

@@ -4,6 +4,13 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+/// The vLLM flags that make it parse tool calls, for the models they fit.
+pub const TOOL_PARSER_FLAGS: &str = "`--enable-auto-tool-choice --tool-call-parser hermes` (Qwen2.5, Qwen3, Hermes; `qwen3_coder` for Qwen3-Coder, `mistral` for Mistral, `llama3_json` for Llama 3.1+)";
+
+/// What to do about a certificate that is not trusted.
+pub const CERTIFICATE_FIX: &str =
+    "give the server's CA certificate (PEM) as `tls.ca_file` in the config, or `SSL_CERT_FILE`";
+
 /// What went wrong talking to the model server.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -72,6 +79,16 @@ impl Error {
             | Self::Setup(_)
             | Self::Cancelled => false,
         }
+    }
+
+    /// The server refused a request with `tools` because it cannot parse
+    /// tool calls (vLLM without `--enable-auto-tool-choice`).
+    pub fn refuses_tools(&self) -> bool {
+        matches!(
+            self,
+            Self::Status { status: 400, message, .. }
+                if message.contains("--enable-auto-tool-choice") || message.contains("--tool-call-parser")
+        )
     }
 
     /// The connection failed because the server's certificate was not
