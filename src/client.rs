@@ -216,21 +216,13 @@ impl Client {
     /// `GET /models`: the served models with their context lengths.
     pub fn list_models(&self) -> Result<Vec<ModelCard>, Error> {
         let url = format!("{}/models", self.base_url);
-        // A server that accepts the connection and never answers must
-        // not hang a command.
-        let mut request = self
-            .agent()
-            .get(&url)
-            .config()
-            .timeout_global(Some(self.idle_timeout.min(SHORT_REQUEST)))
-            .build();
-        if let Some(key) = &self.api_key {
-            request = request.header("authorization", format!("Bearer {key}"));
-        }
-        let response = request.call().map_err(|source| Error::Connect {
-            url: url.clone(),
-            source,
-        })?;
+        let response = self
+            .short(self.agent().get(&url))
+            .call()
+            .map_err(|source| Error::Connect {
+                url: url.clone(),
+                source,
+            })?;
         let status = response.status().as_u16();
         let body = response
             .into_body()
@@ -270,19 +262,30 @@ impl Client {
         listed.or_else(|| self.props_context())
     }
 
-    /// llama.cpp's `GET {server root}/props` context size, if it answers.
-    pub fn props_context(&self) -> Option<u64> {
-        let root = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
-        let mut request = self
-            .agent()
-            .get(&format!("{root}/props"))
+    /// The server root (the API root without `/v1`), where vLLM serves
+    /// `/tokenize` and llama.cpp `/props`.
+    fn root(&self) -> &str {
+        self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url)
+    }
+
+    /// A short, non-streamed request: authorised, and with a deadline so
+    /// a server that accepts the connection and never answers cannot hang
+    /// a command.
+    fn short<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        let request = request
             .config()
             .timeout_global(Some(self.idle_timeout.min(SHORT_REQUEST)))
             .build();
-        if let Some(key) = &self.api_key {
-            request = request.header("authorization", format!("Bearer {key}"));
+        match &self.api_key {
+            Some(key) => request.header("authorization", format!("Bearer {key}")),
+            None => request,
         }
-        let response = request.call().ok()?;
+    }
+
+    /// llama.cpp's `GET {server root}/props` context size, if it answers.
+    pub fn props_context(&self) -> Option<u64> {
+        let url = format!("{}/props", self.root());
+        let response = self.short(self.agent().get(&url)).call().ok()?;
         if !response.status().is_success() {
             return None;
         }
@@ -307,8 +310,7 @@ impl Client {
         messages: &[wire::WireMessage],
         tools: &[wire::ToolSpec],
     ) -> Result<Option<wire::TokenizeResponse>, Error> {
-        let root = self.base_url.strip_suffix("/v1").unwrap_or(&self.base_url);
-        let url = format!("{root}/tokenize");
+        let url = format!("{}/tokenize", self.root());
         let body = serde_json::to_vec(&wire::TokenizeRequest {
             model,
             messages,
@@ -319,16 +321,9 @@ impl Client {
             what: "the tokenize request".to_owned(),
             reason: e.to_string(),
         })?;
-        let mut request = self
-            .agent()
-            .post(&url)
-            .config()
-            .timeout_global(Some(self.idle_timeout.min(SHORT_REQUEST)))
-            .build()
+        let request = self
+            .short(self.agent().post(&url))
             .header("content-type", "application/json");
-        if let Some(key) = &self.api_key {
-            request = request.header("authorization", format!("Bearer {key}"));
-        }
         let response = request.send(&body[..]).map_err(|source| Error::Connect {
             url: url.clone(),
             source,

@@ -358,15 +358,12 @@ impl AgentState {
         let mut request = ChatRequest::streaming(&model, &messages, &[], &self.config);
         request.max_tokens =
             Some(u32::try_from(self.config.compaction.reserve / 2).unwrap_or(2_048));
-        let events = self.events.clone();
+        let emit = self.emitter(id);
         let result = self
             .client
             .stream_chat(&request, cancel, &mut |update| {
                 if let Update::Retry(retry) = update {
-                    let _ = events.send(crate::protocol::Event {
-                        id,
-                        msg: EventMsg::Retry(retry),
-                    });
+                    emit(EventMsg::Retry(retry));
                 }
             })
             .await;

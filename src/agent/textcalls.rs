@@ -155,10 +155,7 @@ impl AgentState {
         text: &mut StepText,
         response: &mut client::Assembled,
     ) {
-        let events = self.events.clone();
-        let emit = move |msg| {
-            let _ = events.send(crate::protocol::Event { id, msg });
-        };
+        let emit = self.emitter(id);
         let (outs, calls) = parser.finish(response.finish_reason.as_deref() == Some("length"));
         for out in outs {
             text.apply(out, &emit);

@@ -132,6 +132,16 @@ impl AgentState {
         }
     }
 
+    /// A sender of events for submission `id` that does not borrow the
+    /// state (for callbacks that run while it is borrowed).
+    pub(super) fn emitter(&self, id: SubmissionId) -> impl Fn(EventMsg) + Send + use<> {
+        let events = self.events.clone();
+        move |msg| {
+            // Nobody listening means the front end is gone.
+            let _ = events.send(Event { id, msg });
+        }
+    }
+
     pub(super) fn emit(&self, id: SubmissionId, msg: EventMsg) {
         // Nobody listening means the front end is gone; the session still
         // records everything.
@@ -340,10 +350,7 @@ impl AgentState {
         let mut parser = self.inline_parser();
         let mut text = StepText::default();
         let mut generating = false;
-        let events = self.events.clone();
-        let emit = |msg| {
-            let _ = events.send(Event { id, msg });
-        };
+        let emit = self.emitter(id);
         let result = self
             .client
             .stream_chat(&request, cancel, &mut |update| match update {
@@ -389,10 +396,7 @@ impl AgentState {
     ) -> Step {
         // What was held back as possible markup is text after all; calls
         // in a cut response are not run.
-        let events = self.events.clone();
-        let emit = move |msg| {
-            let _ = events.send(Event { id, msg });
-        };
+        let emit = self.emitter(id);
         for out in parser.finish(true).0 {
             text.apply(out, &emit);
         }
