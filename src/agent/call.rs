@@ -12,11 +12,13 @@ use crate::session::ToolCall;
 use crate::tools::{ToolContext, ToolOutput, parse_argument_text};
 
 impl AgentState {
-    /// Asks for approval when the policy says so, runs the tool and reports.
+    /// Asks for approval when the policy says so, runs the tool and reports;
+    /// `recovered` when the call was read from the model's text.
     pub(super) async fn run_call(
         &mut self,
         id: SubmissionId,
         call: &ToolCall,
+        recovered: bool,
         cancel: &Cancel,
     ) -> ToolOutput {
         let arguments = parse_argument_text(&call.arguments)
@@ -27,7 +29,7 @@ impl AgentState {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
                 arguments: arguments.clone(),
-                recovered: self.shape.recovered,
+                recovered,
             }),
         );
         let output = match self.permit(id, call, arguments, cancel).await {

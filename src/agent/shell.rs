@@ -65,7 +65,7 @@ impl AgentState {
         let output = if cancel.is_cancelled() {
             ToolOutput::error("not run: aborted")
         } else {
-            self.run_call(id, &call, cancel).await
+            self.run_call(id, &call, false, cancel).await
         };
         self.last_call = None;
         let reply = if output.output.contains("[exit code:") {

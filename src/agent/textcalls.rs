@@ -20,8 +20,6 @@ pub(super) struct Shape {
     pub(super) text_tools: bool,
     /// The model's responses open inside a think block.
     pub(super) think_open: bool,
-    /// The calls of the current step were read from the text.
-    pub(super) recovered: bool,
 }
 
 /// A step's streamed text, split by the inline parser.
@@ -148,21 +146,21 @@ impl AgentState {
     /// The end of a response: held text is decided, the calls read from
     /// the text are taken when the server sent none of its own, and a
     /// model found to open its responses inside reasoning is remembered.
+    /// True when the calls were read from the text.
     pub(super) fn finish_text(
         &mut self,
         id: SubmissionId,
         parser: &mut InlineParser,
         text: &mut StepText,
         response: &mut client::Assembled,
-    ) {
+    ) -> bool {
         let emit = self.emitter(id);
         let (outs, calls) = parser.finish(response.finish_reason.as_deref() == Some("length"));
         for out in outs {
             text.apply(out, &emit);
         }
-        self.shape.recovered = false;
-        if response.tool_calls.is_empty() && !calls.is_empty() {
-            self.shape.recovered = true;
+        let recovered = response.tool_calls.is_empty() && !calls.is_empty();
+        if recovered {
             response.tool_calls = calls
                 .into_iter()
                 .zip(0..)
@@ -185,5 +183,6 @@ impl AgentState {
             self.shape.think_open = false;
             self.remember(id, |known| known.think_open = false);
         }
+        recovered
     }
 }

@@ -377,8 +377,8 @@ impl AgentState {
         match result {
             Ok(mut response) => {
                 self.overflow_retried = false;
-                self.finish_text(id, &mut parser, &mut text, &mut response);
-                self.finish_step(id, response, cancel).await
+                let recovered = self.finish_text(id, &mut parser, &mut text, &mut response);
+                self.finish_step(id, response, recovered, cancel).await
             }
             Err(error) => self.step_failed(id, error, parser, text, cancel).await,
         }
@@ -455,6 +455,7 @@ impl AgentState {
         &mut self,
         id: SubmissionId,
         response: client::Assembled,
+        recovered: bool,
         cancel: &Cancel,
     ) -> Step {
         if let Some(usage) = response.usage {
@@ -521,7 +522,7 @@ impl AgentState {
             let output = if cancel.is_cancelled() {
                 ToolOutput::error("not run: the turn was aborted")
             } else {
-                self.run_call(id, call, cancel).await
+                self.run_call(id, call, recovered, cancel).await
             };
             let message = Message::Tool {
                 tool_call_id: call.id.clone(),
