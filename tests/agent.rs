@@ -699,15 +699,7 @@ async fn the_first_file_change_without_a_todo_list_starts_one_and_tells_the_mode
     assert_eq!(updates[0].len(), 1);
     assert_eq!(updates[0][0].content, "add a.txt");
     let second_request = &server.chat_bodies()[1];
-    let tool_result = second_request["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let tool_result = crate::support::first_tool_result(second_request);
     assert!(
         tool_result.contains("offcode started a todo list for this task:\n[~] 1 add a.txt"),
         "{tool_result}"

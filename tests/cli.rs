@@ -794,15 +794,7 @@ fn skills_are_indexed_loaded_on_request_and_hidden_when_denied() {
         .map(|t| t["function"]["name"].as_str().unwrap())
         .collect();
     assert!(tools.contains(&"skill"), "{tools:?}");
-    let loaded = bodies[1]["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let loaded = crate::support::first_tool_result(&bodies[1]);
     assert_eq!(
         loaded,
         "Skill `release` (from .offcode/skills/release/SKILL.md):\n\n1. Bump the version.\n2. Tag it."

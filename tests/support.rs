@@ -40,6 +40,19 @@ pub fn fast_config(base_url: &str) -> offcode::config::Config {
     config
 }
 
+/// The content of the first tool result a chat request carried.
+pub fn first_tool_result(body: &serde_json::Value) -> String {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "tool")
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// Concatenated SSE events, as one reply.
 pub fn sse(events: &[String]) -> Reply {
     Reply::sse(events.concat().into_bytes())
