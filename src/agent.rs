@@ -41,6 +41,8 @@ pub struct AgentSetup {
     pub config: Config,
     /// The workspace root, held open; every file tool goes through it.
     pub sandbox: Arc<Sandbox>,
+    /// How shell commands run (confined by the kernel, or not).
+    pub shell: Arc<crate::confine::Shell>,
     /// The effective permission policy, resolved before every call.
     pub policy: Arc<PolicySource>,
     /// Who answers approval requests, as recorded: `user` or `headless`.

@@ -10,7 +10,8 @@ use serde_json::json;
 
 use crate::cli::{PolicyCheckArgs, SessionsArgs, ToolArgs};
 use crate::client::{self, Client};
-use crate::config::{self, Environment, Flags, Loaded};
+use crate::config::{self, Config, Environment, Flags, Loaded};
+use crate::confine::Shell;
 use crate::policy::{Action, Policy, PolicySource};
 use crate::sandbox::Sandbox;
 use crate::session::Store;
@@ -50,6 +51,13 @@ pub fn load_policy(
         root,
         environment.var("HOME"),
     )
+    .map(|policy| {
+        policy.with_shell(crate::confine::Status::of(
+            root,
+            &loaded.config.sandbox,
+            environment.var("HOME"),
+        ))
+    })
     .map_err(|e| {
         let hint = match &e {
             crate::policy::Error::Managed { .. } => {
@@ -99,6 +107,19 @@ fn policy_files(environment: &Environment, loaded: &Loaded) -> Vec<std::path::Pa
     let mut files: Vec<_> = loaded.files.iter().map(|f| f.path.clone()).collect();
     files.push(managed_path(environment));
     files
+}
+
+/// How shell commands run in `root`: confined by this `offcode` binary
+/// acting as the helper, unless the config turned it off or the kernel
+/// cannot.
+pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path) -> Arc<Shell> {
+    let helper = std::env::current_exe().unwrap_or_else(|_| "offcode".into());
+    Arc::new(Shell::new(
+        helper,
+        root,
+        &config.sandbox,
+        environment.var("HOME"),
+    ))
 }
 
 /// The session store under the data directory.
@@ -448,9 +469,11 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
         Action::Ask | Action::Allow => {}
     }
     let context = crate::tools::ToolContext {
+        shell: shell(environment, &loaded.config, sandbox.root()),
         sandbox,
         cancel: crate::cancel::Cancel::default(),
         allow_clobber: false,
+        unconfined: false,
     };
     let output = runtime()?.block_on(registry.call_parsed(tool, arguments, &context));
     let newline = if output.output.ends_with('\n') {
@@ -486,6 +509,9 @@ pub fn policy_check(args: &PolicyCheckArgs, environment: &Environment) -> Result
     };
     let _ = writeln!(text, "Decision: {}{dangerous}", decision.action);
     let _ = writeln!(text, "Rule:     {}", decision.rule);
+    if let Some(how) = &decision.confinement {
+        let _ = writeln!(text, "Runs:     {how}");
+    }
     if decision.managed {
         let _ = writeln!(
             text,

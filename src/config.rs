@@ -138,6 +138,31 @@ pub enum ToolCallMode {
     Text,
 }
 
+/// Whether shell commands run confined by the kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Confined (the default).
+    #[default]
+    On,
+    /// Not confined; warned about in every session.
+    Off,
+}
+
+/// Kernel confinement of shell commands (`"sandbox": "off"` is short for
+/// `{"mode": "off"}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxConfig {
+    /// On or off. Only the global config may turn it off.
+    pub mode: SandboxMode,
+    /// Commands may reach the network.
+    pub network: bool,
+    /// More directories commands may write beneath (a leading `~/` is the
+    /// home directory). Only the global config may add them.
+    pub writable: Vec<String>,
+}
+
 /// TLS for `https://` endpoints.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -184,6 +209,8 @@ pub struct Config {
     pub retry: RetryConfig,
     /// Timeouts.
     pub timeouts: TimeoutsConfig,
+    /// How shell commands are confined.
+    pub sandbox: SandboxConfig,
 }
 
 impl Default for Config {
@@ -204,6 +231,7 @@ impl Default for Config {
             tls: TlsConfig::default(),
             retry: RetryConfig::default(),
             timeouts: TimeoutsConfig::default(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }
@@ -346,6 +374,13 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
             column: problem.column,
             message: problem.message,
         })?;
+        let is_project = explicit.as_ref() != Some(&path) && path.starts_with(&environment.cwd);
+        sandbox_layer(&mut layer, is_project).map_err(|message| Error::Invalid {
+            path: path.clone(),
+            line: None,
+            column: None,
+            message,
+        })?;
         let permission = layer.remove("permission");
         let dangerous_extra = match layer.remove("dangerous") {
             Some(value) => {
@@ -395,6 +430,29 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         policy_layers,
         merged,
     })
+}
+
+/// Reads `"sandbox": "off"` as `{"mode": "off"}`, and refuses what a
+/// project config may not do: a repository cannot turn off or widen the
+/// confinement of the commands run in it.
+fn sandbox_layer(layer: &mut Map<String, Value>, is_project: bool) -> Result<(), String> {
+    let Some(sandbox) = layer.get_mut("sandbox") else {
+        return Ok(());
+    };
+    if let Value::String(mode) = sandbox {
+        *sandbox = json!({ "mode": mode });
+    }
+    if is_project {
+        let loosens = sandbox.get("mode").and_then(Value::as_str) == Some("off")
+            || sandbox
+                .get("writable")
+                .and_then(Value::as_array)
+                .is_some_and(|dirs| !dirs.is_empty());
+        if loosens {
+            return Err("`sandbox.mode: off` and `sandbox.writable` may only be set in your global config: a project cannot loosen the confinement of its own commands".to_owned());
+        }
+    }
+    Ok(())
 }
 
 fn single(key: &str, value: Value) -> Map<String, Value> {
@@ -560,7 +618,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `skills`, `context_limit`, `compaction`, `tool_calls`, `tls`, `retry`, `timeouts`, `permission`, `dangerous`",
+                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `skills`, `context_limit`, `compaction`, `tool_calls`, `tls`, `retry`, `timeouts`, `sandbox`, `permission`, `dangerous`",
                 path.display()
             )
         );

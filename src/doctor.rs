@@ -64,6 +64,45 @@ impl Report {
     }
 }
 
+/// Whether shell commands run confined: the kernel's support, and one real
+/// command through the helper.
+fn sandbox(
+    environment: &Environment,
+    config: &crate::config::Config,
+    report: &mut Report,
+) -> Result<(), Failure> {
+    let shell = crate::commands::shell(environment, config, &environment.cwd);
+    match shell.status() {
+        crate::confine::Status::Off => report.problem(
+            "shell commands run unconfined (`\"sandbox\": \"off\"` in your config)",
+            "remove `sandbox` from your global config so commands run confined by the kernel",
+        ),
+        crate::confine::Status::Unavailable { reason } => report.problem(
+            &format!("shell commands cannot be confined: {reason}, so every command asks"),
+            "run offcode on Linux 5.13 or later with Landlock enabled (`lsm=...,landlock` on the kernel command line); or, to run commands unconfined without asking, set `\"sandbox\": \"off\"` in your global config",
+        ),
+        crate::confine::Status::Confined { .. } => {
+            let ran = shell.command("true", &[], false).output();
+            match ran {
+                Ok(output) if output.status.success() => {
+                    report.ok(&format!("shell commands run {}", shell.status().describe()))
+                }
+                Ok(output) => report.problem(
+                    &format!(
+                        "the sandbox refused to start a command: {}",
+                        String::from_utf8_lossy(&output.stderr).trim()
+                    ),
+                    "allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`) or use Linux 6.7 or later (Landlock TCP rules)",
+                ),
+                Err(error) => report.problem(
+                    &format!("the sandbox helper could not be started: {error}"),
+                    "reinstall offcode; the helper is the `offcode` binary itself",
+                ),
+            }
+        }
+    }
+}
+
 fn millis(since: Instant) -> u128 {
     since.elapsed().as_millis()
 }
@@ -80,6 +119,7 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
         problems: 0,
     };
     out(&format!("offcode doctor: {}\n", config.base_url))?;
+    sandbox(environment, config, &mut report)?;
     let client = match crate::commands::client(config, environment) {
         Ok(client) => client,
         Err(failure) => {

@@ -91,12 +91,14 @@ pub fn prepare(
     let current = policy.current().ok();
     let (context, skills) =
         crate::commands::workspace_context(environment, &sandbox, &config, current.as_deref());
+    let shell = crate::commands::shell(environment, &config, sandbox.root());
     Ok(AgentSetup {
         context,
         client,
         session,
         tools: Registry::default().with_skills(skills),
         config,
+        shell,
         sandbox,
         policy,
         approver,

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod client;
 mod commands;
 pub mod config;
+pub mod confine;
 pub mod context;
 mod doctor;
 mod headless;

@@ -6,6 +6,19 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // The confinement helper runs before anything else, while the process
+    // is still single-threaded, and then becomes the command.
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() == Some(std::ffi::OsStr::new(offcode::confine::HELPER_ARG)) {
+        let rest: Vec<_> = args.collect();
+        return match offcode::confine::helper(&rest) {
+            Ok(status) => ExitCode::from(status),
+            Err(error) => {
+                let _ = writeln!(std::io::stderr(), "offcode: not run: {error}");
+                ExitCode::from(126)
+            }
+        };
+    }
     let cli = offcode::cli::Cli::parse();
     let result = offcode::config::Environment::capture()
         .map_err(|e| offcode::Failure::new(&e, offcode::EXIT_USAGE))

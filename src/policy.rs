@@ -102,6 +102,8 @@ pub struct Policy {
     gate: Gate,
     root: PathBuf,
     home: Option<String>,
+    /// How shell commands run in this session.
+    shell: crate::confine::Status,
 }
 
 /// How one subject of a call was judged.
@@ -119,6 +121,10 @@ pub struct Subject {
 
 /// The policy's answer for one tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "flat data, serialised as it is"
+)]
 pub struct Decision {
     /// Allow, ask or deny.
     pub action: Action,
@@ -136,6 +142,13 @@ pub struct Decision {
     /// An approved run may overwrite existing files through `>`: run it
     /// without noclobber.
     pub clobbers: bool,
+    /// How the command would run (bash only): confined and what it may
+    /// write, or unconfined and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
+    /// A person is asked to lift the confinement for this one command.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unconfined: bool,
     /// Rules "allow for this session" would add; empty when not offered.
     #[serde(skip)]
     pub session_rules: Vec<Rule>,
@@ -178,7 +191,21 @@ impl Policy {
             // As the gate resolves paths, so prefixes compare.
             root: gate::real_path(root),
             home: home.map(str::to_owned),
+            shell: crate::confine::Status::Off,
         })
+    }
+
+    /// Sets how shell commands run, which decides when bash must ask
+    /// because commands would run unconfined.
+    #[must_use]
+    pub fn with_shell(mut self, shell: crate::confine::Status) -> Self {
+        self.shell = shell;
+        self
+    }
+
+    /// How shell commands run.
+    pub fn shell(&self) -> &crate::confine::Status {
+        &self.shell
     }
 
     /// The managed file in force, if any.
@@ -220,7 +247,33 @@ impl Policy {
                     .join("; ")
             );
         }
-        let managed = deciding.is_some_and(|s| s.rule.starts_with("managed "));
+        let mut managed = deciding.is_some_and(|s| s.rule.starts_with("managed "));
+        let (confinement, unconfined) = self.confinement(tool, arguments);
+        if tool == "bash" && action != Action::Deny {
+            if unconfined {
+                action = Action::Ask;
+                managed = true;
+                rule = format!(
+                    "asks to run outside the sandbox{}",
+                    if dangerous {
+                        format!("; {rule}")
+                    } else {
+                        String::new()
+                    }
+                );
+            } else if let crate::confine::Status::Unavailable { reason } = &self.shell {
+                action = Action::Ask;
+                managed = true;
+                rule = format!(
+                    "commands cannot be confined ({reason}), so each one asks{}",
+                    if dangerous {
+                        format!("; {rule}")
+                    } else {
+                        String::new()
+                    }
+                );
+            }
+        }
         let session_rules = if action == Action::Ask && !dangerous && !managed {
             judged
                 .iter()
@@ -247,8 +300,25 @@ impl Policy {
             rule,
             managed,
             clobbers: found.clobbers,
+            confinement,
+            unconfined,
             session_rules,
         }
+    }
+
+    /// How a bash call would run, and whether it asks to run unconfined.
+    fn confinement(&self, tool: &str, arguments: &Value) -> (Option<String>, bool) {
+        if tool != "bash" {
+            return (None, false);
+        }
+        let lift = arguments.get("unconfined").and_then(Value::as_bool) == Some(true)
+            && matches!(self.shell, crate::confine::Status::Confined { .. });
+        let how = if lift {
+            "UNCONFINED for this command only, if you approve: it may write anywhere you can and reach the network".to_owned()
+        } else {
+            self.shell.describe()
+        };
+        (Some(how), lift)
     }
 
     /// What a call is matched on: each simple command and redirect of a

@@ -340,6 +340,10 @@ pub struct FileDiff {
 
 /// Payload of [`EventMsg::ApprovalRequest`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "flat data, serialised as it is"
+)]
 pub struct ApprovalRequestEvent {
     /// The call to approve.
     pub call_id: String,
@@ -363,6 +367,13 @@ pub struct ApprovalRequestEvent {
     /// The managed policy demands the question: never answered by `--yes`.
     #[serde(default)]
     pub mandatory: bool,
+    /// For bash: how the command would run (confined and what it may
+    /// write, or unconfined and why).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<String>,
+    /// The question is whether to lift the sandbox for this one command.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unconfined: bool,
     /// For write, edit and patch: the change the call would make, worked
     /// out without making it (absent when the call would fail).
     #[serde(default, skip_serializing_if = "Option::is_none")]

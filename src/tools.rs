@@ -40,6 +40,10 @@ pub struct ToolContext {
     /// `bash` may overwrite existing files through `>` (a person approved
     /// exactly that); otherwise commands run under `set -o noclobber`.
     pub allow_clobber: bool,
+    /// How shell commands run (confined by the kernel, or not).
+    pub shell: Arc<crate::confine::Shell>,
+    /// A person approved running this call's command unconfined.
+    pub unconfined: bool,
 }
 
 /// The result of a tool call.
@@ -380,6 +384,10 @@ mod tests {
             sandbox: Arc::new(Sandbox::new(dir.path()).unwrap()),
             cancel: Cancel::default(),
             allow_clobber: false,
+            shell: std::sync::Arc::new(crate::confine::Shell::unconfined(
+                crate::confine::Status::Off,
+            )),
+            unconfined: false,
         };
         (dir, context)
     }

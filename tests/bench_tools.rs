@@ -35,6 +35,10 @@ fn main() {
         sandbox: Arc::new(Sandbox::new(dir.path()).unwrap()),
         cancel: Cancel::default(),
         allow_clobber: false,
+        shell: std::sync::Arc::new(offcode::confine::Shell::unconfined(
+            offcode::confine::Status::Off,
+        )),
+        unconfined: false,
     };
     let registry = Registry::default();
     let runtime = tokio::runtime::Builder::new_current_thread()

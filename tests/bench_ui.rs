@@ -126,6 +126,8 @@ fn main() {
         dangerous: false,
         dangers: Vec::new(),
         mandatory: false,
+        confinement: None,
+        unconfined: false,
         preview: Some(ToolDisplay::Diff {
             files: vec![FileDiff {
                 path: "src/lib.rs".into(),

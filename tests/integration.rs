@@ -9,6 +9,7 @@
 mod agent;
 mod cli;
 mod client;
+mod confine;
 mod doctor;
 mod fixtures;
 mod layout;

@@ -5,7 +5,7 @@ use std::path::Path;
 
 const CORE: &[&str] = &[
     "protocol", "agent", "client", "tools", "policy", "session", "context", "config", "sandbox",
-    "cancel",
+    "cancel", "confine",
 ];
 
 fn rust_files(path: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -49,4 +49,29 @@ fn core_modules_never_use_terminal_crates_or_print() {
         }
     }
     assert!(checked >= CORE.len());
+}
+
+#[test]
+fn unsafe_code_lives_in_one_module() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let allowed = src.join("confine/sys.rs");
+    let mut with_unsafe = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        if text.contains("unsafe") && *file != allowed {
+            with_unsafe.push(file.display().to_string());
+        }
+    }
+    assert_eq!(
+        with_unsafe,
+        Vec::<String>::new(),
+        "only src/confine/sys.rs may use unsafe"
+    );
+    assert!(
+        std::fs::read_to_string(&allowed)
+            .unwrap()
+            .contains("unsafe {")
+    );
 }

@@ -1177,8 +1177,19 @@ fn policy_check_judges_other_tools_too() {
 fn stubs(ws: &Workspace) -> (PathBuf, PathBuf) {
     use std::os::unix::fs::PermissionsExt;
     let dir = ws.home.join("stubs");
-    let log = ws.home.join("stub.log");
+    let log = ws.home.join("stub-log/stub.log");
     std::fs::create_dir_all(&dir).unwrap();
+    std::fs::create_dir_all(log.parent().unwrap()).unwrap();
+    // Commands run confined: the stubs' log is a directory the user's
+    // global config opens for writing.
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        format!(
+            "{{ retry: {{ initial_delay_ms: 10, max_delay_ms: 40, max_retries: 2 }}, sandbox: {{ writable: ['{}'] }} }}\n",
+            log.parent().unwrap().display()
+        ),
+    )
+    .unwrap();
     let script = format!("#!/bin/sh\necho \"${{0##*/}} $*\" >> '{}'\n", log.display());
     for name in [
         "rm",

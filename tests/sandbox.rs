@@ -103,6 +103,10 @@ fn call(sandbox: &Arc<Sandbox>, tool: &str, arguments: &Value) -> ToolOutput {
         sandbox: Arc::clone(sandbox),
         cancel: Cancel::default(),
         allow_clobber: false,
+        shell: std::sync::Arc::new(offcode::confine::Shell::unconfined(
+            offcode::confine::Status::Off,
+        )),
+        unconfined: false,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -168,3 +168,14 @@ pub fn run_with_stdin(mut command: impl std::borrow::BorrowMut<Command>, input: 
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
     }
 }
+
+/// Commands in `root` confined as a session confines them, by the built
+/// `offcode` binary acting as the helper.
+pub fn confined_shell(root: &std::path::Path) -> std::sync::Arc<offcode::confine::Shell> {
+    std::sync::Arc::new(offcode::confine::Shell::new(
+        env!("CARGO_BIN_EXE_offcode").into(),
+        root,
+        &offcode::config::SandboxConfig::default(),
+        None,
+    ))
+}

@@ -33,12 +33,14 @@ impl AgentState {
             }),
         );
         let output = match self.permit(id, call, arguments, cancel).await {
-            Ok(clobbers) => {
+            Ok(permit) => {
                 self.set_state(id, TurnState::ToolRunning);
                 let context = ToolContext {
                     sandbox: Arc::clone(&self.sandbox),
                     cancel: cancel.clone(),
-                    allow_clobber: clobbers,
+                    allow_clobber: permit.clobbers,
+                    shell: Arc::clone(&self.shell),
+                    unconfined: permit.unconfined,
                 };
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.

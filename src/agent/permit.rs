@@ -18,18 +18,17 @@ use crate::session::{AllowedRule, EntryBody, ToolCall};
 use crate::tools::{ToolContext, ToolOutput};
 
 impl AgentState {
-    /// `Ok(clobbers)` when the call may run (`clobbers`: an approved `>`
-    /// may overwrite files, so bash runs without noclobber); otherwise the
-    /// result the model gets.
+    /// `Ok` with how to run it when the call may run; otherwise the result
+    /// the model gets.
     pub(super) async fn permit(
         &mut self,
         id: SubmissionId,
         call: &ToolCall,
         arguments: Value,
         cancel: &Cancel,
-    ) -> Result<bool, ToolOutput> {
+    ) -> Result<Permit, ToolOutput> {
         if self.tools.get(&call.name).is_none() {
-            return Ok(false); // the registry reports the unknown tool
+            return Ok(Permit::default()); // the registry reports the unknown tool
         }
         let policy = match self.policy.current() {
             Ok(policy) => policy,
@@ -108,7 +107,10 @@ impl AgentState {
             );
         }
         match answer {
-            ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => Ok(decision.clobbers),
+            ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => Ok(Permit {
+                clobbers: decision.clobbers,
+                unconfined: decision.unconfined,
+            }),
             ApprovalDecision::Deny => {
                 let why = match (reason, by) {
                     (Some(reason), _) => reason,
@@ -140,6 +142,8 @@ impl AgentState {
                 sandbox: Arc::clone(&self.sandbox),
                 cancel: cancel.clone(),
                 allow_clobber: false,
+                shell: Arc::clone(&self.shell),
+                unconfined: false,
             },
         );
         let (sender, receiver) = oneshot::channel();
@@ -163,6 +167,8 @@ impl AgentState {
                     .map(|d| format!("{}: {}", d.command, d.why))
                     .collect(),
                 mandatory: decision.managed,
+                confinement: decision.confinement.clone(),
+                unconfined: decision.unconfined,
                 preview,
             }),
         );
@@ -214,6 +220,15 @@ impl AgentState {
         }
         self.repeats
     }
+}
+
+/// How an allowed call runs.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Permit {
+    /// An approved `>` may overwrite files: bash runs without noclobber.
+    pub(super) clobbers: bool,
+    /// A person approved running the command outside the sandbox.
+    pub(super) unconfined: bool,
 }
 
 /// The same call this many times in a row is matched as `doom_loop`.

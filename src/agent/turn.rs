@@ -50,6 +50,7 @@ pub(super) struct AgentState {
     pub(super) servers: crate::servers::ServerCache,
     pub(super) config: Config,
     pub(super) sandbox: Arc<Sandbox>,
+    pub(super) shell: Arc<crate::confine::Shell>,
     /// The system prompt as sent (with the tools, in text mode).
     pub(super) system: String,
     /// The system prompt without tool descriptions.
@@ -111,6 +112,7 @@ impl AgentState {
             specs,
             config: setup.config,
             sandbox: setup.sandbox,
+            shell: setup.shell,
             events,
             shared,
             session_rules: setup
@@ -184,6 +186,19 @@ impl AgentState {
         }
         if self.config.tls.insecure_skip_verify && self.config.base_url.starts_with("https") {
             self.warn(0, crate::client::net::INSECURE_WARNING);
+        }
+        match self.shell.status() {
+            crate::confine::Status::Confined { .. } => {}
+            crate::confine::Status::Off => self.warn(
+                0,
+                "Shell commands run UNCONFINED: your config says `\"sandbox\": \"off\"`, so a command can write anywhere you can and reach the network",
+            ),
+            crate::confine::Status::Unavailable { reason } => {
+                let message = format!(
+                    "Shell commands cannot be confined ({reason}); every command will ask before it runs. `offcode doctor` explains"
+                );
+                self.warn(0, &message);
+            }
         }
         self.adopt_server_facts(0);
         if self.session.skipped_lines > 0 {

@@ -60,8 +60,30 @@ pub struct FileLayer {
     tls: Option<TlsLayer>,
     retry: Option<RetryLayer>,
     timeouts: Option<TimeoutsLayer>,
+    sandbox: Option<SandboxLayer>,
     permission: Option<crate::policy::PermissionValue>,
     dangerous: Option<crate::policy::DangerousValue>,
+}
+
+/// `"sandbox": "off"` or the object form.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "\"on\", \"off\" or an object with `mode`, `network`, `writable`"
+)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+enum SandboxLayer {
+    Mode(crate::config::SandboxMode),
+    Keys(SandboxKeys),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+struct SandboxKeys {
+    mode: Option<crate::config::SandboxMode>,
+    network: Option<bool>,
+    writable: Option<Vec<NonEmpty>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -12,6 +12,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{Error, Tool, ToolContext, ToolOutput};
+use crate::confine::protect::Snapshot;
 
 /// Seconds a command may run when the model gives no timeout.
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -33,6 +34,11 @@ pub struct Arguments {
     timeout: Option<u64>,
     #[expect(dead_code, reason = "shown in approval prompts by the front end")]
     description: Option<String>,
+    /// Asks to run outside the sandbox; read by the policy, which makes a
+    /// person answer, and lifted only through [`ToolContext::unconfined`].
+    #[serde(default)]
+    #[expect(dead_code, reason = "read by the policy from the raw arguments")]
+    unconfined: bool,
 }
 
 impl Tool for Bash {
@@ -48,7 +54,8 @@ impl Tool for Bash {
             "properties": {
                 "command": {"type": "string"},
                 "timeout": {"type": "integer", "description": "Seconds (default 120, max 600)"},
-                "description": {"type": "string", "description": "Why you run it, in a few words"}
+                "description": {"type": "string", "description": "Why you run it, in a few words"},
+                "unconfined": {"type": "boolean", "description": "Only if the command failed because the sandbox refused a write outside the workspace or the network: run it outside the sandbox (a person must approve)"}
             },
             "required": ["command"]
         })
@@ -70,17 +77,19 @@ async fn run_command(
 ) -> Result<ToolOutput, Error> {
     // `-C` is `set -o noclobber`: a `>` the gate judged safe (its target
     // did not exist) cannot overwrite a file created since.
-    let noclobber: &[&str] = if context.allow_clobber { &[] } else { &["-C"] };
-    let mut child = tokio::process::Command::new("bash")
-        .args(["--noprofile", "--norc"])
-        .args(noclobber)
-        .args(["-c", command])
+    let mut args = vec!["--noprofile", "--norc"];
+    if !context.allow_clobber {
+        args.push("-C");
+    }
+    args.extend(["-c", command]);
+    let confinement = context.shell.confinement(context.unconfined);
+    let before = confinement.map(|_| Snapshot::take(context.sandbox.root()));
+    let mut shell = context.shell.command("bash", &args, context.unconfined);
+    for secret in SECRET_VARIABLES {
+        shell.env_remove(secret);
+    }
+    let mut child = tokio::process::Command::from(shell)
         .current_dir(context.sandbox.root())
-        .env_clear()
-        .envs(
-            std::env::vars_os()
-                .filter(|(name, _)| !SECRET_VARIABLES.iter().any(|secret| name == *secret)),
-        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -114,6 +123,16 @@ async fn run_command(
     // Whatever the command left running in its group goes too.
     kill_group();
     let mut text = output.into_text();
+    if let Some(before) = before {
+        let changes = before.restore(&Snapshot::take(context.sandbox.root()), &context.sandbox);
+        if !changes.is_empty() {
+            let _ = write!(
+                text,
+                "\n[offcode: commands may not change git's config and hooks or offcode's config: {}]",
+                changes.join("; ")
+            );
+        }
+    }
     let ok = match finished {
         Some(Ok(status)) => {
             let code = status
@@ -234,6 +253,10 @@ mod tests {
             sandbox: std::sync::Arc::new(crate::sandbox::Sandbox::new(dir.path()).unwrap()),
             cancel: Cancel::default(),
             allow_clobber: false,
+            shell: std::sync::Arc::new(crate::confine::Shell::unconfined(
+                crate::confine::Status::Off,
+            )),
+            unconfined: false,
         }
     }
 

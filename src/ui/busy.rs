@@ -556,6 +556,8 @@ mod tests {
             dangerous: true,
             dangers: Vec::new(),
             mandatory: false,
+            confinement: None,
+            unconfined: false,
             preview: None,
         };
         assert_eq!(answer(&request, &key(KeyCode::Char('a'))), None);

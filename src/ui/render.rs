@@ -186,7 +186,19 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
             truncate(&one_line(&request.rule), room.saturating_sub(6)),
         ));
     }
-    if request.mandatory {
+    if let Some(how) = &request.confinement {
+        let role = if how.starts_with("UNCONFINED") {
+            Role::Warning
+        } else {
+            Role::Dim
+        };
+        lines.push(
+            Line::new()
+                .with(Role::Dim, "  runs: ")
+                .with(role, truncate(&one_line(how), room.saturating_sub(6))),
+        );
+    }
+    if request.mandatory && request.rule.starts_with("managed ") {
         lines.push(Line::new().with(Role::Warning, "  required by the managed policy"));
     }
     let mut keys = Line::new()
@@ -341,6 +353,8 @@ mod tests {
             dangerous: false,
             dangers: Vec::new(),
             mandatory: false,
+            confinement: None,
+            unconfined: false,
             preview: None,
         }
     }

@@ -1,0 +1,536 @@
+//! Kernel confinement of every process a `bash` call or `!cmd` starts.
+//!
+//! The gate reads command lines; it cannot see what `cargo test`'s
+//! `build.rs`, a Makefile or a script the model wrote will do. So each
+//! command runs under rules the kernel enforces, approved or not:
+//!
+//! - **Landlock**: writes only beneath the workspace, the session's private
+//!   temp dir and directories the config lists; reads everywhere; no
+//!   signals to processes outside the sandbox (ABI 6).
+//! - **Network**: a fresh network namespace (only its own loopback, so a
+//!   test suite's local server still works) where unprivileged user
+//!   namespaces are allowed, else Landlock's TCP rules refusing every
+//!   `connect` and `bind` (ABI 4).
+//! - **Protected files**: `.git/config`, `.git/hooks/`, `offcode.jsonc`
+//!   and `.offcode/` inside the workspace are bind-mounted read-only in a
+//!   private mount namespace; in any case offcode compares them before and
+//!   after each command and restores what changed ([`protect`]).
+//! - A private PID namespace: when the command ends, everything it left
+//!   running ends with it.
+//!
+//! All of it is applied by a re-executed `offcode` (the helper, entered
+//! through [`HELPER_ARG`]) just before it execs bash, so offcode itself is
+//! never confined. The helper refuses to run the command when the kernel
+//! cannot confine it as asked.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod protect;
+mod sys;
+
+use std::ffi::OsString;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetStatus, Scope,
+};
+use serde::{Deserialize, Serialize};
+
+/// The hidden first argument that makes `offcode` the helper:
+/// `offcode __confine SPEC-JSON PROGRAM ARGS...`.
+pub const HELPER_ARG: &str = "__confine";
+
+/// The Landlock ABI whose rights offcode asks for (newer kernels are not
+/// asked for rights this code was not tested with).
+const TESTED_ABI: ABI = ABI::V6;
+
+/// Character devices any command may write (the `/dev/null` of
+/// `2>/dev/null`, terminals), and directories of such.
+const DEVICE_FILES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+];
+const DEVICE_DIRS: &[&str] = &["/dev/pts", "/dev/shm"];
+
+/// What a confined command may do, handed to the helper.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Spec {
+    /// Directories the command may write beneath.
+    pub writable: Vec<PathBuf>,
+    /// Paths inside them that stay read-only (bind-mounted, where the
+    /// kernel allows a private mount namespace).
+    pub read_only: Vec<PathBuf>,
+    /// The command may reach the network.
+    pub network: bool,
+    /// Try private namespaces (user, mount, PID, network) before falling
+    /// back to Landlock alone; off only to test that fallback.
+    #[serde(default = "yes")]
+    pub namespaces: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// Why a command could not be confined.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The spec handed to the helper is not valid.
+    #[error("the confinement spec is invalid: {0}")]
+    Spec(String),
+    /// Landlock is missing or refused the rules.
+    #[error("Landlock cannot confine the command: {0}")]
+    Landlock(String),
+    /// Neither a network namespace nor Landlock's TCP rules are available.
+    #[error(
+        "the network cannot be closed: no user namespaces ({namespace}) and no Landlock TCP rules (kernel 6.7 or later)"
+    )]
+    Network { namespace: String },
+    /// A namespace step failed after the namespaces were created.
+    #[error("setting up the namespaces failed at {step}: {source}")]
+    Namespace {
+        step: &'static str,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The command could not be executed.
+    #[error("cannot run `{program}`: {source}")]
+    Exec {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// What the kernel offers, probed without confining the caller.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Support {
+    /// Landlock file-system rules work.
+    pub landlock: bool,
+    /// Landlock's TCP rules work (ABI 4).
+    pub landlock_network: bool,
+}
+
+impl Support {
+    /// Probes by creating (not applying) rulesets.
+    pub fn probe() -> Self {
+        let creates = |ruleset: Result<Ruleset, landlock::RulesetError>| {
+            ruleset.and_then(Ruleset::create).is_ok()
+        };
+        Self {
+            landlock: creates(
+                Ruleset::default()
+                    .set_compatibility(CompatLevel::HardRequirement)
+                    .handle_access(AccessFs::from_all(ABI::V1)),
+            ),
+            landlock_network: creates(
+                Ruleset::default()
+                    .set_compatibility(CompatLevel::HardRequirement)
+                    .handle_access(AccessNet::from_all(ABI::V4)),
+            ),
+        }
+    }
+}
+
+/// How shell commands run in a session, as told to people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Status {
+    /// Confined by the kernel.
+    Confined {
+        /// The network is open (config).
+        network: bool,
+        /// Where commands may write.
+        writable: Vec<PathBuf>,
+    },
+    /// The config turned confinement off.
+    Off,
+    /// The kernel cannot confine commands; each one asks.
+    Unavailable {
+        /// What is missing.
+        reason: String,
+    },
+}
+
+impl Status {
+    /// How commands in `root` would run under `config` on this kernel.
+    pub fn of(root: &Path, config: &crate::config::SandboxConfig, home: Option<&str>) -> Self {
+        if config.mode == crate::config::SandboxMode::Off {
+            return Self::Off;
+        }
+        if !Support::probe().landlock {
+            return Self::Unavailable {
+                reason: "this kernel has no Landlock".to_owned(),
+            };
+        }
+        let mut writable = vec![root.to_path_buf()];
+        writable.extend(
+            config
+                .writable
+                .iter()
+                .map(|dir| match (dir.strip_prefix("~/"), home) {
+                    (Some(rest), Some(home)) => Path::new(home).join(rest),
+                    _ => PathBuf::from(dir),
+                }),
+        );
+        Self::Confined {
+            network: config.network,
+            writable,
+        }
+    }
+
+    /// One line saying how a command will run.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Confined { network, writable } => format!(
+                "confined: writes only beneath {} and a private temp dir; {}",
+                writable
+                    .iter()
+                    .map(|p| format!("`{}`", p.display()))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if *network {
+                    "the network is open (config `sandbox.network`)"
+                } else {
+                    "no network"
+                }
+            ),
+            Self::Off => {
+                "UNCONFINED (config `\"sandbox\": \"off\"`): may write anywhere you can and reach the network".to_owned()
+            }
+            Self::Unavailable { reason } => format!(
+                "UNCONFINED ({reason}): may write anywhere you can and reach the network"
+            ),
+        }
+    }
+}
+
+/// How a session runs shell commands: through the helper, or plainly
+/// when confinement is off or unavailable.
+#[derive(Debug)]
+pub struct Shell {
+    confinement: Option<Confinement>,
+    status: Status,
+}
+
+impl Shell {
+    /// Commands in `root`, by `helper` (the `offcode` binary), under
+    /// `config`; plain when confinement is off or unavailable.
+    pub fn new(
+        helper: PathBuf,
+        root: &Path,
+        config: &crate::config::SandboxConfig,
+        home: Option<&str>,
+    ) -> Self {
+        let status = Status::of(root, config, home);
+        let Status::Confined { network, writable } = &status else {
+            return Self::unconfined(status);
+        };
+        match Confinement::new(helper, root, &writable[1..], *network) {
+            Ok(confinement) => Self {
+                confinement: Some(confinement),
+                status,
+            },
+            Err(error) => Self::unconfined(Status::Unavailable {
+                reason: format!("no private temp dir: {error}"),
+            }),
+        }
+    }
+
+    /// A shell that runs commands plainly, for the reason `status` gives.
+    pub fn unconfined(status: Status) -> Self {
+        Self {
+            confinement: None,
+            status,
+        }
+    }
+
+    /// How commands run.
+    pub fn status(&self) -> &Status {
+        &self.status
+    }
+
+    /// The confinement, unless it is off, unavailable or `lifted` (a
+    /// person approved running this one command unconfined).
+    pub fn confinement(&self, lifted: bool) -> Option<&Confinement> {
+        self.confinement.as_ref().filter(|_| !lifted)
+    }
+
+    /// `program args...`, confined unless `lifted`.
+    pub fn command(&self, program: &str, args: &[&str], lifted: bool) -> std::process::Command {
+        if let Some(confinement) = self.confinement(lifted) {
+            return confinement.command(program, args);
+        }
+        let mut command = std::process::Command::new(program);
+        command.args(args);
+        command
+    }
+}
+
+/// The rules and the helper that applies them.
+#[derive(Debug)]
+pub struct Confinement {
+    /// The `offcode` binary that acts as the helper.
+    helper: PathBuf,
+    /// The rules.
+    spec: Spec,
+    /// The session's private temp dir (`TMPDIR`), removed on drop.
+    tmp: PathBuf,
+}
+
+impl Confinement {
+    /// Confinement for commands run in `root`: writable beneath `root`, a
+    /// new private temp dir and `writable`; `network` opens the network.
+    /// Git's config and hooks and offcode's config stay read-only.
+    pub fn new(
+        helper: PathBuf,
+        root: &Path,
+        writable: &[PathBuf],
+        network: bool,
+    ) -> std::io::Result<Self> {
+        let tmp = private_temp_dir()?;
+        let mut dirs = vec![root.to_path_buf(), tmp.clone()];
+        dirs.extend(writable.iter().cloned());
+        let read_only = protect::PROTECTED.iter().map(|p| root.join(p)).collect();
+        Ok(Self {
+            helper,
+            spec: Spec {
+                writable: dirs,
+                read_only,
+                network,
+                namespaces: true,
+            },
+            tmp,
+        })
+    }
+
+    /// The rules in force.
+    pub fn spec(&self) -> &Spec {
+        &self.spec
+    }
+
+    /// The session's private temp dir.
+    pub fn tmp(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// The helper command that runs `program` with `args` confined.
+    pub fn command(&self, program: &str, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(&self.helper);
+        command
+            .arg(HELPER_ARG)
+            .arg(serde_json::to_string(&self.spec).unwrap_or_default())
+            .arg(program)
+            .args(args)
+            .env("TMPDIR", &self.tmp);
+        command
+    }
+}
+
+impl Drop for Confinement {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+}
+
+/// Creates `$TMPDIR/offcode-PID-RANDOM` (mode 0700).
+fn private_temp_dir() -> std::io::Result<PathBuf> {
+    use std::os::unix::fs::DirBuilderExt;
+    let base = std::env::temp_dir();
+    let mut last = None;
+    for _ in 0..8 {
+        let path = base.join(format!(
+            "offcode-{}-{:08x}",
+            std::process::id(),
+            crate::client::random_u64() & 0xffff_ffff
+        ));
+        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+            Ok(()) => return Ok(path),
+            Err(error) => last = Some(error),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::other("no temp dir")))
+}
+
+/// The helper's whole life: `args` are what followed [`HELPER_ARG`]. It
+/// returns only on failure (or, in the PID namespace's parent, with the
+/// command's exit status).
+pub fn helper(args: &[OsString]) -> Result<u8, Error> {
+    let (spec, program) = match args {
+        [spec, program @ ..] if !program.is_empty() => (
+            serde_json::from_str::<Spec>(&spec.to_string_lossy())
+                .map_err(|e| Error::Spec(e.to_string()))?,
+            program,
+        ),
+        _ => return Err(Error::Spec("expected SPEC PROGRAM [ARGS...]".to_owned())),
+    };
+    let namespaces = sys::Namespaces {
+        network: !spec.network,
+    };
+    let unshared = if spec.namespaces {
+        sys::unshare(&namespaces)
+    } else {
+        Err(std::io::Error::other("namespaces were not asked for"))
+    };
+    let network_namespace = match unshared {
+        Ok(()) => {
+            if let Some(status) = inside_namespaces(&spec)? {
+                return Ok(status);
+            }
+            !spec.network
+        }
+        Err(error) if spec.network => {
+            let _ = error; // user namespaces only add to what Landlock does
+            false
+        }
+        Err(error) => {
+            if !Support::probe().landlock_network {
+                return Err(Error::Network {
+                    namespace: error.to_string(),
+                });
+            }
+            false
+        }
+    };
+    restrict(&spec, network_namespace)?;
+    let error = std::process::Command::new(&program[0])
+        .args(&program[1..])
+        .exec();
+    Err(Error::Exec {
+        program: program[0].to_string_lossy().into_owned(),
+        source: error,
+    })
+}
+
+/// In fresh namespaces: map our ids, make the protected paths read-only,
+/// bring up loopback, and fork so the command is PID 1 of its namespace.
+/// `Some(status)` in the parent once the command ended.
+fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
+    let step = |step: &'static str| move |source| Error::Namespace { step, source };
+    rustix::mount::mount_change(
+        "/",
+        rustix::mount::MountPropagationFlags::PRIVATE | rustix::mount::MountPropagationFlags::REC,
+    )
+    .map_err(|e| step("making mounts private")(e.into()))?;
+    for path in &spec.read_only {
+        // A path that does not exist cannot be mounted over; the check
+        // after the command covers it.
+        if path.exists() {
+            bind_read_only(path).map_err(step("a read-only bind mount"))?;
+        }
+    }
+    if !spec.network {
+        sys::loopback_up().map_err(step("bringing loopback up"))?;
+    }
+    match sys::fork().map_err(step("fork"))? {
+        sys::Forked::Child => {
+            let _ = rustix::process::set_parent_process_death_signal(Some(
+                rustix::process::Signal::KILL,
+            ));
+            Ok(None)
+        }
+        sys::Forked::Parent(pid) => {
+            let pid = rustix::process::Pid::from_raw(pid);
+            let status = rustix::process::waitpid(pid, rustix::process::WaitOptions::empty())
+                .map_err(|e| step("waiting for the command")(e.into()))?;
+            let code = status.map_or(1, |(_, status)| {
+                status
+                    .exit_status()
+                    .map(|code| u8::try_from(code & 0xff).unwrap_or(1))
+                    .or_else(|| {
+                        status
+                            .terminating_signal()
+                            .map(|signal| u8::try_from(128 + (signal & 0x7f)).unwrap_or(1))
+                    })
+                    .unwrap_or(1)
+            });
+            Ok(Some(code))
+        }
+    }
+}
+
+/// Bind-mounts `path` over itself read-only, keeping the flags the kernel
+/// locks for mounts inherited from another user namespace.
+fn bind_read_only(path: &Path) -> std::io::Result<()> {
+    use rustix::fs::StatVfsMountFlags as Has;
+    use rustix::mount::MountFlags as Set;
+    rustix::mount::mount_bind(path, path)?;
+    let has = rustix::fs::statvfs(path)?.f_flag;
+    let mut flags = Set::BIND | Set::RDONLY;
+    for (present, keep) in [
+        (Has::NOSUID, Set::NOSUID),
+        (Has::NODEV, Set::NODEV),
+        (Has::NOEXEC, Set::NOEXEC),
+        (Has::NOATIME, Set::NOATIME),
+        (Has::NODIRATIME, Set::NODIRATIME),
+        (Has::RELATIME, Set::RELATIME),
+    ] {
+        if has.contains(present) {
+            flags |= keep;
+        }
+    }
+    rustix::mount::mount_remount(path, flags, "")?;
+    Ok(())
+}
+
+/// Applies the Landlock rules to the helper (inherited by the command).
+fn restrict(spec: &Spec, network_namespace: bool) -> Result<(), Error> {
+    let failed = |e: &dyn std::fmt::Display| Error::Landlock(e.to_string());
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(AccessFs::from_all(TESTED_ABI))
+        .map_err(|e| failed(&e))?
+        .scope(Scope::from_all(TESTED_ABI))
+        .map_err(|e| failed(&e))?;
+    if !spec.network && !network_namespace {
+        ruleset = ruleset
+            .set_compatibility(CompatLevel::HardRequirement)
+            .handle_access(AccessNet::from_all(ABI::V4))
+            .map_err(|e| failed(&e))?;
+    }
+    let mut created = ruleset.create().map_err(|e| failed(&e))?;
+    let read = AccessFs::from_read(TESTED_ABI);
+    let all = AccessFs::from_all(TESTED_ABI);
+    let file = AccessFs::from_file(TESTED_ABI);
+    created = created
+        .add_rule(PathBeneath::new(
+            PathFd::new("/").map_err(|e| failed(&e))?,
+            read,
+        ))
+        .map_err(|e| failed(&e))?;
+    let beneath = |path: &Path, access| {
+        PathFd::new(path)
+            .ok()
+            .map(|fd| PathBeneath::new(fd, access))
+    };
+    let rules = spec
+        .writable
+        .iter()
+        .filter_map(|dir| beneath(dir, all))
+        .chain(
+            DEVICE_DIRS
+                .iter()
+                .filter_map(|dir| beneath(Path::new(dir), all)),
+        )
+        .chain(
+            DEVICE_FILES
+                .iter()
+                .filter_map(|f| beneath(Path::new(f), file)),
+        );
+    for rule in rules {
+        created = created.add_rule(rule).map_err(|e| failed(&e))?;
+    }
+    let status = created.restrict_self().map_err(|e| failed(&e))?;
+    if status.ruleset == RulesetStatus::NotEnforced {
+        return Err(Error::Landlock(
+            "this kernel does not support Landlock (or it is disabled)".to_owned(),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,125 @@
+//! The three system calls confinement needs that have no safe wrapper:
+//! `unshare` of new namespaces, `fork` into a new PID namespace, and the
+//! `ioctl` that brings the private loopback interface up.
+//!
+//! This is the only module of offcode with `unsafe` code. Each call is made
+//! by the confinement helper alone, a freshly executed process that is
+//! still single-threaded (a requirement of `unshare(CLONE_NEWUSER)` and of
+//! a `fork` that goes on to run Rust code), before it execs the shell.
+#![allow(unsafe_code)]
+
+use std::io;
+
+/// Which namespaces to create.
+pub struct Namespaces {
+    /// A private network namespace (only its own loopback).
+    pub network: bool,
+}
+
+/// Moves the calling process into a new user, mount and PID namespace
+/// (and network namespace when asked), with its own user and group ids
+/// mapped to themselves.
+///
+/// The maps are written by a child forked before the `unshare`: it stays
+/// in the original namespace, where it has the right to map uid 0 (a
+/// process inside the new namespace cannot map root, only itself as
+/// non-root).
+pub fn unshare(namespaces: &Namespaces) -> io::Result<()> {
+    use std::io::{Read, Write};
+    let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    if namespaces.network {
+        flags |= libc::CLONE_NEWNET;
+    }
+    let (uid, gid) = (
+        rustix::process::getuid().as_raw(),
+        rustix::process::getgid().as_raw(),
+    );
+    let parent = std::process::id();
+    let (mut ours, mut theirs) = std::os::unix::net::UnixStream::pair()?;
+    let child = match fork()? {
+        Forked::Child => {
+            drop(ours);
+            let mut go = [0_u8];
+            let written = theirs.read_exact(&mut go).is_ok()
+                && go[0] == 1
+                && write_maps(parent, uid, gid).is_ok();
+            // SAFETY: `_exit` ends the forked child at once, without running
+            // the parent's exit handlers or flushing its buffers twice.
+            unsafe { libc::_exit(i32::from(!written)) }
+        }
+        Forked::Parent(pid) => pid,
+    };
+    drop(theirs);
+    // SAFETY: `unshare` takes plain flags and touches no memory of ours; the
+    // helper is single-threaded here, as CLONE_NEWUSER requires.
+    let unshared = if unsafe { libc::unshare(flags) } == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    };
+    let _ = ours.write_all(&[u8::from(unshared.is_ok())]);
+    let status = rustix::process::waitpid(
+        rustix::process::Pid::from_raw(child),
+        rustix::process::WaitOptions::empty(),
+    )?;
+    unshared?;
+    match status.and_then(|(_, status)| status.exit_status()) {
+        Some(0) => Ok(()),
+        _ => Err(io::Error::other(
+            "the user and group ids could not be mapped",
+        )),
+    }
+}
+
+fn write_maps(pid: u32, uid: u32, gid: u32) -> io::Result<()> {
+    std::fs::write(format!("/proc/{pid}/setgroups"), "deny")?;
+    std::fs::write(format!("/proc/{pid}/uid_map"), format!("{uid} {uid} 1"))?;
+    std::fs::write(format!("/proc/{pid}/gid_map"), format!("{gid} {gid} 1"))
+}
+
+/// Who returned from [`fork`].
+pub enum Forked {
+    /// The new process (PID 1 of the new PID namespace).
+    Child,
+    /// The original process, with the child's PID.
+    Parent(i32),
+}
+
+/// Forks the (single-threaded) helper.
+pub fn fork() -> io::Result<Forked> {
+    // SAFETY: the helper has started no threads, so the child inherits a
+    // consistent heap and no locks held by other threads.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => Ok(Forked::Child),
+        pid => Ok(Forked::Parent(pid)),
+    }
+}
+
+/// Brings the loopback interface `lo` of the current network namespace up.
+pub fn loopback_up() -> io::Result<()> {
+    let socket = rustix::net::socket(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::DGRAM,
+        None,
+    )?;
+    // SAFETY: `ifreq` is plain old data; zeroed is a valid value.
+    let mut request: libc::ifreq = unsafe { std::mem::zeroed() };
+    for (slot, byte) in request.ifr_name.iter_mut().zip(b"lo\0") {
+        *slot = libc::c_char::from_ne_bytes([*byte]);
+    }
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&socket);
+    // SAFETY: `request` is a valid `ifreq` that outlives both calls, as
+    // SIOCGIFFLAGS and SIOCSIFFLAGS expect.
+    unsafe {
+        if libc::ioctl(fd, libc::SIOCGIFFLAGS, &raw mut request) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let up = libc::c_short::try_from(libc::IFF_UP).unwrap_or(1);
+        request.ifr_ifru.ifru_flags |= up;
+        if libc::ioctl(fd, libc::SIOCSIFFLAGS, &raw const request) != 0 {
+            return Err(io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}

