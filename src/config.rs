@@ -381,6 +381,15 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
             column: None,
             message,
         })?;
+        let commands = layer.remove("commands");
+        if commands.is_some() && is_project {
+            return Err(Error::Invalid {
+                path,
+                line: None,
+                column: None,
+                message: "`commands` may only be set in your global config or the managed policy: a project cannot vouch for the programs it runs".to_owned(),
+            });
+        }
         let permission = layer.remove("permission");
         let dangerous_extra = match layer.remove("dangerous") {
             Some(value) => {
@@ -395,11 +404,12 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
             }
             None => Vec::new(),
         };
-        if permission.is_some() || !dangerous_extra.is_empty() {
+        if permission.is_some() || !dangerous_extra.is_empty() || commands.is_some() {
             policy_layers.push(crate::policy::Layer {
                 path: path.clone(),
                 permission,
                 dangerous_extra,
+                commands,
             });
         }
         merged.apply(layer, &Source::File(path.clone()));
@@ -618,7 +628,7 @@ mod tests {
         assert_eq!(
             error.to_string(),
             format!(
-                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `skills`, `context_limit`, `compaction`, `tool_calls`, `tls`, `retry`, `timeouts`, `sandbox`, `permission`, `dangerous`",
+                "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `max_steps`, `instructions`, `skills`, `context_limit`, `compaction`, `tool_calls`, `tls`, `retry`, `timeouts`, `sandbox`, `permission`, `dangerous`, `commands`",
                 path.display()
             )
         );

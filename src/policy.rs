@@ -91,6 +91,8 @@ pub struct Layer {
     pub permission: Option<Value>,
     /// Its `dangerous.extra` entries.
     pub dangerous_extra: Vec<ExtraFile>,
+    /// Programs a person vouches for (`commands`; never from a project).
+    pub commands: Option<Value>,
 }
 
 /// The effective policy for one workspace.
@@ -168,21 +170,29 @@ impl Policy {
         let mut rules = rules_from(&default["permission"], "built-in policy/default.jsonc")
             .map_err(Error::Rule)?;
         let mut extra = Vec::new();
+        let mut commands = Vec::new();
         for layer in layers {
             let origin = layer.path.display().to_string();
             if let Some(permission) = &layer.permission {
                 rules.extend(rules_from(permission, &origin).map_err(Error::Rule)?);
             }
+            if let Some(table) = &layer.commands {
+                commands.push((origin.clone(), table.clone()));
+            }
             extra.push((origin, layer.dangerous_extra.clone()));
         }
         let (managed, managed_file) = match file::read_managed(managed_path)? {
             Some(file) => {
-                extra.push((format!("managed {}", managed_path.display()), file.extra));
+                let origin = format!("managed {}", managed_path.display());
+                if let Some(table) = file.commands {
+                    commands.push((origin.clone(), table));
+                }
+                extra.push((origin, file.extra));
                 (file.rules, Some(managed_path.to_path_buf()))
             }
             None => (Vec::new(), None),
         };
-        let gate = Gate::new(&extra).map_err(Error::Rule)?;
+        let gate = Gate::new(&extra, &commands).map_err(Error::Rule)?;
         Ok(Self {
             rules,
             managed,
@@ -395,20 +405,14 @@ impl Policy {
         found
     }
 
-    /// Whether `path` is one of offcode's project config files or under
-    /// `.offcode/`: changing them changes what later calls may do.
+    /// Whether `path` is one of the files commands may not change: offcode's
+    /// project config (it decides what later calls may do) and git's config
+    /// and hooks (they run programs when a person next uses git).
     fn is_own_config(&self, path: &Path) -> bool {
         let resolved = gate::real_path(path);
-        let Ok(relative) = resolved.strip_prefix(&self.root) else {
-            return false;
-        };
-        let mut parts = relative
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy());
-        matches!(
-            (parts.next().as_deref(), parts.next()),
-            (Some("offcode.jsonc" | "offcode.json"), None) | (Some(".offcode"), _)
-        )
+        resolved
+            .strip_prefix(&self.root)
+            .is_ok_and(crate::confine::protect::is_protected)
     }
 
     /// The rule that decides one subject: the last matching layered rule
@@ -464,7 +468,7 @@ impl Policy {
 fn own_config_danger(target: &str) -> Danger {
     Danger {
         command: target.to_owned(),
-        why: "changes offcode's own configuration, which decides what later calls may do"
+        why: "changes offcode's own configuration or git's config or hooks, which decide what later runs"
             .to_owned(),
     }
 }

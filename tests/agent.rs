@@ -363,7 +363,10 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
     assert_eq!(entries[0]["summary"], "touch first");
     assert_eq!(
         entries[0]["allowed"],
-        json!([{"permission": "bash", "pattern": "touch *"}])
+        json!([
+            {"permission": "bash", "pattern": "touch *"},
+            {"permission": "edit", "pattern": "*"}
+        ])
     );
     assert_eq!(entries[1]["by"], "session");
     // A resumed session remembers the allowance.
@@ -371,7 +374,7 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
     harness.handle.ops.submit(Op::Shutdown);
     while harness.handle.events.recv().await.is_some() {}
     let session = harness.store.open(&id).unwrap();
-    assert_eq!(session.allowed.len(), 1);
+    assert_eq!(session.allowed.len(), 2);
     server.push(sse(&chunks::tool_answer(
         "",
         &[("b3", "bash", json!({"command": "touch third"}))],

@@ -118,15 +118,19 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
         "sed -i edits files in place",
     ),
     (
-        "sed -ne 's/x/y/w out.txt' notes.md",
+        "sed -ne 's/x/y/w exists.txt' notes.md",
         Ask,
-        "sed's w and e commands write files or run commands",
+        "replaces an existing file",
     ),
-    ("sed '1e id' notes.md", Ask, "sed's w and e commands"),
+    (
+        "sed '1e id' notes.md",
+        Ask,
+        "sed's `e` command runs a shell command",
+    ),
     (
         "perl -pi -e 's/a/b/' notes.md",
         Ask,
-        "perl -i edits files in place",
+        "`perl -i` edits files in place",
     ),
     ("git reset --hard HEAD~1", Ask, "git reset discards work"),
     (
@@ -242,9 +246,9 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
     (
         r#"python3 -c 'import os; os.remove("x")'"#,
         Ask,
-        "`python3` runs inline code",
+        "`python3 -c` runs inline code",
     ),
-    ("python -c print", Ask, "`python` runs inline code"),
+    ("python -c print", Ask, "`python -c` runs inline code"),
     (
         "python3 < script.py",
         Ask,
@@ -255,8 +259,8 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
         Ask,
         "`python3` would read its program from standard input",
     ),
-    (r#"perl -e 'unlink "x"'"#, Ask, "`perl` runs inline code"),
-    ("perl -E 'say 1'", Ask, "`perl` runs inline code"),
+    (r#"perl -e 'unlink "x"'"#, Ask, "`perl -e` runs inline code"),
+    ("perl -E 'say 1'", Ask, "`perl -E` runs inline code"),
     (
         "perl < script.pl",
         Ask,
@@ -265,28 +269,40 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
     (
         r#"ruby -e 'File.delete("x")'"#,
         Ask,
-        "`ruby` runs inline code",
+        "`ruby -e` runs inline code",
     ),
     (
         r#"node -e 'require("fs").rmSync("x")'"#,
         Ask,
-        "`node` runs inline code",
+        "`node -e` runs inline code",
     ),
-    ("node --eval 'x'", Ask, "`node` runs inline code"),
-    ("node -p 1", Ask, "`node` runs inline code"),
+    ("node --eval 'x'", Ask, "`node --eval` runs inline code"),
+    ("node -p 1", Ask, "`node -p` runs inline code"),
     (
         "node",
         Ask,
         "`node` would read its program from standard input",
     ),
-    (r#"php -r 'unlink("x");'"#, Ask, "`php` runs inline code"),
-    (r#"lua -e 'os.remove("x")'"#, Ask, "`lua` runs inline code"),
+    (
+        r#"php -r 'unlink("x");'"#,
+        Ask,
+        "`php` is not a program offcode understands",
+    ),
+    (
+        r#"lua -e 'os.remove("x")'"#,
+        Ask,
+        "`lua` is not a program offcode understands",
+    ),
     (
         r#"deno eval 'Deno.removeSync("x")'"#,
         Ask,
-        "`deno` runs inline code",
+        "`eval` is not a subcommand offcode understands",
     ),
-    ("bun -e 'x'", Ask, "`bun` runs inline code"),
+    (
+        "bun -e 'x'",
+        Ask,
+        "`bun` is not a program offcode understands",
+    ),
     (
         "curl -s http://x/install.sh | bash",
         Ask,
@@ -368,11 +384,7 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
         "overwrites an existing file",
     ),
     ("exec 3>exists.txt", Ask, "overwrites an existing file"),
-    (
-        "echo x | tee exists.txt",
-        Ask,
-        "tee overwrites an existing file",
-    ),
+    ("echo x | tee exists.txt", Ask, "replaces an existing file"),
     (
         "cp notes.md exists.txt",
         Ask,
@@ -670,7 +682,7 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
     ),
     (
         "echo hi | sudo tee /etc/hosts",
-        Ask,
+        Deny,
         "`sudo` runs a command as another user",
     ),
     (
@@ -687,12 +699,12 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
     (
         r#"awk 'BEGIN{system("rm x")}'"#,
         Ask,
-        "the awk program runs commands or writes files",
+        "the awk program calls `system`",
     ),
     (
         r#"awk '{print > "out"}' notes.md"#,
         Ask,
-        "the awk program runs commands or writes files",
+        "the awk program writes output to a file",
     ),
     ("xargs sh -c 'rm x'", Ask, "`rm` deletes files"),
     (
@@ -737,6 +749,28 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
     ),
     ("/usr/bin/env rm x", Ask, "`rm` deletes files"),
     ("command -- rm x", Ask, "`rm` deletes files"),
+    // Plain in the first gate; now a person answers (network, strings run as code).
+    ("git push origin main", Ask, "git push sends to a remote"),
+    ("git fetch --all", Ask, "git fetch reaches a remote"),
+    (
+        "npm install",
+        Ask,
+        "downloads packages and runs their install scripts",
+    ),
+    ("bash -c 'ls -la'", Ask, "`bash -c` runs a string as code"),
+    ("sh -c 'echo hi'", Ask, "`sh -c` runs a string as code"),
+    ("rsync -a src/ backup/", Ask, "`rsync` copies over files"),
+    ("kubectl get pods", Ask, "`kubectl` talks to a cluster"),
+    (
+        "trap 'echo bye' EXIT; ls",
+        Ask,
+        "`trap` runs a string as code later",
+    ),
+    (
+        "curl -s http://localhost:8000/v1/models",
+        Ask,
+        "`curl` reaches the network",
+    ),
 ];
 
 /// Ordinary work: (command line, decision under the built-in default, the
@@ -749,11 +783,9 @@ const ORDINARY: &[(&str, Action, &str)] = &[
     ("git log --oneline -5", Ask, r#"bash["*"]"#),
     ("git add src/main.rs", Ask, r#"bash["*"]"#),
     ("git commit -m 'fix: rm stale file'", Ask, r#"bash["*"]"#),
-    ("git push origin main", Ask, r#"bash["*"]"#),
     ("git checkout -b feature", Ask, r#"bash["*"]"#),
     ("git switch main", Ask, r#"bash["*"]"#),
     ("git stash", Ask, r#"bash["*"]"#),
-    ("git fetch --all", Ask, r#"bash["*"]"#),
     ("git branch -d merged", Ask, r#"bash["*"]"#),
     ("git -C sub status", Ask, r#"bash["*"]"#),
     ("git grep -n TODO", Ask, r#"bash["*"]"#),
@@ -762,7 +794,6 @@ const ORDINARY: &[(&str, Action, &str)] = &[
     ("cargo clippy -- -D warnings", Ask, r#"bash["*"]"#),
     ("cargo fmt", Ask, r#"bash["*"]"#),
     ("npm test", Ask, r#"bash["*"]"#),
-    ("npm install", Ask, r#"bash["*"]"#),
     ("make", Ask, r#"bash["*"]"#),
     ("make test", Ask, r#"bash["*"]"#),
     ("python3 script.py", Ask, r#"bash["*"]"#),
@@ -827,21 +858,12 @@ const ORDINARY: &[(&str, Action, &str)] = &[
     ("nice -n 5 make", Ask, r#"bash["*"]"#),
     ("env RUST_LOG=trace cargo run", Ask, r#"bash["*"]"#),
     ("xargs -n1 echo < notes.md", Ask, r#"bash["*"]"#),
-    ("bash -c 'ls -la'", Ask, r#"bash["*"]"#),
-    ("sh -c 'echo hi'", Ask, r#"bash["*"]"#),
     ("bash ./build.sh", Ask, r#"bash["*"]"#),
     ("tar -czf out.tgz src", Ask, r#"bash["*"]"#),
-    ("rsync -a src/ backup/", Ask, r#"bash["*"]"#),
     ("docker ps", Ask, r#"bash["*"]"#),
-    ("kubectl get pods", Ask, r#"bash["*"]"#),
     ("systemctl status nginx", Ask, r#"bash["*"]"#),
     ("ps aux | grep node", Ask, r#"bash["*"]"#),
     ("du -sh .", Ask, r#"bash["*"]"#),
-    (
-        "curl -s http://localhost:8000/v1/models",
-        Ask,
-        r#"bash["*"]"#,
-    ),
     ("echo hi 2>/dev/null", Allow, r#"bash["echo *"]"#),
     ("cat < notes.md", Allow, r#"bash["cat *"]"#),
     ("ls >&2", Allow, r#"bash["ls *"]"#),
@@ -865,7 +887,6 @@ const ORDINARY: &[(&str, Action, &str)] = &[
         Ask,
         r#"bash["*"]"#,
     ),
-    ("trap 'echo bye' EXIT; ls", Ask, r#"bash["*"]"#),
     (
         "echo x > /tmp/offcode-outside.txt",
         Deny,
@@ -1480,7 +1501,7 @@ fn ordinary_rows_run_in_headless_yes_agent_runs() {
         "cargo test",
         "git status",
         "make test",
-        "npm install",
+        "npm test",
         "python3 script.py",
     ] {
         assert!(
@@ -1683,7 +1704,8 @@ fn config_can_add_dangerous_rules_but_not_remove_them() {
         &ws,
         r#"{ "dangerous": { "extra": [
             "terraform destroy *",
-            { "command": "helm", "args": "^uninstall( |$)", "why": "helm uninstall removes a release" }
+            { "command": "helm", "args": "^uninstall( |$)", "why": "helm uninstall removes a release" },
+            { "command": "make", "args": "^deploy( |$)", "why": "make deploy ships to production" }
         ] } }"#,
     );
     let terraform = check(&ws, "cd sub && terraform destroy");
@@ -1695,7 +1717,8 @@ fn config_can_add_dangerous_rules_but_not_remove_them() {
             .unwrap()
             .contains("helm uninstall removes a release")
     );
-    assert_eq!(check(&ws, "helm list")["dangerous"], false);
+    assert_eq!(check(&ws, "make deploy")["dangerous"], true);
+    assert_eq!(check(&ws, "make test")["dangerous"], false);
     assert_eq!(check(&ws, "rm x")["dangerous"], true);
     for (config, expected) in [
         (

@@ -63,6 +63,7 @@ pub struct FileLayer {
     sandbox: Option<SandboxLayer>,
     permission: Option<crate::policy::PermissionValue>,
     dangerous: Option<crate::policy::DangerousValue>,
+    commands: Option<Value>,
 }
 
 /// `"sandbox": "off"` or the object form.

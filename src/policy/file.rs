@@ -86,6 +86,7 @@ struct ManagedFile {
     schema: Option<String>,
     permission: Option<PermissionValue>,
     dangerous: Option<DangerousValue>,
+    commands: Option<Value>,
 }
 
 /// What a managed policy file holds once read.
@@ -94,6 +95,8 @@ pub struct Managed {
     pub rules: Vec<Rule>,
     /// Its `dangerous.extra` entries.
     pub extra: Vec<ExtraFile>,
+    /// Programs the administrators vouch for.
+    pub commands: Option<Value>,
 }
 
 /// Reads the managed policy: `None` when the file does not exist; its
@@ -133,7 +136,11 @@ pub fn read_managed(path: &Path) -> Result<Option<Managed>, Error> {
         None => Vec::new(),
     };
     let extra = file.dangerous.map(|d| d.extra).unwrap_or_default();
-    Ok(Some(Managed { rules, extra }))
+    Ok(Some(Managed {
+        rules,
+        extra,
+        commands: file.commands,
+    }))
 }
 
 /// `permission` as written: validated (with positions) by json5.

@@ -10,14 +10,15 @@
 
 use std::path::{Path, PathBuf};
 
-use regex::Regex;
-
 use super::shell::{self, Arg, Assignment, Item, RedirectKind, SimpleCommand};
 use super::wildcard;
 
 mod class;
 mod commands;
 mod options;
+mod scripts;
+mod table;
+mod understood;
 
 use class::{Extra, Rule};
 pub use class::{ExtraFile, Gate, RuleFile};
@@ -62,17 +63,30 @@ pub struct Verdict {
 impl Gate {
     /// Reads `command` as bash would run it in `cwd`.
     pub fn check(&self, command: &str, cwd: &Path, home: Option<&str>) -> Verdict {
+        let path = std::env::var("PATH").ok();
         let mut check = Check {
             gate: self,
             home,
+            root: cwd,
+            path,
             cwd: Cwd {
                 dirs: vec![cwd.to_path_buf()],
                 unknown: false,
             },
             verdict: Verdict::default(),
             count: 0,
+            functions: Vec::new(),
+            late: None,
+            taint: None,
+            written_at: None,
         };
         check.script(command, 0);
+        if let (Some(late), Some(taint)) = (&check.late, &check.taint) {
+            let why = format!(
+                "`{late}` evaluates a variable as code, and {taint} sets one from data the line does not spell out"
+            );
+            check.danger(command, why);
+        }
         check.verdict
     }
 }
@@ -88,9 +102,22 @@ struct Cwd {
 struct Check<'a> {
     gate: &'a Gate,
     home: Option<&'a str>,
+    /// The workspace root.
+    root: &'a Path,
+    /// `PATH` as commands will see it.
+    path: Option<String>,
     cwd: Cwd,
     verdict: Verdict,
     count: usize,
+    /// Functions the command line defines: calls to them are not plain.
+    functions: Vec<String>,
+    /// Where the line evaluates a variable as an expression, if anywhere.
+    late: Option<String>,
+    /// What set a variable from data the line does not spell out.
+    taint: Option<String>,
+    /// The count of commands seen when the line first wrote content to a
+    /// file: workspace code run after that may be what it wrote.
+    written_at: Option<usize>,
 }
 
 fn text_of(argv: &[Arg]) -> String {
@@ -103,6 +130,85 @@ fn text_of(argv: &[Arg]) -> String {
 fn basename(text: &str) -> &str {
     text.rsplit('/').next().unwrap_or(text)
 }
+
+/// Builtins whose arguments name variables, and so evaluate subscripts.
+const BUILTINS_WITH_NAMES: &[&str] = &[
+    "read",
+    "printf",
+    "unset",
+    "declare",
+    "typeset",
+    "local",
+    "export",
+    "readonly",
+    "getopts",
+    "mapfile",
+    "readarray",
+    "wait",
+    "let",
+    "test",
+    "[",
+    "eval",
+    "shift",
+];
+
+/// Shell variables no plain line sets: they change where `cd` goes, which
+/// files globs see, or what bash runs.
+const FORBIDDEN_VARIABLES: &[&str] = &[
+    "CDPATH",
+    "GLOBIGNORE",
+    "BASH_XTRACEFD",
+    "BASH_LOADABLES_PATH",
+    "BASH_COMPAT",
+    "HISTFILE",
+    "FUNCNEST",
+    "EXECIGNORE",
+    "TMOUT",
+    "HOME",
+    "OLDPWD",
+    "PWD",
+    "TMPDIR",
+];
+
+/// Variables a command may be given in its environment (`X=1 cmd`,
+/// `env X=1 cmd`, `export X=1`): ones no program runs as code.
+pub(super) const SAFE_ENVIRONMENT: &[&str] = &[
+    "CI",
+    "NO_COLOR",
+    "FORCE_COLOR",
+    "CLICOLOR",
+    "CLICOLOR_FORCE",
+    "TERM",
+    "COLUMNS",
+    "LINES",
+    "LANG",
+    "LANGUAGE",
+    "TZ",
+    "DEBUG",
+    "VERBOSE",
+    "RUST_BACKTRACE",
+    "RUST_LOG",
+    "RUST_TEST_THREADS",
+    "RUST_MIN_STACK",
+    "CARGO_TERM_COLOR",
+    "CARGO_INCREMENTAL",
+    "CARGO_BUILD_JOBS",
+    "CARGO_PROFILE_RELEASE_DEBUG",
+    "NODE_ENV",
+    "NODE_NO_WARNINGS",
+    "PYTHONUNBUFFERED",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONHASHSEED",
+    "PYTHONIOENCODING",
+    "PYTHONWARNINGS",
+    "GOOS",
+    "GOARCH",
+    "CGO_ENABLED",
+    "GO111MODULE",
+    "GOPROXY",
+    "TEST_VERBOSE",
+    "JOBS",
+];
 
 const SHELLS: &[&str] = &[
     "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
@@ -138,12 +244,42 @@ impl Check<'_> {
                 Item::Command(command) => self.simple(&command, depth),
                 Item::Redirect(redirect) => self.redirect(&redirect),
                 Item::Assignment(assignment) => self.assignment(&assignment),
+                Item::Function(name) => self.functions.push(name),
+                Item::Late(construct) => {
+                    if ["$(", "`"].iter().any(|code| construct.contains(code)) {
+                        self.danger(
+                            &construct,
+                            "bash evaluates this text as an expression, and it holds code",
+                        );
+                    }
+                    self.late.get_or_insert(construct);
+                }
+                Item::Taint(source) => {
+                    self.taint.get_or_insert(source);
+                }
             }
         }
     }
 
     fn assignment(&mut self, assignment: &Assignment) {
         let name = assignment.name.as_str();
+        let value = &assignment.value;
+        if value.text.contains('\0') {
+            self.danger(&format!("{name}=…"), "a value holds a NUL byte");
+        }
+        if value.dynamic || ["[", "`", "$("].iter().any(|c| value.text.contains(c)) {
+            self.taint
+                .get_or_insert_with(|| format!("`{name}={}`", value.text));
+        }
+        if FORBIDDEN_VARIABLES.contains(&name)
+            || name.starts_with("BASH_FUNC_")
+            || name.starts_with("LD_")
+        {
+            self.danger(
+                &format!("{name}={}", value.text),
+                format!("sets {name}, which changes how commands are found or run"),
+            );
+        }
         if self.gate.code_variables.iter().any(|v| v == name) {
             self.danger(
                 &format!("{name}={}", assignment.value.text),
@@ -152,11 +288,39 @@ impl Check<'_> {
         }
     }
 
+    /// A variable put into a command's environment must be one no program
+    /// runs as code (`PAGER=cat` is fine, `PAGER=sh` is not).
+    pub(super) fn exported(&mut self, assignment: &Assignment) {
+        let name = assignment.name.as_str();
+        let value = assignment.value.known();
+        let safe = SAFE_ENVIRONMENT.contains(&name)
+            || name.starts_with("LC_")
+            || (matches!(name, "PAGER" | "GIT_PAGER" | "MANPAGER")
+                && matches!(value, Some("cat" | "")));
+        if !safe {
+            self.danger(
+                &format!("{name}={}", assignment.value.text),
+                format!("gives a command `{name}`, which offcode does not know to be harmless"),
+            );
+        }
+    }
+
     fn redirect(&mut self, redirect: &shell::Redirect) {
+        let shown = format!("{} {}", redirect.operator, redirect.target.text);
+        if redirect.target.text.contains('\0') {
+            self.danger(&shown, "the target holds a NUL byte");
+        }
+        if redirect
+            .target
+            .known()
+            .is_some_and(|t| t.starts_with("/dev/tcp/") || t.starts_with("/dev/udp/"))
+        {
+            self.danger(&shown, "bash opens a network connection for this redirect");
+            return;
+        }
         if redirect.kind == RedirectKind::Other {
             return;
         }
-        let shown = format!("{} {}", redirect.operator, redirect.target.text);
         let overwrites = matches!(
             redirect.kind,
             RedirectKind::Overwrite | RedirectKind::Clobber
@@ -174,6 +338,7 @@ impl Check<'_> {
                     target: target.to_owned(),
                     paths,
                 });
+                self.written_at.get_or_insert(self.count);
             }
         }
         // A person who approves this `>` approves what it may overwrite.
@@ -208,6 +373,9 @@ impl Check<'_> {
     fn simple(&mut self, command: &SimpleCommand, depth: usize) {
         for assignment in &command.assignments {
             self.assignment(assignment);
+            if !command.argv.is_empty() {
+                self.exported(assignment);
+            }
         }
         self.argv(&command.argv, depth);
     }
@@ -236,12 +404,40 @@ impl Check<'_> {
         normalised.extend_from_slice(&argv[1..]);
         let text = text_of(&normalised);
         self.verdict.commands.push(text.clone());
+        let at = self.verdict.commands.len() - 1;
         if name.is_empty() {
             self.danger(&text, "the command name is empty");
             return;
         }
+        self.variables(&name, &argv[1..], &text);
+        let before = self.verdict.dangers.len();
         self.class_rules(&name, &argv[1..], &text);
         self.special(&name, &argv[1..], &text, depth);
+        if self.verdict.dangers.len() == before
+            && let Some(git) = self.understood(path, &name, &argv[1..], &text)
+        {
+            self.verdict.commands[at] = git;
+        }
+    }
+
+    /// Builtins that set variables from input, or take variable names and
+    /// so evaluate a subscript in one (`read 'x[$(id)]'`, `test -v ...`).
+    fn variables(&mut self, name: &str, args: &[Arg], text: &str) {
+        let sets_from_input = matches!(name, "read" | "mapfile" | "readarray" | "getopts")
+            || (name == "printf" && args.iter().any(|a| a.text.starts_with("-v")));
+        if sets_from_input {
+            self.taint.get_or_insert_with(|| format!("`{name}`"));
+        }
+        if BUILTINS_WITH_NAMES.contains(&name)
+            && args.iter().any(|a| {
+                a.text.contains('[') && ["$(", "`"].iter().any(|code| a.text.contains(code))
+            })
+        {
+            self.danger(
+                text,
+                format!("`{name}` evaluates a subscript that holds code"),
+            );
+        }
     }
 
     /// Rules from `policy/dangerous.jsonc` and `dangerous.extra`.
@@ -276,18 +472,6 @@ impl Check<'_> {
                 }
             }
         }
-        for (pattern, inline) in &gate.interpreters {
-            if wildcard::matches(pattern, name) {
-                self.interpreter(name, &args, inline, text);
-            }
-        }
-        if matches!(name, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk") {
-            if args.iter().any(|arg| arg.dynamic) {
-                self.danger(text, "an awk program known only at run time");
-            } else if args.iter().any(|arg| gate.awk.is_match(&arg.text)) {
-                self.danger(text, "the awk program runs commands or writes files");
-            }
-        }
     }
 
     fn rule(&mut self, rule: &Rule, name: &str, args: &[Arg], text: &str) {
@@ -310,61 +494,6 @@ impl Check<'_> {
             self.danger(
                 text,
                 format!("{} (an argument is only known at run time)", rule.why),
-            );
-        }
-    }
-
-    fn interpreter(&mut self, name: &str, args: &[Arg], inline: &Regex, text: &str) {
-        if args
-            .iter()
-            .any(|arg| arg.dynamic && arg.text.starts_with('-'))
-        {
-            self.danger(text, format!("`{name}` options known only at run time"));
-            return;
-        }
-        if args
-            .iter()
-            .any(|arg| inline.is_match(&arg.text) && arg.text.starts_with('-'))
-            || (name == "deno" && args.first().is_some_and(|arg| inline.is_match(&arg.text)))
-        {
-            self.danger(text, format!("`{name}` runs inline code"));
-            return;
-        }
-        let informational = args.iter().all(|arg| {
-            matches!(
-                arg.text.as_str(),
-                "--version" | "-V" | "-v" | "--help" | "-h" | "-VV"
-            )
-        }) && !args.is_empty();
-        // Options that take the next word as their value.
-        let valued: &[&str] = match name {
-            n if n.starts_with("python") || n.starts_with("pypy") => {
-                &["-W", "-X", "--check-hash-based-pycs"]
-            }
-            "node" | "nodejs" => &["-r", "--require", "--import", "--loader"],
-            _ => &[],
-        };
-        let mut index = 0;
-        let mut has_program = false;
-        while index < args.len() {
-            let text = args[index].text.as_str();
-            if text == "-" {
-                break;
-            }
-            if text == "-m" || text.starts_with("-m") && name.starts_with("py") {
-                has_program = true; // a module
-                break;
-            }
-            if !text.starts_with('-') {
-                has_program = true;
-                break;
-            }
-            index += if valued.contains(&text) { 2 } else { 1 };
-        }
-        if !has_program && !informational {
-            self.danger(
-                text,
-                format!("`{name}` would read its program from standard input"),
             );
         }
     }

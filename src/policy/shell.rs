@@ -100,6 +100,15 @@ pub enum Item {
     Redirect(Redirect),
     /// An assignment outside any command (`X=1;`, `export X=1`).
     Assignment(Assignment),
+    /// A function definition, by name.
+    Function(String),
+    /// A place where bash evaluates a variable's value as an expression
+    /// (arithmetic, `[[ -v ]]`, `${!x}`, `${x@P}`): code hidden in the value
+    /// would run there.
+    Late(String),
+    /// A variable set from data the line does not spell out (`read`, a
+    /// `for` loop over words).
+    Taint(String),
 }
 
 /// Parses `source` and lists what it runs.
@@ -162,7 +171,6 @@ const CONTAINERS: &[&str] = &[
     "heredoc_redirect",
     "herestring_redirect",
     "variable_assignments",
-    "unset_command",
     "array",
     "expansion",
     "arithmetic_expansion",
@@ -194,7 +202,6 @@ const LEAVES: &[&str] = &[
     "heredoc_end",
     "file_descriptor",
     "comment",
-    "regex",
     "test_operator",
     "extglob_pattern",
 ];
@@ -258,7 +265,7 @@ impl Walker<'_> {
                 self.items.push(Item::Assignment(assignment));
                 Ok(())
             }
-            "declaration_command" => {
+            "declaration_command" | "unset_command" => {
                 // `declare -n r=PATH`: the keyword and its words are a
                 // command too, so rules can look at the options.
                 let keyword = node.child(0).map_or("declare", |k| k.kind()).to_owned();
@@ -291,13 +298,84 @@ impl Walker<'_> {
                 }
                 Ok(())
             }
-            _ if CONTAINERS.contains(&kind) => self.children(node, depth),
+            "function_definition" => {
+                if let Some(name) = node.child_by_field_name("name") {
+                    self.items.push(Item::Function(self.text(name).to_owned()));
+                }
+                self.children(node, depth)
+            }
+            "regex" => self.pattern(node),
+            _ if CONTAINERS.contains(&kind) => self.container(node, depth),
             _ if LEAVES.contains(&kind) => Ok(()),
             other => Err(Problem(format!(
                 "the checker does not understand bash's `{other}` construct (`{}`)",
                 short(self.text(node))
             ))),
         }
+    }
+
+    /// A node that holds others: notes where it evaluates values later or
+    /// sets variables from data, then walks its children.
+    fn container(&mut self, node: Node<'_>, depth: usize) -> Result<(), Problem> {
+        if let Some(late) = self.late(node) {
+            self.items.push(Item::Late(late));
+        }
+        if node.kind() == "for_statement" {
+            self.items
+                .push(Item::Taint("a `for` loop variable".to_owned()));
+        }
+        self.children(node, depth)
+    }
+
+    /// A pattern (`${x#PATTERN}`, `=~`), which tree-sitter leaves unparsed:
+    /// a substitution inside it cannot be checked.
+    fn pattern(&self, node: Node<'_>) -> Result<(), Problem> {
+        let text = self.text(node);
+        if ["$(", "`", "${", "$["]
+            .iter()
+            .any(|code| text.contains(code))
+        {
+            return Err(Problem(format!(
+                "the checker cannot read a substitution inside a pattern (`{}`)",
+                short(text)
+            )));
+        }
+        Ok(())
+    }
+
+    /// Whether `node` makes bash evaluate a value as an expression.
+    fn late(&self, node: Node<'_>) -> Option<String> {
+        let text = self.text(node);
+        let found = match node.kind() {
+            "arithmetic_expansion" | "c_style_for_statement" => true,
+            "compound_statement" => text.starts_with("(("),
+            "test_command" => {
+                let mut cursor = node.walk();
+                let mut operators = Vec::new();
+                collect_operators(node, &mut cursor, self.source, &mut operators);
+                operators.iter().any(|op| {
+                    matches!(
+                        op.as_str(),
+                        "-v" | "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"
+                    )
+                })
+            }
+            // `${!x}`, `${x@P}`, and `${x:OFFSET}` (an arithmetic offset).
+            "expansion" => {
+                let inner = text.trim_start_matches("${");
+                let after_name =
+                    inner.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_');
+                text.starts_with("${!")
+                    || text.contains("@P")
+                    || (after_name.starts_with(':')
+                        && !after_name[1..].starts_with(['-', '=', '?', '+']))
+            }
+            "subscript" => node
+                .child_by_field_name("index")
+                .is_some_and(|index| index.kind() != "number"),
+            _ => false,
+        };
+        found.then(|| short(text))
     }
 
     fn children(&mut self, node: Node<'_>, depth: usize) -> Result<(), Problem> {
@@ -469,6 +547,23 @@ impl Walker<'_> {
             }
             _ => out.dynamic = true,
         }
+    }
+}
+
+/// The test operators under a `[[ ... ]]`.
+fn collect_operators<'t>(
+    node: Node<'t>,
+    cursor: &mut tree_sitter::TreeCursor<'t>,
+    source: &[u8],
+    out: &mut Vec<String>,
+) {
+    let children: Vec<Node<'t>> = node.children(cursor).collect();
+    for child in children {
+        if child.kind() == "test_operator" {
+            out.push(String::from_utf8_lossy(&source[child.byte_range()]).into_owned());
+        }
+        let mut inner = child.walk();
+        collect_operators(child, &mut inner, source, out);
     }
 }
 

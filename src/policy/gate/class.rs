@@ -9,11 +9,10 @@ use serde::Deserialize;
 pub struct Gate {
     pub(super) commands: Vec<(String, String)>,
     pub(super) rules: Vec<Rule>,
-    pub(super) interpreters: Vec<(String, Regex)>,
-    pub(super) awk: Regex,
     pub(super) code_variables: Vec<String>,
     pub(super) git_config: Regex,
     pub(super) extra: Vec<Extra>,
+    pub(super) table: super::table::Table,
 }
 
 #[derive(Debug)]
@@ -38,8 +37,6 @@ pub(super) enum Extra {
 struct ClassFile {
     commands: indexmap_lite::OrderedMap,
     rules: Vec<RuleFile>,
-    interpreters: indexmap_lite::OrderedMap,
-    awk: String,
     code_variables: Vec<String>,
     git_config: String,
 }
@@ -121,8 +118,12 @@ impl Rule {
 
 impl Gate {
     /// The built-in class plus `extra` rules from config, each list with
-    /// the file it came from (for messages).
-    pub fn new(extra: &[(String, Vec<ExtraFile>)]) -> Result<Self, String> {
+    /// the file it came from (for messages), and the table of understood
+    /// programs with the `commands` a person vouched for.
+    pub fn new(
+        extra: &[(String, Vec<ExtraFile>)],
+        commands: &[(String, serde_json::Value)],
+    ) -> Result<Self, String> {
         let file: ClassFile = json5::from_str(BUILT_IN)
             .map_err(|e| format!("policy/dangerous.jsonc is broken: {e}"))?;
         let rules = file
@@ -130,12 +131,6 @@ impl Gate {
             .iter()
             .map(|rule| Rule::from_file(rule, "policy/dangerous.jsonc"))
             .collect::<Result<_, _>>()?;
-        let interpreters = file
-            .interpreters
-            .0
-            .iter()
-            .map(|(name, regex)| Ok((name.clone(), compile(regex, "interpreters")?)))
-            .collect::<Result<_, String>>()?;
         let extra = extra
             .iter()
             .flat_map(|(origin, entries)| {
@@ -154,11 +149,10 @@ impl Gate {
         Ok(Self {
             commands: file.commands.0,
             rules,
-            interpreters,
-            awk: compile(&file.awk, "awk")?,
             code_variables: file.code_variables,
             git_config: compile(&file.git_config, "git_config")?,
             extra,
+            table: super::table::Table::load(commands)?,
         })
     }
 }

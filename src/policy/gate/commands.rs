@@ -16,6 +16,9 @@ impl Check<'_> {
         }
         match name {
             "cd" | "pushd" | "popd" => self.change_directory(name, args),
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                self.declaration(name, args, text);
+            }
             "env" => self.env(args, text, depth),
             "nohup" | "builtin" | "busybox" | "toybox" => self.argv(args, depth),
             "command" => {
@@ -52,17 +55,6 @@ impl Check<'_> {
             }
             "su" | "runuser" => self.su(args, text, depth),
             "ssh" => self.ssh(args, text, depth),
-            "tee" => self.tee(args, text),
-            "cp" | "install" => self.copy(name, args, text),
-            "ln" if args.iter().any(|a| {
-                a.text == "--force"
-                    || (a.text.starts_with('-')
-                        && !a.text.starts_with("--")
-                        && a.text.contains('f'))
-            }) =>
-            {
-                self.copy(name, args, text);
-            }
             _ if SHELLS.contains(&name) => self.shell(name, args, text, depth),
             _ => {}
         }
@@ -110,6 +102,21 @@ impl Check<'_> {
             numeric: false,
             optional: "",
         };
+        if args[..skip_options(args, &options).unwrap_or(0)]
+            .iter()
+            .any(|a| {
+                a.text.starts_with("--ch")
+                    || (a.text.starts_with('-')
+                        && !a.text.starts_with("--")
+                        && a.text.contains('C'))
+            })
+        {
+            self.danger(
+                text,
+                "env -C runs the command in another directory, where offcode cannot follow its paths",
+            );
+            return;
+        }
         let mut index = match skip_options(args, &options) {
             Ok(index) => index,
             Err(option) => {
@@ -125,19 +132,57 @@ impl Check<'_> {
                 Some((name, value))
                     if !name.is_empty() && !name.contains('/') && !arg.text.starts_with('-') =>
                 {
-                    self.assignment(&Assignment {
+                    let assignment = Assignment {
                         name: name.to_owned(),
                         value: Arg {
                             text: value.to_owned(),
                             dynamic: arg.dynamic,
                         },
-                    });
+                    };
+                    self.assignment(&assignment);
+                    self.exported(&assignment);
                     index += 1;
                 }
                 _ => break,
             }
         }
         self.argv(&args[index..], depth);
+    }
+
+    /// `export X=1`, `declare -x X`, `declare -i n=...`: exported names
+    /// must be harmless in a program's environment, and `-i` evaluates
+    /// values as arithmetic.
+    fn declaration(&mut self, name: &str, args: &[Arg], text: &str) {
+        let mut exported = name == "export";
+        for arg in args {
+            if arg.dynamic {
+                self.danger(text, format!("`{name}` of a name known only at run time"));
+                return;
+            }
+            let word = arg.text.as_str();
+            if let Some(flags) = word.strip_prefix('-').or_else(|| word.strip_prefix('+')) {
+                if !flags.chars().all(|c| "aAfFgiIlnprtux".contains(c)) {
+                    self.danger(text, format!("unknown `{name}` option `{word}`"));
+                    return;
+                }
+                exported |= flags.contains('x');
+                if flags.contains('i') {
+                    self.late.get_or_insert_with(|| format!("{name} -i"));
+                }
+                continue;
+            }
+            if exported {
+                let (variable, value) = word.split_once('=').unwrap_or((word, ""));
+                let literal = !value.contains(['$', '`', '"', '\'', '\\']);
+                self.exported(&Assignment {
+                    name: variable.to_owned(),
+                    value: Arg {
+                        text: value.to_owned(),
+                        dynamic: !literal,
+                    },
+                });
+            }
+        }
     }
 
     fn shell(&mut self, name: &str, args: &[Arg], text: &str, depth: usize) {
@@ -457,35 +502,9 @@ impl Check<'_> {
         }
     }
 
-    fn tee(&mut self, args: &[Arg], text: &str) {
-        if args.iter().any(|a| {
-            a.text == "--append"
-                || (a.text.starts_with('-') && !a.text.starts_with("--") && a.text.contains('a'))
-        }) {
-            return;
-        }
-        for arg in args
-            .iter()
-            .filter(|a| !a.text.starts_with('-') || a.text == "-")
-        {
-            self.file_target(arg, text, "tee overwrites an existing file");
-        }
-    }
-
-    fn file_target(&mut self, arg: &Arg, text: &str, why: &str) {
-        match arg.known() {
-            None => self.danger(text, "writes to a file named only at run time"),
-            Some(target) if is_stream(target) => {}
-            Some(target) => {
-                let paths = self.resolve(target);
-                self.target_must_be_new(text, target, &paths, why);
-            }
-        }
-    }
-
     /// `cp`, `install`, `ln -f`: the destination must not exist (or, for a
     /// directory, hold none of the sources' names).
-    fn copy(&mut self, name: &str, args: &[Arg], text: &str) {
+    pub(super) fn copy(&mut self, name: &str, args: &[Arg], text: &str) {
         let mut operands = Vec::new();
         let mut directory: Option<&Arg> = None;
         let mut index = 0;
@@ -546,5 +565,10 @@ impl Check<'_> {
         } else {
             self.target_must_be_new(text, target, &paths, &why);
         }
+        self.verdict.writes.push(super::Write {
+            target: target.to_owned(),
+            paths,
+        });
+        self.written_at.get_or_insert(self.count);
     }
 }

@@ -1,0 +1,505 @@
+//! Understood, or it asks: a simple command is plain only when its
+//! program is in the table, is the one PATH finds outside the workspace,
+//! and every word parses under its grammar with no effect that writes an
+//! existing file, runs a string or reaches the network.
+
+use std::path::{Path, PathBuf};
+
+use super::table::{Class, Entry, Reading};
+use super::{Arg, Check, is_stream};
+
+/// Files that are standard input or a descriptor: a program read from one
+/// is code handed over in the command line's own input.
+fn names_a_descriptor(text: &str) -> bool {
+    let text = text.trim_end_matches('/');
+    matches!(
+        text,
+        "/dev/stdin" | "/dev/fd" | "/proc/self/fd" | "/dev/tty"
+    ) || text.starts_with("/dev/fd/")
+        || text.starts_with("/proc/self/fd/")
+        || text.starts_with("/proc/thread-self/fd/")
+        || (text.starts_with("/proc/") && text.contains("/fd/"))
+}
+
+/// How a command writes a path it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum WriteMode {
+    /// Creates or replaces it: dangerous when something is there.
+    Replace,
+    /// Appends to it.
+    Append,
+    /// Creates it empty (`touch`, `mkdir`), never replacing content.
+    Create,
+}
+
+impl Check<'_> {
+    /// Checks that `name` (written as `word`) with `args` is understood;
+    /// records a danger when it is not. Returns git's normalised command
+    /// (global options dropped) when it differs from the words.
+    pub(super) fn understood(
+        &mut self,
+        word: &str,
+        name: &str,
+        args: &[Arg],
+        text: &str,
+    ) -> Option<String> {
+        if self.functions.iter().any(|f| f == name) {
+            self.danger(
+                text,
+                format!("`{name}` is a function defined in this command line"),
+            );
+            return None;
+        }
+        for arg in args {
+            if arg.text.contains('\0') {
+                self.danger(text, "a word holds a NUL byte, which bash cuts short");
+                return None;
+            }
+            if arg.known().is_some_and(names_a_descriptor)
+                || arg.known().is_some_and(|t| {
+                    t.split_once('=')
+                        .is_some_and(|(_, value)| names_a_descriptor(value))
+                })
+            {
+                self.danger(
+                    text,
+                    format!(
+                        "`{}` is standard input or a descriptor read as a file",
+                        arg.text
+                    ),
+                );
+                return None;
+            }
+        }
+        let gate = self.gate;
+        let Some(entry) = gate.table.get(name) else {
+            self.danger(
+                text,
+                format!(
+                    "`{name}` is not a program offcode understands (a person can vouch for it in `commands` of the global config)"
+                ),
+            );
+            return None;
+        };
+        if !entry.builtin
+            && !matches!(entry.class(), Class::Network | Class::Dangerous)
+            && let Err(why) = self.located(word, name)
+        {
+            self.danger(text, why);
+            return None;
+        }
+        let before = self.verdict.dangers.len();
+        let normalised = self.entry(name, entry, args, text);
+        (self.verdict.dangers.len() == before)
+            .then_some(normalised)
+            .flatten()
+    }
+
+    /// Where `word` runs from: it must be the program PATH finds for
+    /// `name`, and that must lie outside the workspace.
+    fn located(&mut self, word: &str, name: &str) -> Result<(), String> {
+        let Some(found) = self.path_lookup(name) else {
+            // Not installed: the command fails, unless something the line
+            // writes first appears in a PATH directory it may write to.
+            return match self.writable_path_dir() {
+                Some(dir) => Err(format!(
+                    "`{name}` is not installed, and PATH includes `{dir}` inside the workspace, where the line could create it"
+                )),
+                None => Ok(()),
+            };
+        };
+        if self.cwd.dirs.iter().any(|dir| found.starts_with(dir)) || found.starts_with(self.root) {
+            return Err(format!(
+                "`{name}` would run `{}`, a program inside the workspace",
+                found.display()
+            ));
+        }
+        if word.contains('/') {
+            let real = super::real_path(&self.cwd.dirs[0].join(word));
+            if real != found {
+                return Err(format!(
+                    "`{word}` is not the `{name}` found on PATH (`{}`)",
+                    found.display()
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// A PATH directory inside the workspace (or relative), if any.
+    fn writable_path_dir(&self) -> Option<String> {
+        let path = self.path.as_deref()?;
+        path.split(':')
+            .find(|dir| {
+                !Path::new(dir).is_absolute()
+                    || super::real_path(Path::new(dir)).starts_with(self.root)
+            })
+            .map(str::to_owned)
+    }
+
+    /// The real path of the first `name` on PATH, as bash would find it.
+    fn path_lookup(&self, name: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        let path = self.path.as_deref()?;
+        for dir in path.split(':') {
+            // An empty or relative entry is looked up from wherever the
+            // command runs: inside the workspace.
+            let dir = if dir.is_empty() { "." } else { dir };
+            let base = if Path::new(dir).is_absolute() {
+                PathBuf::from(dir)
+            } else {
+                self.cwd.dirs[0].join(dir)
+            };
+            let candidate = base.join(name);
+            if std::fs::metadata(&candidate)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            {
+                return Some(super::real_path(&candidate));
+            }
+        }
+        None
+    }
+
+    /// Applies one entry to `args`: its class, grammar, effects and
+    /// operands, then its subcommand or module.
+    fn entry(&mut self, name: &str, entry: &Entry, args: &[Arg], text: &str) -> Option<String> {
+        if entry.class == Some(Class::Runs)
+            && let Some(at) = self.written_at
+            && at < self.count
+        {
+            self.danger(
+                text,
+                format!("`{name}` runs workspace code after this line wrote a file: it could run what the line wrote"),
+            );
+        }
+        match entry.class() {
+            Class::Network | Class::Dangerous => {
+                let why = entry
+                    .why
+                    .clone()
+                    .unwrap_or_else(|| "is never plain".to_owned());
+                let program = name.split(' ').next().unwrap_or(name);
+                if why.starts_with(program) {
+                    self.danger(text, why);
+                } else {
+                    self.danger(text, format!("`{name}` {why}"));
+                }
+                return None;
+            }
+            Class::Wrapper => return None,
+            Class::Read | Class::Runs | Class::Writes => {}
+        }
+        let mut args = args.to_vec();
+        if entry.tar
+            && let Some(first) = args.first_mut()
+            && let Some(cluster) = first.known()
+            && !cluster.starts_with('-')
+        {
+            // `tar czf out.tgz dir`: the first word is a cluster of options.
+            first.text = format!("-{cluster}");
+        }
+        let reading = match entry.read(&args) {
+            Ok(reading) => reading,
+            Err(why) => {
+                self.danger(text, format!("`{name}`: {why}"));
+                return None;
+            }
+        };
+        self.effects(name, entry, &reading, text);
+        if let Some(language) = &entry.script {
+            self.script_language(name, language, &reading, text);
+        } else {
+            self.operands(name, entry, &reading, text);
+        }
+        if let Some(required) = (!entry.require_one_of.is_empty()).then_some(&entry.require_one_of)
+            && !reading.options.iter().any(|o| required.contains(&o.name))
+        {
+            self.danger(
+                text,
+                format!("`{name}` without {} is not plain", required.join(" or ")),
+            );
+        }
+        let sub = reading.sub.as_deref()?;
+        let child = entry.child(sub)?;
+        let child_name = format!("{name} {sub}");
+        self.entry(&child_name, child, &reading.rest, text);
+        // git's global options dropped, so managed rules see `git push ...`.
+        let mut normalised = vec![child_name];
+        normalised.extend(reading.rest.iter().map(|a| a.text.clone()));
+        Some(normalised.join(" "))
+    }
+
+    fn effects(&mut self, name: &str, entry: &Entry, reading: &Reading, text: &str) {
+        let creating = reading.options.iter().any(|o| {
+            entry
+                .effects
+                .get(&o.name)
+                .is_some_and(|e| e == "archive-write")
+        });
+        for option in &reading.options {
+            if let Some(pattern) = entry.pattern(&option.name)
+                && let Some(value) = &option.value
+                && (value.dynamic || !pattern.is_match(&value.text))
+            {
+                self.danger(
+                    text,
+                    format!(
+                        "`{name} {}` is given `{}`, not a plain name",
+                        option.name, value.text
+                    ),
+                );
+            }
+            let Some(effect) = entry.effects.get(&option.name) else {
+                continue;
+            };
+            match effect.as_str() {
+                "writes" => self.option_writes(option.value.as_ref(), text),
+                "archive" if creating => self.option_writes(option.value.as_ref(), text),
+                "archive" | "archive-write" => {}
+                "runs" => self.danger(
+                    text,
+                    format!(
+                        "`{name} {}` runs a program or code given on the command line",
+                        option.name
+                    ),
+                ),
+                "git-config" => {
+                    let value = option.value.as_ref().map_or("", |v| v.text.as_str());
+                    if option.value.as_ref().is_some_and(|v| v.dynamic)
+                        || self.gate.git_config.is_match(&value.to_ascii_lowercase())
+                    {
+                        self.danger(text, format!("git -c {value} runs a program"));
+                    }
+                }
+                other => {
+                    let why = other.strip_prefix("dangerous: ").unwrap_or(other);
+                    let program = name.split(' ').next().unwrap_or(name);
+                    if why.starts_with(program) {
+                        self.danger(text, why.to_owned());
+                    } else {
+                        self.danger(text, format!("`{name} {}` {why}", option.name));
+                    }
+                }
+            }
+        }
+    }
+
+    /// sed's script and awk's program, from `-e` or the first operand,
+    /// read for what they write or run.
+    fn script_language(&mut self, name: &str, language: &str, reading: &Reading, text: &str) {
+        let inline = ["-e", "--expression", "--source"];
+        let files = ["-f", "--file", "-i", "--include"];
+        let mut programs: Vec<&Arg> = reading
+            .options
+            .iter()
+            .filter(|o| inline.contains(&o.name.as_str()))
+            .filter_map(|o| o.value.as_ref())
+            .collect();
+        let from_file = reading
+            .options
+            .iter()
+            .any(|o| files.contains(&o.name.as_str()));
+        if programs.is_empty() && !from_file {
+            let Some(program) = reading.operands.first() else {
+                self.danger(text, format!("`{name}` without a program"));
+                return;
+            };
+            programs.push(program);
+        }
+        for program in programs {
+            let Some(source) = program.known() else {
+                self.danger(text, format!("a `{name}` program known only at run time"));
+                continue;
+            };
+            let read = if language == "sed" {
+                super::scripts::sed(source).map(|effects| effects.writes)
+            } else {
+                super::scripts::awk(source).map(|()| Vec::new())
+            };
+            match read {
+                Ok(writes) => {
+                    for file in writes {
+                        self.write_target(&Arg::literal(&file), text, WriteMode::Replace);
+                    }
+                }
+                Err(why) => self.danger(text, why),
+            }
+        }
+    }
+
+    fn option_writes(&mut self, value: Option<&Arg>, text: &str) {
+        match value {
+            Some(value) => self.write_target(value, text, WriteMode::Replace),
+            None => self.danger(text, "writes to a file it does not name"),
+        }
+    }
+
+    fn operands(&mut self, name: &str, entry: &Entry, reading: &Reading, text: &str) {
+        let info = reading.options.iter().any(|o| entry.info.contains(&o.name));
+        match entry.operands.as_deref().unwrap_or("read") {
+            "writes" => {
+                let appends = reading
+                    .options
+                    .iter()
+                    .any(|o| entry.append.contains(&o.name));
+                for operand in &reading.operands {
+                    self.write_target(
+                        operand,
+                        text,
+                        if appends {
+                            WriteMode::Append
+                        } else {
+                            WriteMode::Replace
+                        },
+                    );
+                }
+            }
+            "creates" => {
+                for operand in &reading.operands {
+                    self.write_target(operand, text, WriteMode::Create);
+                }
+            }
+            "output2" => {
+                if let Some(output) = reading.operands.get(1) {
+                    self.write_target(output, text, WriteMode::Replace);
+                }
+            }
+            "dest" => {
+                let mut words: Vec<Arg> = Vec::new();
+                for option in &reading.options {
+                    match (option.name.as_str(), &option.value) {
+                        ("--target-directory", Some(value)) => {
+                            words.push(Arg::literal("-t"));
+                            words.push(value.clone());
+                        }
+                        (long, Some(value)) if long.starts_with("--") => {
+                            words.push(Arg {
+                                text: format!("{long}={}", value.text),
+                                dynamic: value.dynamic,
+                            });
+                        }
+                        (short, value) => {
+                            words.push(Arg::literal(short));
+                            words.extend(value.iter().cloned());
+                        }
+                    }
+                }
+                words.push(Arg::literal("--"));
+                words.extend(reading.operands.iter().cloned());
+                self.copy(name, &words, text);
+            }
+            "script" => match reading.operands.first() {
+                Some(script) if script.known().is_some_and(|s| s != "-") => {}
+                Some(script) if script.text == "-" => self.danger(
+                    text,
+                    format!("`{name}` would read its program from standard input"),
+                ),
+                Some(script) => self.danger(
+                    text,
+                    format!(
+                        "`{name}` runs a program named `{}`, not a file",
+                        script.text
+                    ),
+                ),
+                None if info || reading.sub.is_some() => {}
+                None => self.danger(
+                    text,
+                    format!("`{name}` would read its program from standard input"),
+                ),
+            },
+            "make" => self.make_operands(&reading.operands, text),
+            "date" => {
+                if reading.operands.iter().any(|o| !o.text.starts_with('+')) {
+                    self.danger(text, "`date` with a date sets the system clock");
+                }
+            }
+            "git-checkout" => self.checkout_operands(reading, text),
+            "git-config" => {
+                if reading.operands.len() > 1 {
+                    self.danger(text, "git config changes git's configuration");
+                }
+            }
+            "read" | "any" => {}
+            other => {
+                if !reading.operands.is_empty() {
+                    let why = other.strip_prefix("dangerous: ").unwrap_or(other);
+                    self.danger(text, format!("`{name}` {why}"));
+                }
+            }
+        }
+    }
+
+    /// `make VAR=value`: a value becomes part of the commands the Makefile
+    /// runs, so only plain words are plain.
+    fn make_operands(&mut self, operands: &[Arg], text: &str) {
+        for operand in operands {
+            let Some((variable, value)) = operand.text.split_once('=') else {
+                continue;
+            };
+            let plain = !operand.dynamic
+                && value
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-/+,:@%".contains(c))
+                && !matches!(
+                    variable.trim_end_matches(['+', ':', '?', '!']),
+                    "SHELL" | "MAKESHELL" | ".SHELLFLAGS" | "MAKEFLAGS" | "MFLAGS" | "MAKE"
+                );
+            if !plain {
+                self.danger(
+                    text,
+                    format!(
+                        "`make {}` puts text into the commands make runs",
+                        operand.text
+                    ),
+                );
+            }
+        }
+    }
+
+    /// `git checkout BRANCH` is plain; `git checkout [--] PATH` overwrites
+    /// the file with the committed version.
+    fn checkout_operands(&mut self, reading: &Reading, text: &str) {
+        let new_branch = reading.options.iter().any(|o| o.name == "-b");
+        let paths: Vec<&Arg> = reading
+            .operands
+            .iter()
+            .skip(usize::from(new_branch))
+            .filter(|operand| {
+                operand.dynamic
+                    || operand.text == "--"
+                    || operand.text == "."
+                    || self
+                        .resolve(&operand.text)
+                        .iter()
+                        .any(|p| std::fs::symlink_metadata(p).is_ok())
+            })
+            .collect();
+        let too_many = reading.operands.len() > 1 + usize::from(new_branch);
+        if !paths.is_empty() || too_many {
+            self.danger(text, "git checkout of a path discards its local changes");
+        }
+    }
+
+    /// A path a command writes, judged like a redirect target: matched as
+    /// `edit` or `external_directory`, and dangerous when `replaces` and
+    /// something is there already.
+    pub(super) fn write_target(&mut self, arg: &Arg, text: &str, mode: WriteMode) {
+        match arg.known() {
+            None => self.danger(text, "writes to a file named only at run time"),
+            Some(target) if is_stream(target) => {}
+            Some(target) => {
+                let paths = self.resolve(target);
+                if mode == WriteMode::Replace {
+                    self.target_must_be_new(text, target, &paths, "replaces an existing file");
+                }
+                if mode != WriteMode::Create {
+                    self.written_at.get_or_insert(self.count);
+                }
+                self.verdict.writes.push(super::Write {
+                    target: target.to_owned(),
+                    paths,
+                });
+            }
+        }
+    }
+}
