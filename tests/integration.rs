@@ -7,6 +7,7 @@
 )]
 
 mod agent;
+mod attacks;
 mod cli;
 mod client;
 mod confine;

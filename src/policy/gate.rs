@@ -413,10 +413,15 @@ impl Check<'_> {
         let before = self.verdict.dangers.len();
         self.class_rules(&name, &argv[1..], &text);
         self.special(&name, &argv[1..], &text, depth);
-        if self.verdict.dangers.len() == before
-            && let Some(git) = self.understood(path, &name, &argv[1..], &text)
-        {
+        let known = self.verdict.dangers.len();
+        // Also for a command already found dangerous, so rules match the
+        // normalised form (`git -C . push --force` is `git push --force`);
+        // its reasons then stay the specific ones found first.
+        if let Some(git) = self.understood(path, &name, &argv[1..], &text) {
             self.verdict.commands[at] = git;
+        }
+        if known > before {
+            self.verdict.dangers.truncate(known);
         }
     }
 

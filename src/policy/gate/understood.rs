@@ -21,6 +21,14 @@ fn names_a_descriptor(text: &str) -> bool {
         || (text.starts_with("/proc/") && text.contains("/fd/"))
 }
 
+/// `name` and the words after it, as one command text.
+fn join(name: &str, args: &[Arg]) -> String {
+    std::iter::once(name)
+        .chain(args.iter().map(|a| a.text.as_str()))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// How a command writes a path it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum WriteMode {
@@ -88,11 +96,7 @@ impl Check<'_> {
             self.danger(text, why);
             return None;
         }
-        let before = self.verdict.dangers.len();
-        let normalised = self.entry(name, entry, args, text);
-        (self.verdict.dangers.len() == before)
-            .then_some(normalised)
-            .flatten()
+        self.entry(name, entry, args, text)
     }
 
     /// Where `word` runs from: it must be the program PATH finds for
@@ -184,7 +188,8 @@ impl Check<'_> {
                 } else {
                     self.danger(text, format!("`{name}` {why}"));
                 }
-                return None;
+                // `git push` stays visible to rules as `git push ...`.
+                return name.contains(' ').then(|| join(name, args));
             }
             Class::Wrapper => return None,
             Class::Read | Class::Runs | Class::Writes => {}
@@ -222,11 +227,9 @@ impl Check<'_> {
         let sub = reading.sub.as_deref()?;
         let child = entry.child(sub)?;
         let child_name = format!("{name} {sub}");
-        self.entry(&child_name, child, &reading.rest, text);
         // git's global options dropped, so managed rules see `git push ...`.
-        let mut normalised = vec![child_name];
-        normalised.extend(reading.rest.iter().map(|a| a.text.clone()));
-        Some(normalised.join(" "))
+        self.entry(&child_name, child, &reading.rest, text)
+            .or_else(|| Some(join(&child_name, &reading.rest)))
     }
 
     fn effects(&mut self, name: &str, entry: &Entry, reading: &Reading, text: &str) {
