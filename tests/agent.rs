@@ -117,7 +117,13 @@ fn approval_requests(events: &[Event]) -> Vec<offcode::protocol::ApprovalRequest
 /// The built-in policy for `root`, with no managed file.
 fn built_in_policy(root: &Path) -> Arc<offcode::policy::PolicySource> {
     Arc::new(offcode::policy::PolicySource::fixed(
-        offcode::policy::Policy::load(&[], Path::new("/nonexistent/managed"), root, None).unwrap(),
+        offcode::policy::Policy::load(&[], Path::new("/nonexistent/managed"), root, None)
+            .unwrap()
+            .with_shell(offcode::confine::Status::of(
+                root,
+                &offcode::config::SandboxConfig::default(),
+                None,
+            )),
     ))
 }
 
@@ -905,4 +911,69 @@ async fn without_tokenize_the_servers_usage_corrects_the_estimate() {
         let size = serde_json::to_string(&body).unwrap().len();
         assert!(size / 3 < 6_000, "a request of {size} bytes");
     }
+}
+
+/// A script that writes beside the workspace: confined it fails; only a
+/// person's answer to the separate question lifts the sandbox, for that
+/// one command.
+#[tokio::test]
+async fn lifting_the_sandbox_takes_its_own_answer_and_holds_for_one_command() {
+    let server = mock();
+    let script = json!({"command": "python3 out.py"});
+    let lifted = json!({"command": "python3 out.py", "unconfined": true});
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("c1", "bash", script.clone())],
+    )));
+    server.push(sse(&chunks::tool_answer("", &[("c2", "bash", lifted)])));
+    server.push(sse(&chunks::tool_answer("", &[("c3", "bash", script)])));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let mut harness = start(&server, 10);
+    let outside = harness.root.parent().unwrap().join("beside.txt");
+    std::fs::write(
+        harness.root.join("out.py"),
+        format!(
+            "try:\n    open({:?}, 'a').write('x')\n    print('wrote')\nexcept OSError as e:\n    print('refused', e)\n",
+            outside.display().to_string()
+        ),
+    )
+    .unwrap();
+    let events = harness
+        .turn("write beside", Some(ApprovalDecision::AllowSession))
+        .await;
+    // The first answer allowed `python3 *` for the session, so the third
+    // call does not ask; it runs confined all the same.
+    let asks = approval_requests(&events);
+    assert_eq!(asks.len(), 2, "{asks:?}");
+    // The ordinary question says how the command will run.
+    assert!(!asks[0].unconfined && asks[0].session_allowed);
+    assert!(
+        asks[0]
+            .confinement
+            .as_deref()
+            .is_some_and(|c| c.starts_with("confined:")),
+        "{:?}",
+        asks[0].confinement
+    );
+    // Lifting is its own, mandatory question, never for the session.
+    assert!(asks[1].unconfined && asks[1].mandatory && !asks[1].session_allowed);
+    assert!(
+        asks[1]
+            .confinement
+            .as_deref()
+            .unwrap()
+            .starts_with("UNCONFINED")
+    );
+    let outputs: Vec<String> = events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::ToolCallEnd(end) => Some(end.output.clone()),
+            _ => None,
+        })
+        .collect();
+    assert!(outputs[0].contains("refused"), "{outputs:?}");
+    assert!(outputs[1].contains("wrote"), "{outputs:?}");
+    // The next command is confined again.
+    assert!(outputs[2].contains("refused"), "{outputs:?}");
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "x");
 }

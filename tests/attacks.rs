@@ -155,7 +155,10 @@ fn attacks(port: u16) -> Vec<String> {
 }
 
 fn files_named(dir: &Path, name: &str, found: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
         let path = entry.path();
         if path.file_name().is_some_and(|n| n == name) {
             found.push(path.clone());
@@ -238,7 +241,6 @@ fn every_attack_family_is_refused_and_changes_nothing() {
     let mut pwned = Vec::new();
     files_named(root, "pwned", &mut pwned);
     files_named(&ws.home, "pwned", &mut pwned);
-    files_named(Path::new("/tmp"), "pwned", &mut Vec::new());
     assert!(pwned.is_empty(), "a payload ran: {pwned:?}");
     match listener.accept() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}

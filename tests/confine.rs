@@ -352,3 +352,76 @@ fn cargo_test_passes_in_a_crate_inside_the_workspace() {
     );
     assert!(output.output.contains("1 passed"), "{}", output.output);
 }
+
+#[test]
+fn without_landlock_every_bash_call_asks_and_no_rule_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let policy = offcode::policy::Policy::load(
+        &[offcode::policy::Layer {
+            path: dir.path().join("offcode.jsonc"),
+            permission: Some(json!({"bash": "allow"})),
+            dangerous_extra: Vec::new(),
+            commands: None,
+        }],
+        Path::new("/nonexistent/managed"),
+        dir.path(),
+        None,
+    )
+    .unwrap()
+    .with_shell(offcode::confine::Status::Unavailable {
+        reason: "this kernel has no Landlock".to_owned(),
+    });
+    let decision = policy.decide("bash", &json!({"command": "ls"}), &[]);
+    assert_eq!(decision.action, offcode::policy::Action::Ask);
+    assert!(decision.managed, "--yes must not answer it");
+    assert!(decision.session_rules.is_empty());
+    assert!(
+        decision.rule.contains("cannot be confined"),
+        "{}",
+        decision.rule
+    );
+    assert!(decision.confinement.unwrap().starts_with("UNCONFINED"));
+    // Other tools are not affected.
+    let read = policy.decide("read", &json!({"path": "x"}), &[]);
+    assert_eq!(read.action, offcode::policy::Action::Allow);
+}
+
+#[test]
+fn headless_never_lifts_the_sandbox() {
+    let ws = crate::support::Workspace::new();
+    std::fs::write(
+        ws.root.join("offcode.jsonc"),
+        "{ permission: { bash: 'allow' } }",
+    )
+    .unwrap();
+    let output = crate::support::run(ws.offcode(
+        "http://127.0.0.1:9/v1",
+        &[
+            "tool",
+            "--yes",
+            "bash",
+            r#"{"command": "touch lifted", "unconfined": true}"#,
+        ],
+    ));
+    assert_eq!(output.code, 1, "{}", output.stderr);
+    assert!(
+        output.stderr.contains("outside the sandbox"),
+        "{}",
+        output.stderr
+    );
+    assert!(!ws.root.join("lifted").exists());
+    let check = crate::support::run(ws.offcode(
+        "http://127.0.0.1:9/v1",
+        &[
+            "policy",
+            "check",
+            "--json",
+            "--tool",
+            "bash",
+            r#"{"command": "ls", "unconfined": true}"#,
+        ],
+    ));
+    let decision: serde_json::Value = serde_json::from_str(&check.stdout).unwrap();
+    assert_eq!(decision["action"], "ask", "{decision}");
+    assert_eq!(decision["unconfined"], true, "{decision}");
+}

@@ -15,6 +15,7 @@ mod doctor;
 mod fixtures;
 mod layout;
 mod network;
+mod ordinary;
 mod policy;
 mod sandbox;
 mod servers;
