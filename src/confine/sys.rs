@@ -97,6 +97,12 @@ pub fn fork() -> io::Result<Forked> {
 }
 
 /// Brings the loopback interface `lo` of the current network namespace up.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::unnecessary_cast,
+    reason = "ioctl's request is `c_ulong` on glibc and `c_int` on musl; the values fit both"
+)]
 pub fn loopback_up() -> io::Result<()> {
     let socket = rustix::net::socket(
         rustix::net::AddressFamily::INET,
@@ -112,12 +118,12 @@ pub fn loopback_up() -> io::Result<()> {
     // SAFETY: `request` is a valid `ifreq` that outlives both calls, as
     // SIOCGIFFLAGS and SIOCSIFFLAGS expect.
     unsafe {
-        if libc::ioctl(fd, libc::SIOCGIFFLAGS, &raw mut request) != 0 {
+        if libc::ioctl(fd, libc::SIOCGIFFLAGS as libc::Ioctl, &raw mut request) != 0 {
             return Err(io::Error::last_os_error());
         }
         let up = libc::c_short::try_from(libc::IFF_UP).unwrap_or(1);
         request.ifr_ifru.ifru_flags |= up;
-        if libc::ioctl(fd, libc::SIOCSIFFLAGS, &raw const request) != 0 {
+        if libc::ioctl(fd, libc::SIOCSIFFLAGS as libc::Ioctl, &raw const request) != 0 {
             return Err(io::Error::last_os_error());
         }
     }
