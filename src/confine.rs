@@ -72,6 +72,38 @@ pub struct Spec {
     /// back to Landlock alone; off only to test that fallback.
     #[serde(default = "yes")]
     pub namespaces: bool,
+    /// Sockets (and directories of them) hidden in the mount namespace:
+    /// a daemon behind a UNIX socket (docker, the session bus, systemd)
+    /// could run anything outside the sandbox, and Landlock only covers
+    /// such sockets from ABI 9.
+    #[serde(default)]
+    pub hidden: Vec<PathBuf>,
+}
+
+/// Daemons a confined command could ask to run something for it.
+const DAEMON_SOCKETS: &[&str] = &[
+    "/var/run/docker.sock",
+    "/run/docker.sock",
+    "/run/containerd/containerd.sock",
+    "/run/podman/podman.sock",
+    "/run/dbus/system_bus_socket",
+    "/var/run/dbus/system_bus_socket",
+    "/run/systemd/private",
+    "/run/systemd/io.systemd.ManagedOOM",
+];
+
+/// The sockets to hide for commands that may write `writable`: those that
+/// exist, and the user's runtime directory (session bus, agents), unless
+/// a writable directory lies beneath one.
+fn daemon_sockets(writable: &[PathBuf]) -> Vec<PathBuf> {
+    let runtime = format!("/run/user/{}", rustix::process::getuid().as_raw());
+    DAEMON_SOCKETS
+        .iter()
+        .copied()
+        .chain(std::iter::once(runtime.as_str()))
+        .map(PathBuf::from)
+        .filter(|path| path.exists() && !writable.iter().any(|dir| dir.starts_with(path)))
+        .collect()
 }
 
 fn yes() -> bool {
@@ -301,6 +333,7 @@ impl Confinement {
         Ok(Self {
             helper,
             spec: Spec {
+                hidden: daemon_sockets(&dirs),
                 writable: dirs,
                 read_only,
                 network,
@@ -425,6 +458,9 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
             bind_read_only(path).map_err(step("a read-only bind mount"))?;
         }
     }
+    for path in &spec.hidden {
+        hide(path).map_err(step("hiding a daemon's socket"))?;
+    }
     if !spec.network {
         sys::loopback_up().map_err(step("bringing loopback up"))?;
     }
@@ -453,6 +489,24 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
             Ok(Some(code))
         }
     }
+}
+
+/// Puts an empty read-only directory over a directory, and `/dev/null`
+/// over a socket, so nothing listening there can be reached.
+fn hide(path: &Path) -> std::io::Result<()> {
+    use rustix::mount::MountFlags;
+    if path.is_dir() {
+        rustix::mount::mount(
+            "tmpfs",
+            path,
+            "tmpfs",
+            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+            Some(c"mode=0555,size=4k"),
+        )?;
+    } else if path.exists() {
+        rustix::mount::mount_bind("/dev/null", path)?;
+    }
+    Ok(())
 }
 
 /// Bind-mounts `path` over itself read-only, keeping the flags the kernel

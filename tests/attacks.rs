@@ -110,6 +110,10 @@ fn attacks(port: u16) -> Vec<String> {
         "awk 'BEGIN{print \"pwned\" > \"victim.txt\"}'",
         "echo 'import os; os.remove(\"victim.txt\")' > s.py && python3 s.py",
         "printf 'x:\\n\\trm victim.txt\\n' > M && make -f M x",
+        "make -f <(printf 'x:\\n\\trm victim.txt\\n') x",
+        "awk -f <(echo 'BEGIN{system(\"touch pwned\")}')",
+        "git -c diff.external='touch pwned' diff",
+        "git -c pager.status='touch pwned' -p status",
         // noclobber, CDPATH, env -C.
         "shopt -uo noclobber; echo pwned >| victim.txt",
         "set +C; echo pwned > victim.txt",
@@ -344,4 +348,42 @@ fn a_plain_script_still_cannot_reach_outside_or_the_network() {
         Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {}
         other => panic!("the listener was reached: {other:?}"),
     }
+}
+
+#[test]
+fn a_path_entry_inside_the_workspace_cannot_shadow_a_program() {
+    let ws = target();
+    let path = format!(
+        "{}:{}",
+        ws.root.join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let lines = vec![
+        "mkdir -p bin && cp /bin/rm bin/ls && ls victim.txt".to_owned(),
+        "ls victim.txt".to_owned(),
+    ];
+    let server = mock();
+    script(&server, &lines);
+    let mut command = ws.offcode(&server.base_url(), &["run", "--json", "--yes", "shadow"]);
+    command.env("PATH", &path);
+    let output = run(command);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let refusals = output
+        .stdout
+        .lines()
+        .filter(|l| l.contains("\"tool_call_end\"") && l.contains("Permission denied"))
+        .count();
+    assert_eq!(refusals, 2, "{}", output.stdout);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("victim.txt")).unwrap(),
+        VICTIM
+    );
+    let mut check = ws.offcode("http://127.0.0.1:9/v1", &["policy", "check", "--", "ls"]);
+    check.env("PATH", &path);
+    let checked = run(check);
+    assert!(
+        checked.stdout.contains("a program inside the workspace"),
+        "{}",
+        checked.stdout
+    );
 }

@@ -191,6 +191,7 @@ fn without_namespaces_landlock_alone_still_refuses_writes_and_tcp() {
         read_only: Vec::new(),
         network: false,
         namespaces: false,
+        hidden: Vec::new(),
     };
     let output = helper(
         &spec,
@@ -424,4 +425,32 @@ fn headless_never_lifts_the_sandbox() {
     let decision: serde_json::Value = serde_json::from_str(&check.stdout).unwrap();
     assert_eq!(decision["action"], "ask", "{decision}");
     assert_eq!(decision["unconfined"], true, "{decision}");
+}
+
+#[test]
+fn a_daemon_behind_a_unix_socket_cannot_be_reached() {
+    let b = sandbox_box();
+    let socket = b.outside.join("daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let spec = Spec {
+        writable: vec![b.root.clone()],
+        read_only: Vec::new(),
+        network: false,
+        namespaces: true,
+        hidden: vec![socket.clone(), b.outside.join("missing.sock")],
+    };
+    let output = helper(
+        &spec,
+        &format!(
+            "python3 -c \"import socket; s = socket.socket(socket.AF_UNIX); s.connect('{}')\"",
+            socket.display()
+        ),
+        &b.root,
+    );
+    assert!(!output.status.success(), "{output:?}");
+    match listener.accept() {
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        other => panic!("the daemon was reached: {other:?}"),
+    }
 }

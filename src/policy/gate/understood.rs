@@ -96,6 +96,21 @@ impl Check<'_> {
             self.danger(text, why);
             return None;
         }
+        // `make -f <(printf ...)`: a program read from another command's
+        // output is code the line hands over.
+        if (entry.class == Some(Class::Runs) || entry.script.is_some())
+            && args
+                .iter()
+                .any(|a| a.dynamic && (a.text.contains("<(") || a.text.contains(">(")))
+        {
+            self.danger(
+                text,
+                format!(
+                    "`{name}` reads a file that is another command's output, which may be code"
+                ),
+            );
+            return None;
+        }
         self.entry(name, entry, args, text)
     }
 
@@ -142,6 +157,8 @@ impl Check<'_> {
     }
 
     /// The real path of the first `name` on PATH, as bash would find it.
+    /// A PATH directory inside the workspace before it counts as the hit:
+    /// the line could put a program of that name there first.
     fn path_lookup(&self, name: &str) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
         let path = self.path.as_deref()?;
@@ -155,6 +172,9 @@ impl Check<'_> {
                 self.cwd.dirs[0].join(dir)
             };
             let candidate = base.join(name);
+            if super::real_path(&base).starts_with(self.root) {
+                return Some(super::real_path(&candidate));
+            }
             if std::fs::metadata(&candidate)
                 .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
             {
