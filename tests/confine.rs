@@ -454,3 +454,39 @@ fn a_daemon_behind_a_unix_socket_cannot_be_reached() {
         other => panic!("the daemon was reached: {other:?}"),
     }
 }
+
+#[test]
+fn git_init_keeps_its_repository_but_not_a_planted_hook() {
+    let b = sandbox_box();
+    let output = bash(&b.context, "git init -q && git status --short && echo ok");
+    assert!(output.output.contains("ok"), "{}", output.output);
+    assert!(b.root.join(".git/config").exists(), "{}", output.output);
+    assert!(
+        !output.output.contains("may not change"),
+        "{}",
+        output.output
+    );
+    // A fresh repository with a hook that would run: the hook goes.
+    let c = sandbox_box();
+    let output = bash(
+        &c.context,
+        "git init -q && printf '#!/bin/sh\\nid\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit",
+    );
+    assert!(
+        !c.root.join(".git/hooks/pre-commit").exists(),
+        "{}",
+        output.output
+    );
+    assert!(c.root.join(".git/config").exists());
+}
+
+#[test]
+fn a_git_dir_replaced_by_a_pointer_elsewhere_is_put_back() {
+    let b = git_workspace();
+    let output = bash(
+        &b.context,
+        "mkdir -p evil/hooks && printf '[core]\\n\\tfsmonitor = id\\n' > evil/config && python3 -c \"import shutil; shutil.rmtree('.git', ignore_errors=True); open('.git', 'w').write('gitdir: evil')\"",
+    );
+    assert!(b.root.join(".git").is_dir(), "{}", output.output);
+    assert_git_untouched(&b);
+}

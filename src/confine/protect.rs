@@ -61,13 +61,16 @@ impl Snapshot {
     pub fn take(root: &Path) -> Self {
         let mut snapshot = Self::default();
         let mut budget = MAX_RECORDED;
+        // `.git` itself, not its contents: replaced by a file (`gitdir:
+        // elsewhere`) it would point git at another config.
+        snapshot.record(root, Path::new(".git"), &mut budget, false);
         for path in PROTECTED {
-            snapshot.record(root, Path::new(path), &mut budget);
+            snapshot.record(root, Path::new(path), &mut budget, true);
         }
         snapshot
     }
 
-    fn record(&mut self, root: &Path, relative: &Path, budget: &mut u64) {
+    fn record(&mut self, root: &Path, relative: &Path, budget: &mut u64, recurse: bool) {
         if self.entries.len() >= MAX_ENTRIES || !real_parents(root, relative) {
             return;
         }
@@ -79,12 +82,15 @@ impl Snapshot {
         let entry = if kind.is_dir() {
             self.entries
                 .insert(relative.to_path_buf(), Entry::Directory);
+            if !recurse {
+                return;
+            }
             let mut names: Vec<_> = std::fs::read_dir(&full)
                 .map(|dir| dir.flatten().map(|e| e.file_name()).collect())
                 .unwrap_or_default();
             names.sort();
             for name in names {
-                self.record(root, &relative.join(name), budget);
+                self.record(root, &relative.join(name), budget, true);
             }
             return;
         } else if kind.is_symlink() {
@@ -120,6 +126,9 @@ impl Snapshot {
             if self.entries.contains_key(path) {
                 continue; // replaced: rewritten below
             }
+            if self.new_repository(path, entry) {
+                continue;
+            }
             let shown = path.display();
             let removed = match entry {
                 Entry::Directory => std::fs::remove_dir(sandbox.root().join(path)).is_ok(),
@@ -146,6 +155,72 @@ impl Snapshot {
         }
         report
     }
+}
+
+impl Snapshot {
+    /// What `git init` makes where there was no repository: the `.git`
+    /// and hooks directories, `*.sample` hooks (git never runs them) and a
+    /// config whose every setting runs nothing. Anything else is removed.
+    fn new_repository(&self, path: &Path, entry: &Entry) -> bool {
+        if self.entries.contains_key(Path::new(".git")) || !path.starts_with(".git") {
+            return false;
+        }
+        match entry {
+            Entry::Directory => path == Path::new(".git") || path == Path::new(".git/hooks"),
+            Entry::File {
+                content: Some(content),
+                mode,
+                ..
+            } => {
+                if path.starts_with(".git/hooks") {
+                    path.extension().is_some_and(|x| x == "sample")
+                        && path.parent() == Some(Path::new(".git/hooks"))
+                } else {
+                    path == Path::new(".git/config")
+                        && mode & 0o111 == 0
+                        && harmless_config(&String::from_utf8_lossy(content))
+                }
+            }
+            _ => false,
+        }
+    }
+}
+
+/// A git config holding only settings that name no program to run.
+fn harmless_config(text: &str) -> bool {
+    const SETTINGS: &[&str] = &[
+        "core.repositoryformatversion",
+        "core.filemode",
+        "core.bare",
+        "core.logallrefupdates",
+        "core.ignorecase",
+        "core.precomposeunicode",
+        "core.symlinks",
+        "core.autocrlf",
+        "extensions.objectformat",
+        "user.name",
+        "user.email",
+    ];
+    let mut section = String::new();
+    text.lines().map(str::trim).all(|line| {
+        if line.is_empty() || line.starts_with(['#', ';']) {
+            return true;
+        }
+        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            if header.contains(['"', ' ']) {
+                return false; // subsections: remotes, includeIf, ...
+            }
+            section = header.to_ascii_lowercase();
+            return true;
+        }
+        let key = line
+            .split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        SETTINGS.contains(&format!("{section}.{key}").as_str())
+    })
 }
 
 /// Whether the kind of entry differs (a file became a directory...).
@@ -245,5 +320,85 @@ fn put_back(path: &Path, entry: &Entry, now: Option<&Entry>, sandbox: &Sandbox) 
             real_parents(sandbox.root(), path) && std::os::unix::fs::symlink(target, &full).is_ok()
         }
         Entry::File { content: None, .. } | Entry::Other => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn repository() -> (tempfile::TempDir, Sandbox) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::fs::write(root.join(".git/config"), "[core]\n\tbare = false\n").unwrap();
+        std::fs::write(root.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n").unwrap();
+        std::fs::write(root.join("offcode.jsonc"), "{}").unwrap();
+        let sandbox = Sandbox::new(root).unwrap();
+        (dir, sandbox)
+    }
+
+    #[test]
+    fn every_kind_of_change_is_put_back_and_reported() {
+        let (dir, sandbox) = repository();
+        let root = dir.path();
+        let before = Snapshot::take(root);
+        // Without a mount namespace nothing stops these; the check must.
+        std::fs::remove_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(root.join("evil")).unwrap();
+        std::fs::write(root.join(".git"), "gitdir: evil").unwrap();
+        std::fs::write(root.join("offcode.jsonc"), "{permission: 'allow'}").unwrap();
+        std::fs::create_dir_all(root.join(".offcode")).unwrap();
+        std::fs::write(root.join(".offcode/offcode.jsonc"), "{}").unwrap();
+        let report = before.restore(&Snapshot::take(root), &sandbox);
+        assert!(root.join(".git").is_dir(), "{report:?}");
+        let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
+        assert_eq!(read(".git/config"), "[core]\n\tbare = false\n");
+        assert_eq!(read(".git/hooks/pre-commit.sample"), "#!/bin/sh\n");
+        assert_eq!(read("offcode.jsonc"), "{}");
+        assert!(!root.join(".offcode").exists());
+        assert_eq!(report.len(), 7, "{report:?}");
+        assert!(
+            report.iter().all(|line| !line.contains("could not")),
+            "{report:?}"
+        );
+    }
+
+    #[test]
+    fn a_touch_is_not_a_change_and_nothing_is_reported() {
+        let (dir, sandbox) = repository();
+        let before = Snapshot::take(dir.path());
+        let config = dir.path().join(".git/config");
+        std::fs::write(&config, "[core]\n\tbare = false\n").unwrap();
+        assert_eq!(
+            before.restore(&Snapshot::take(dir.path()), &sandbox),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_new_repository_is_kept_only_when_nothing_in_it_runs() {
+        for (config, hook, kept) in [
+            (
+                "[core]\n\trepositoryformatversion = 0\n\tbare = false\n",
+                "x.sample",
+                true,
+            ),
+            ("[core]\n\tfsmonitor = id\n", "x.sample", false),
+            ("[alias]\n\tst = !id\n", "x.sample", false),
+            ("[core]\n\tbare = false\n", "pre-commit", false),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            let sandbox = Sandbox::new(dir.path()).unwrap();
+            let before = Snapshot::take(dir.path());
+            std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
+            std::fs::write(dir.path().join(".git/config"), config).unwrap();
+            std::fs::write(dir.path().join(".git/hooks").join(hook), "#!/bin/sh\n").unwrap();
+            before.restore(&Snapshot::take(dir.path()), &sandbox);
+            let config_kept = dir.path().join(".git/config").exists();
+            let hook_kept = dir.path().join(".git/hooks").join(hook).exists();
+            assert_eq!((config_kept && hook_kept), kept, "{config} {hook}");
+        }
     }
 }
