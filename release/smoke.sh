@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Runs the 3-step task (read, write, answer), a resume and `offcode doctor` with each built
-# static binary in target/dist/ against the mock model server; the arm64 one
-# runs under qemu-user. Usage: release/smoke.sh   (after release/build.sh)
+# Runs the 3-step task (read, write, answer), a resume, `offcode doctor` and a
+# confined shell command with each built static binary in target/dist/ against
+# the mock model server; the arm64 one runs under qemu-user, which has no
+# Landlock, so there every shell command must ask instead.
+# Usage: release/smoke.sh   (after release/build.sh)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --quiet --example mock-server
@@ -26,14 +28,27 @@ for bin in target/dist/offcode-*-linux; do
     answer=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --yes "read input.txt then write out.txt" 2>"$dir/stderr") || true
     again=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --continue "hello again" 2>>"$dir/stderr") || true
     doctor=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" doctor 2>>"$dir/stderr") || true
+    # A script that writes outside the workspace: confined, the write
+    # fails; under qemu-user (no Landlock) the command is not run at all.
+    printf 'echo pwned > "$HOME/outside.txt"\n' > "$dir/project/w.sh"
+    shell=$(cd "$dir/project" && HOME=$dir/home "${runner[@]}" "$repo/$bin" tool --yes bash '{"command": "bash w.sh"}' 2>&1) || true
+    if [ -z "${runner[*]}" ]; then
+        expected_doctor="No problems found."
+        expected_shell="Permission denied"
+    else
+        expected_doctor="shell commands cannot be confined: this kernel has no Landlock"
+        expected_shell="cannot be confined"
+    fi
     if [ "$answer" = "Done: I read input.txt and wrote out.txt." ] \
         && grep -q 'smoke input' "$dir/project/out.txt" 2>/dev/null \
         && [ "$again" = "Mock model here. You said: hello again" ] \
-        && [[ "$doctor" == *"No problems found."* ]]; then
-        echo "$bin: task, resume and doctor ok"
+        && [[ "$doctor" == *"$expected_doctor"* ]] \
+        && [[ "$shell" == *"$expected_shell"* ]] \
+        && [ ! -e "$dir/home/outside.txt" ]; then
+        echo "$bin: task, resume, doctor and confinement ok"
     else
         echo "error: $bin failed the smoke task" >&2
-        echo "answer: $answer / again: $again / doctor: $doctor" >&2
+        echo "answer: $answer / again: $again / doctor: $doctor / shell: $shell" >&2
         cat "$dir/stderr" >&2
         status=1
     fi
