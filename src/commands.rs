@@ -454,8 +454,10 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
                 Failure::message(format!("Not run: {}", decision.rule), EXIT_FAILED).with_hint(
                     if decision.dangerous {
                         "Dangerous calls need a person's approval; --yes does not approve them"
-                    } else {
+                    } else if decision.rule.starts_with("managed ") {
                         "The managed policy asks for a person's approval; --yes does not give it"
+                    } else {
+                        "This needs a person's answer in the interactive UI; --yes does not give it"
                     },
                 ),
             );

@@ -176,9 +176,14 @@ fn headless_answer(
             "it is dangerous ({}) and a headless run never approves dangerous commands, even with --yes",
             request.dangers.join("; ")
         )
-    } else if request.mandatory {
+    } else if request.mandatory && request.rule.starts_with("managed ") {
         format!(
             "the managed policy requires a person's approval ({}); --yes does not give it",
+            request.rule
+        )
+    } else if request.mandatory {
+        format!(
+            "it needs a person's answer ({}); --yes does not give it",
             request.rule
         )
     } else if !yes {

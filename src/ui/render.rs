@@ -131,12 +131,18 @@ pub const PROMPT_DIFF_LINES: usize = 12;
 /// keys. Never the raw JSON of the arguments.
 pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
     let room = width.saturating_sub(4);
-    let mut lines = vec![
+    let title = if request.unconfined {
+        Line::new()
+            .with(Role::Warning, "Run ")
+            .with(Role::Tool, &request.tool)
+            .with(Role::Warning, " OUTSIDE the sandbox?")
+    } else {
         Line::new()
             .with(Role::Label, "Allow ")
             .with(Role::Tool, &request.tool)
-            .with(Role::Label, "?"),
-    ];
+            .with(Role::Label, "?")
+    };
+    let mut lines = vec![title];
     let argument = |name: &str| request.arguments.get(name).and_then(|v| v.as_str());
     match (request.tool.as_str(), &request.preview) {
         ("bash", _) => {
@@ -192,11 +198,12 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
         } else {
             Role::Dim
         };
-        lines.push(
-            Line::new()
-                .with(Role::Dim, "  runs: ")
-                .with(role, truncate(&one_line(how), room.saturating_sub(6))),
-        );
+        // Wrapped, not cut: what the sandbox lets through must be read whole.
+        let rows = crate::ui::line::word_wrap(&one_line(how), room.saturating_sub(6).max(20));
+        for (index, row) in rows.into_iter().enumerate() {
+            let lead = if index == 0 { "  runs: " } else { "        " };
+            lines.push(Line::new().with(Role::Dim, lead).with(role, row));
+        }
     }
     if request.mandatory && request.rule.starts_with("managed ") {
         lines.push(Line::new().with(Role::Warning, "  required by the managed policy"));
@@ -391,6 +398,59 @@ mod tests {
             styled(&lines)
         );
         assert!(!screen(&lines).contains("session"));
+    }
+
+    #[test]
+    fn a_bash_prompt_says_how_the_command_will_run() {
+        let mut ask = request("bash", json!({"command": "cargo test"}));
+        ask.confinement =
+            Some("confined: writes only beneath `/w` and a private temp dir; no network".into());
+        let lines = approval(&ask, 80);
+        assert_eq!(
+            screen(&lines),
+            "Allow bash?\n  \
+             $ cargo test\n  \
+             rule: built-in policy/default.jsonc permission.bash[\"*\"]\n  \
+             runs: confined: writes only beneath `/w` and a private temp dir; no network\n   \
+             y  allow once    n  deny    a  allow for this session\n"
+        );
+        assert!(
+            styled(&lines).contains("{Dim}confined:"),
+            "{}",
+            styled(&lines)
+        );
+    }
+
+    #[test]
+    fn lifting_the_sandbox_is_its_own_question_in_warning_colours() {
+        let mut ask = request(
+            "bash",
+            json!({"command": "pip install requests", "unconfined": true}),
+        );
+        ask.unconfined = true;
+        ask.mandatory = true;
+        ask.session_allowed = false;
+        ask.rule = "asks to run outside the sandbox".into();
+        ask.confinement = Some(
+            "UNCONFINED for this command only, if you approve: it may write anywhere you can and reach the network".into(),
+        );
+        let lines = approval(&ask, 80);
+        assert_eq!(
+            screen(&lines),
+            "Run bash OUTSIDE the sandbox?\n  \
+             $ pip install requests\n  \
+             rule: asks to run outside the sandbox\n  \
+             runs: UNCONFINED for this command only, if you approve: it may write\n        \
+             anywhere you can and reach the network\n   \
+             y  allow once    n  deny\n"
+        );
+        let styled = styled(&lines);
+        assert!(
+            styled.starts_with("{Warning}Run {Tool}bash{Warning} OUTSIDE"),
+            "{styled}"
+        );
+        assert!(styled.contains("{Warning}UNCONFINED"), "{styled}");
+        assert!(!styled.contains("managed policy"), "{styled}");
     }
 
     #[test]
