@@ -161,6 +161,9 @@ pub struct SandboxConfig {
     /// More directories commands may write beneath (a leading `~/` is the
     /// home directory). Only the global config may add them.
     pub writable: Vec<String>,
+    /// Where commands may read and run programs from; everywhere when
+    /// unset.
+    pub readable: Option<Vec<String>>,
 }
 
 /// TLS for `https://` endpoints.

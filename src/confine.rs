@@ -78,6 +78,10 @@ pub struct Spec {
     /// such sockets from ABI 9.
     #[serde(default)]
     pub hidden: Vec<PathBuf>,
+    /// Where the command may read and run programs from; everywhere when
+    /// `None`. Writable directories are readable too.
+    #[serde(default)]
+    pub readable: Option<Vec<PathBuf>>,
 }
 
 /// Daemons a confined command could ask to run something for it.
@@ -202,15 +206,7 @@ impl Status {
             };
         }
         let mut writable = vec![root.to_path_buf()];
-        writable.extend(
-            config
-                .writable
-                .iter()
-                .map(|dir| match (dir.strip_prefix("~/"), home) {
-                    (Some(rest), Some(home)) => Path::new(home).join(rest),
-                    _ => PathBuf::from(dir),
-                }),
-        );
+        writable.extend(config.writable.iter().map(|dir| expand_home(dir, home)));
         Self::Confined {
             network: config.network,
             writable,
@@ -264,7 +260,11 @@ impl Shell {
         let Status::Confined { network, writable } = &status else {
             return Self::unconfined(status);
         };
-        match Confinement::new(helper, root, &writable[1..], *network) {
+        let readable = config
+            .readable
+            .as_ref()
+            .map(|dirs| dirs.iter().map(|dir| expand_home(dir, home)).collect());
+        match Confinement::new(helper, root, &writable[1..], *network, readable) {
             Ok(confinement) => Self {
                 confinement: Some(confinement),
                 status,
@@ -325,6 +325,7 @@ impl Confinement {
         root: &Path,
         writable: &[PathBuf],
         network: bool,
+        readable: Option<Vec<PathBuf>>,
     ) -> std::io::Result<Self> {
         let tmp = private_temp_dir()?;
         let mut dirs = vec![root.to_path_buf(), tmp.clone()];
@@ -338,6 +339,7 @@ impl Confinement {
                 read_only,
                 network,
                 namespaces: true,
+                readable,
             },
             tmp,
         })
@@ -369,6 +371,14 @@ impl Confinement {
 impl Drop for Confinement {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.tmp);
+    }
+}
+
+/// `dir` with a leading `~/` made the home directory.
+fn expand_home(dir: &str, home: Option<&str>) -> PathBuf {
+    match (dir.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => Path::new(home).join(rest),
+        _ => PathBuf::from(dir),
     }
 }
 
@@ -552,21 +562,17 @@ fn restrict(spec: &Spec, network_namespace: bool) -> Result<(), Error> {
     let read = AccessFs::from_read(TESTED_ABI);
     let all = AccessFs::from_all(TESTED_ABI);
     let file = AccessFs::from_file(TESTED_ABI);
-    created = created
-        .add_rule(PathBeneath::new(
-            PathFd::new("/").map_err(|e| failed(&e))?,
-            read,
-        ))
-        .map_err(|e| failed(&e))?;
     let beneath = |path: &Path, access| {
         PathFd::new(path)
             .ok()
             .map(|fd| PathBeneath::new(fd, access))
     };
-    let rules = spec
-        .writable
+    let everything = [PathBuf::from("/")];
+    let readable = spec.readable.as_deref().unwrap_or(&everything);
+    let rules = readable
         .iter()
-        .filter_map(|dir| beneath(dir, all))
+        .filter_map(|dir| beneath(dir, read))
+        .chain(spec.writable.iter().filter_map(|dir| beneath(dir, all)))
         .chain(
             DEVICE_DIRS
                 .iter()

@@ -192,6 +192,7 @@ fn without_namespaces_landlock_alone_still_refuses_writes_and_tcp() {
         network: false,
         namespaces: false,
         hidden: Vec::new(),
+        readable: None,
     };
     let output = helper(
         &spec,
@@ -439,6 +440,7 @@ fn a_daemon_behind_a_unix_socket_cannot_be_reached() {
         network: false,
         namespaces: true,
         hidden: vec![socket.clone(), b.outside.join("missing.sock")],
+        readable: None,
     };
     let output = helper(
         &spec,
@@ -489,4 +491,60 @@ fn a_git_dir_replaced_by_a_pointer_elsewhere_is_put_back() {
     );
     assert!(b.root.join(".git").is_dir(), "{}", output.output);
     assert_git_untouched(&b);
+}
+
+#[test]
+fn reads_can_be_limited_to_listed_directories() {
+    let b = sandbox_box();
+    let secret = b.outside.join("secret");
+    std::fs::write(&secret, "key").unwrap();
+    let system = ["/usr", "/bin", "/lib", "/lib64", "/etc"]
+        .iter()
+        .map(PathBuf::from)
+        .collect();
+    let spec = Spec {
+        writable: vec![b.root.clone()],
+        read_only: Vec::new(),
+        network: false,
+        namespaces: true,
+        hidden: Vec::new(),
+        readable: Some(system),
+    };
+    let output = helper(
+        &spec,
+        &format!("cat {}; echo ok > inside; cat inside", secret.display()),
+        &b.root,
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!stdout.contains("key"), "{output:?}");
+    assert!(stdout.contains("ok"), "{output:?}");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("Permission denied"));
+}
+
+#[test]
+fn a_session_with_the_sandbox_off_says_so() {
+    let ws = crate::support::Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        "{ sandbox: 'off' }",
+    )
+    .unwrap();
+    std::fs::write(ws.root.join("offcode.jsonc"), "{ model: 'mock-model' }").unwrap();
+    let server = crate::support::mock();
+    server.push(crate::support::sse(&crate::support::chunks::text_answer(
+        "Hi.",
+    )));
+    let output = crate::support::run(ws.offcode(&server.base_url(), &["run", "hello"]));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(output.stderr.contains("UNCONFINED"), "{}", output.stderr);
+    // A project cannot do the same.
+    std::fs::write(ws.home.join(".config/offcode/offcode.jsonc"), "{}").unwrap();
+    std::fs::write(ws.root.join("offcode.jsonc"), "{ sandbox: 'off' }").unwrap();
+    let refused = crate::support::run(ws.offcode(&server.base_url(), &["run", "hello"]));
+    assert_eq!(refused.code, 2, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("only be set in your global config"),
+        "{}",
+        refused.stderr
+    );
 }

@@ -85,6 +85,7 @@ struct SandboxKeys {
     mode: Option<crate::config::SandboxMode>,
     network: Option<bool>,
     writable: Option<Vec<NonEmpty>>,
+    readable: Option<Vec<NonEmpty>>,
 }
 
 #[derive(Debug, Deserialize)]
