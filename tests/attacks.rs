@@ -147,6 +147,8 @@ fn attacks(port: u16) -> Vec<String> {
         "sh -c 'touch pwned'",
         "eval 'touch pwned'",
         "trap 'touch pwned' EXIT",
+        "mapfile -C 'touch pwned' -c 1 x < README",
+        "printf -- '-wrapper\\nsh,-c,touch pwned\\n' > opts; gcc @opts -x c /dev/null",
     ];
     let mut lines: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
     lines.push(format!("echo pwned > /dev/tcp/127.0.0.1/{port}"));

@@ -431,6 +431,14 @@ impl Check<'_> {
                 ),
             },
             "make" => self.make_operands(&reading.operands, text),
+            "compiler" => {
+                if reading.operands.iter().any(|o| o.text.starts_with('@')) {
+                    self.danger(
+                        text,
+                        format!("`{name}` reads more options from a file (`@FILE`), which offcode does not check"),
+                    );
+                }
+            }
             "date" => {
                 if reading.operands.iter().any(|o| !o.text.starts_with('+')) {
                     self.danger(text, "`date` with a date sets the system clock");
