@@ -259,30 +259,24 @@ impl Policy {
         }
         let mut managed = deciding.is_some_and(|s| s.rule.starts_with("managed "));
         let (confinement, unconfined) = self.confinement(tool, arguments);
-        if tool == "bash" && action != Action::Deny {
-            if unconfined {
-                action = Action::Ask;
-                managed = true;
-                rule = format!(
-                    "asks to run outside the sandbox{}",
-                    if dangerous {
-                        format!("; {rule}")
-                    } else {
-                        String::new()
-                    }
-                );
-            } else if let crate::confine::Status::Unavailable { reason } = &self.shell {
-                action = Action::Ask;
-                managed = true;
-                rule = format!(
-                    "commands cannot be confined ({reason}), so each one asks{}",
-                    if dangerous {
-                        format!("; {rule}")
-                    } else {
-                        String::new()
-                    }
-                );
-            }
+        // Lifting the sandbox, or a kernel that cannot confine, makes bash
+        // a question no rule, session or `--yes` answers.
+        let forced = match (&self.shell, unconfined) {
+            _ if tool != "bash" || action == Action::Deny => None,
+            (_, true) => Some("asks to run outside the sandbox".to_owned()),
+            (crate::confine::Status::Unavailable { reason }, false) => Some(format!(
+                "commands cannot be confined ({reason}), so each one asks"
+            )),
+            _ => None,
+        };
+        if let Some(why) = forced {
+            action = Action::Ask;
+            managed = true;
+            rule = if dangerous {
+                format!("{why}; {rule}")
+            } else {
+                why
+            };
         }
         let session_rules = if action == Action::Ask && !dangerous && !managed {
             judged

@@ -259,12 +259,7 @@ fn every_attack_is_dangerous_in_policy_check_with_a_reason() {
     let ws = target();
     let mut plain = Vec::new();
     for line in attacks(9) {
-        let output = run(ws.offcode(
-            "http://127.0.0.1:9/v1",
-            &["policy", "check", "--json", "--", &line],
-        ));
-        assert_eq!(output.code, 0, "{line}: {}", output.stderr);
-        let decision: Value = serde_json::from_str(&output.stdout).unwrap();
+        let decision = crate::policy::check(&ws, &line);
         let denied = decision["action"] == "deny";
         let dangerous = decision["dangerous"] == true
             && decision["dangers"].as_array().is_some_and(|d| {
@@ -294,11 +289,7 @@ fn a_managed_push_deny_holds_through_global_options_and_aliases() {
         "git --no-pager -C sub push",
         "git -C . push --force origin main",
     ] {
-        let output = run(ws.offcode(
-            "http://127.0.0.1:9/v1",
-            &["policy", "check", "--json", "--", line],
-        ));
-        let decision: Value = serde_json::from_str(&output.stdout).unwrap();
+        let decision = crate::policy::check(&ws, line);
         assert_eq!(decision["action"], "deny", "{line}: {decision}");
         assert!(
             decision["rule"].as_str().unwrap().starts_with("managed "),
@@ -306,17 +297,7 @@ fn a_managed_push_deny_holds_through_global_options_and_aliases() {
         );
     }
     // An alias cannot be normalised, so it is refused outright.
-    let output = run(ws.offcode(
-        "http://127.0.0.1:9/v1",
-        &[
-            "policy",
-            "check",
-            "--json",
-            "--",
-            "git -c alias.p=push p origin main",
-        ],
-    ));
-    let decision: Value = serde_json::from_str(&output.stdout).unwrap();
+    let decision = crate::policy::check(&ws, "git -c alias.p=push p origin main");
     assert_eq!(decision["dangerous"], true, "{decision}");
 }
 

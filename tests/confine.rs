@@ -171,6 +171,18 @@ fn a_test_suite_can_still_use_its_own_loopback() {
     assert!(output.output.contains("served"), "{}", output.output);
 }
 
+/// A spec that lets commands write `writable` only, tried with namespaces.
+fn spec(writable: &Path) -> Spec {
+    Spec {
+        writable: vec![writable.to_path_buf()],
+        read_only: Vec::new(),
+        network: false,
+        namespaces: true,
+        hidden: Vec::new(),
+        readable: None,
+    }
+}
+
 /// Runs `command` through the helper with `spec` directly.
 fn helper(spec: &Spec, command: &str, dir: &Path) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_offcode"))
@@ -187,12 +199,8 @@ fn without_namespaces_landlock_alone_still_refuses_writes_and_tcp() {
     let b = sandbox_box();
     let (listener, port) = listener();
     let spec = Spec {
-        writable: vec![b.root.clone()],
-        read_only: Vec::new(),
-        network: false,
         namespaces: false,
-        hidden: Vec::new(),
-        readable: None,
+        ..spec(&b.root)
     };
     let output = helper(
         &spec,
@@ -435,12 +443,8 @@ fn a_daemon_behind_a_unix_socket_cannot_be_reached() {
     let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
     listener.set_nonblocking(true).unwrap();
     let spec = Spec {
-        writable: vec![b.root.clone()],
-        read_only: Vec::new(),
-        network: false,
-        namespaces: true,
         hidden: vec![socket.clone(), b.outside.join("missing.sock")],
-        readable: None,
+        ..spec(&b.root)
     };
     let output = helper(
         &spec,
@@ -503,12 +507,8 @@ fn reads_can_be_limited_to_listed_directories() {
         .map(PathBuf::from)
         .collect();
     let spec = Spec {
-        writable: vec![b.root.clone()],
-        read_only: Vec::new(),
-        network: false,
-        namespaces: true,
-        hidden: Vec::new(),
         readable: Some(system),
+        ..spec(&b.root)
     };
     let output = helper(
         &spec,

@@ -975,7 +975,7 @@ fn project() -> Workspace {
 }
 
 /// `offcode policy check --json -- COMMAND` in `ws`.
-fn check(ws: &Workspace, command: &str) -> Value {
+pub(crate) fn check(ws: &Workspace, command: &str) -> Value {
     let output = run(ws.offcode(
         "http://127.0.0.1:9/v1",
         &["policy", "check", "--json", "--", command],
