@@ -41,6 +41,8 @@ fn target() -> Workspace {
     std::fs::write(root.join("victimdir/keep"), "keep\n").unwrap();
     std::fs::create_dir_all(root.join("sub")).unwrap();
     std::fs::write(ws.home.join(".bashrc"), "# rc\n").unwrap();
+    // Left by an earlier call: a script name that is really standard input.
+    std::os::unix::fs::symlink("/dev/stdin", root.join("s.js")).unwrap();
     std::fs::write(
         root.join("offcode.jsonc"),
         "{ model: 'mock-model', max_steps: 100, permission: { bash: 'allow', edit: 'allow' } }\n",
@@ -60,6 +62,7 @@ fn attacks(port: u16) -> Vec<String> {
         "perl /dev/fd/0 <<< 'unlink \"victim.txt\"'",
         "make -f /dev/stdin <<< $'x:\\n\\trm victim.txt'",
         "sh < /proc/self/fd/0 <<< 'touch pwned'",
+        "node s.js <<< 'require(\"fs\").writeFileSync(\"pwned\", \"x\")'",
         // Options the first gate did not know, or GNU abbreviations.
         "sed --in s/precious/pwned/ victim.txt",
         "sed -i.bak s/precious/pwned/ victim.txt",

@@ -63,11 +63,11 @@ impl Check<'_> {
                 self.danger(text, "a word holds a NUL byte, which bash cuts short");
                 return None;
             }
+            let value = arg
+                .known()
+                .map(|t| t.split_once('=').map_or(t, |(_, value)| value));
             if arg.known().is_some_and(names_a_descriptor)
-                || arg.known().is_some_and(|t| {
-                    t.split_once('=')
-                        .is_some_and(|(_, value)| names_a_descriptor(value))
-                })
+                || value.is_some_and(|v| names_a_descriptor(v) || self.links_to_a_descriptor(v))
             {
                 self.danger(
                     text,
@@ -112,6 +112,24 @@ impl Check<'_> {
             return None;
         }
         self.entry(name, entry, args, text)
+    }
+
+    /// Whether `path` is a symlink (in a chain of at most 8) that ends at
+    /// standard input or a descriptor: `node s.js <<< CODE` with `s.js`
+    /// pointing at `/dev/stdin` runs the here-string.
+    fn links_to_a_descriptor(&self, path: &str) -> bool {
+        let mut current = self.cwd.dirs[0].join(path);
+        for _ in 0..8 {
+            let Ok(target) = std::fs::read_link(&current) else {
+                return false;
+            };
+            let next = current.parent().unwrap_or(Path::new("/")).join(target);
+            if names_a_descriptor(&next.to_string_lossy()) {
+                return true;
+            }
+            current = next;
+        }
+        true
     }
 
     /// Where `word` runs from: it must be the program PATH finds for
