@@ -511,6 +511,12 @@ pub fn policy_check(args: &PolicyCheckArgs, environment: &Environment) -> Result
     };
     let _ = writeln!(text, "Decision: {}{dangerous}", decision.action);
     let _ = writeln!(text, "Rule:     {}", decision.rule);
+    if tool == "bash" && !decision.dangerous {
+        let _ = writeln!(
+            text,
+            "Gate:     plain: offcode understands every command, and none replaces a file, runs a string or reaches the network"
+        );
+    }
     if let Some(how) = &decision.confinement {
         let _ = writeln!(text, "Runs:     {how}");
     }
