@@ -31,7 +31,7 @@ const DEVICE_FILES: &[&str] = &[
 ];
 const DEVICE_DIRS: &[&str] = &["/dev/pts", "/dev/shm"];
 
-/// The helper's whole life: `args` are what followed [`HELPER_ARG`]. It
+/// The helper's whole life: `args` are what followed [`super::HELPER_ARG`]. It
 /// returns only on failure (or, in the PID namespace's parent, with the
 /// command's exit status).
 pub fn helper(args: &[OsString]) -> Result<u8, Error> {
