@@ -548,3 +548,65 @@ fn a_session_with_the_sandbox_off_says_so() {
         refused.stderr
     );
 }
+
+/// Most people are not root: as an ordinary user (nobody, when the tests
+/// run as root), the helper maps that user into its namespaces and the
+/// same rules hold.
+#[test]
+fn an_ordinary_user_is_confined_the_same_way() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().to_path_buf();
+    let work = base.join("work");
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(base.join("victim"), "keep").unwrap();
+    let helper = base.join("offcode");
+    std::fs::copy(env!("CARGO_BIN_EXE_offcode"), &helper).unwrap();
+    for (path, mode) in [(&base, 0o755), (&work, 0o777), (&helper, 0o755)] {
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+    let root = rustix::process::getuid().is_root();
+    let mut command = if root {
+        let mut command = std::process::Command::new("setpriv");
+        command.args(["--reuid=65534", "--regid=65534", "--clear-groups"]);
+        command.arg(&helper);
+        command
+    } else {
+        std::process::Command::new(&helper)
+    };
+    let output = command
+        .arg(offcode::confine::HELPER_ARG)
+        .arg(serde_json::to_string(&spec(&work)).unwrap())
+        .args([
+            "bash",
+            "-c",
+            &format!(
+                "id -u; echo x > inside; echo y > {}; cat /proc/self/uid_map",
+                base.join("victim").display()
+            ),
+        ])
+        .current_dir(&work)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if root {
+        assert!(stdout.starts_with("65534\n"), "{stdout} {stderr}");
+    }
+    assert!(work.join("inside").exists(), "{stdout} {stderr}");
+    assert!(stderr.contains("Permission denied"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(base.join("victim")).unwrap(),
+        "keep"
+    );
+    // Its own uid, mapped to itself: files it creates are the user's.
+    let uid = if root {
+        65534
+    } else {
+        rustix::process::getuid().as_raw()
+    };
+    assert!(
+        stdout.contains(&format!("{uid}      {uid}          1")),
+        "{stdout}"
+    );
+}
