@@ -39,7 +39,10 @@ fn target() -> Workspace {
     std::fs::write(root.join("untracked.txt"), "untracked\n").unwrap();
     std::fs::create_dir_all(root.join("victimdir")).unwrap();
     std::fs::write(root.join("victimdir/keep"), "keep\n").unwrap();
-    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(root.join("sub/copy")).unwrap();
+    std::fs::write(root.join("sub/copy/victim.txt"), "evil\n").unwrap();
+    std::fs::write(root.join("evil.py"), "print('hi')\n").unwrap();
+    std::fs::write(root.join("victim.c"), "int main(void) { return 0; }\n").unwrap();
     std::fs::write(ws.home.join(".bashrc"), "# rc\n").unwrap();
     // Left by an earlier call: a script name that is really standard input.
     std::os::unix::fs::symlink("/dev/stdin", root.join("s.js")).unwrap();
@@ -54,106 +57,127 @@ fn target() -> Workspace {
 /// Each attack would change `victim.txt`, delete `victimdir/keep` or
 /// `untracked.txt`, create a file named `pwned`, or reach `PORT`, if it
 /// ran. One line per family of the issue, and more found since.
+const ATTACKS: &[&str] = &[
+    // A program read from standard input or a descriptor.
+    "bash /dev/stdin <<< 'rm victim.txt'",
+    "python3 /dev/stdin <<< 'import os; os.remove(\"victim.txt\")'",
+    "perl /dev/fd/0 <<< 'unlink \"victim.txt\"'",
+    "make -f /dev/stdin <<< $'x:\\n\\trm victim.txt'",
+    "sh < /proc/self/fd/0 <<< 'touch pwned'",
+    "node s.js <<< 'require(\"fs\").writeFileSync(\"pwned\", \"x\")'",
+    // Options the first gate did not know, or GNU abbreviations.
+    "sed --in s/precious/pwned/ victim.txt",
+    "sed -i.bak s/precious/pwned/ victim.txt",
+    "perl -0e 'unlink \"victim.txt\"'",
+    "perl -pi -e 's/precious/pwned/' victim.txt",
+    "python3 -m timeit -n1 'open(\"pwned\", \"w\")'",
+    "node --import='data:text/javascript,import fs from \"fs\"; fs.writeFileSync(\"pwned\", \"x\")' README",
+    "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='touch pwned' README",
+    "tar --to-command='touch pwned' -xf x.tar",
+    "tar -c --use-compress-program='sh -c \"touch pwned; cat\"' -f x.tar README",
+    "sqlite3 :memory: '.shell touch pwned'",
+    "zip -TT 'touch pwned' out.zip README",
+    "git ls-remote --upload-pack='touch pwned' .",
+    "git -c core.pager='touch pwned' -p log",
+    "git rebase -x 'touch pwned' HEAD",
+    "git log --out=victim.txt",
+    "git diff --output=victim.txt",
+    // bash evaluating a string later.
+    "a='x[$(touch pwned)]'; (( a ))",
+    "[[ -v 'x[$(touch pwned)]' ]]",
+    "test -v 'x[$(touch pwned)]'",
+    "printf -v a '%s' 'x[$(touch pwned)]'; (( a ))",
+    "read a <<< 'x[$(touch pwned)]'; echo $((a))",
+    "x='$(touch pwned)'; echo \"${x@P}\"",
+    "y='$(touch pwned)'; x=y; echo \"${!x}\" $((x))",
+    "echo ${x#$(touch pwned)}",
+    "echo ${x:-$(rm victim.txt)}",
+    "$'rm\\0' victim.txt",
+    "env 'BASH_FUNC_ls%%=() { touch pwned; }' bash -c ls",
+    "unset 'x[$(touch pwned)]'",
+    // A program renamed or shadowed.
+    "cp /bin/rm ./ls && ./ls victim.txt",
+    "f() { rm victim.txt; }; f",
+    "ls() { rm victim.txt; }; ls",
+    // Overwrites by programs the first gate did not list.
+    "sort -o victim.txt README",
+    "uniq README victim.txt",
+    "tar -cf victim.txt README",
+    "xxd -r README victim.txt",
+    "python3 -m venv --clear victimdir",
+    "git checkout victim.txt",
+    "git checkout -- .",
+    "git clean --forc",
+    "git clean -fdx",
+    "git stash drop",
+    "cat README | xargs sort -o victim.txt",
+    "sed 's/x/y/w victim.txt' README",
+    "awk 'BEGIN{print \"pwned\" > \"victim.txt\"}'",
+    "echo 'import os; os.remove(\"victim.txt\")' > s.py && python3 s.py",
+    "printf 'x:\\n\\trm victim.txt\\n' > M && make -f M x",
+    "make -f <(printf 'x:\\n\\trm victim.txt\\n') x",
+    "awk -f <(echo 'BEGIN{system(\"touch pwned\")}')",
+    "git -c diff.external='touch pwned' diff",
+    "git -c pager.status='touch pwned' -p status",
+    // noclobber, CDPATH, env -C.
+    "shopt -uo noclobber; echo pwned >| victim.txt",
+    "set +C; echo pwned > victim.txt",
+    "CDPATH=/ cd tmp && touch pwned",
+    "env -C sub sh -c 'rm ../victim.txt'",
+    // offcode's and git's config, the user's shell.
+    "tee offcode.jsonc < README",
+    "cp README offcode.jsonc",
+    "ln -s README .offcode",
+    "echo 'touch pwned' >> .git/hooks/post-checkout",
+    "printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> .git/config",
+    "echo 'touch pwned' | tee -a ~/.bashrc",
+    // git's global options and aliases.
+    "git -c alias.p='!touch pwned' p",
+    "git --exec-path=. status",
+    "PAGER='touch pwned' git log",
+    // Wrappers.
+    "timeout 5 rm victim.txt",
+    "nice -n 1 rm victim.txt",
+    "command rm victim.txt",
+    "exec rm victim.txt",
+    "busybox rm victim.txt",
+    "find . -name victim.txt -delete",
+    "find . -name victim.txt -exec rm {} +",
+    "dd of=victim.txt <<< pwned",
+    "truncate -s 0 victim.txt",
+    // Inline code.
+    "python3 -c 'open(\"pwned\", \"w\")'",
+    "node -e 'require(\"fs\").writeFileSync(\"pwned\", \"x\")'",
+    "awk 'BEGIN{system(\"touch pwned\")}'",
+    "sh -c 'touch pwned'",
+    "eval 'touch pwned'",
+    "trap 'touch pwned' EXIT",
+    // Found by an outside attack on the finished gate.
+    "set -k; git status GIT_CONFIG_PARAMETERS=\"'core.fsmonitor'='touch pwned'\"",
+    "python3 -i evil.py <<< 'open(\"pwned\", \"w\")'",
+    "sed -f - victim.txt <<< '1e touch pwned'",
+    "awk -f - <<< 'BEGIN{system(\"touch pwned\")}'",
+    "sed -n ':a e touch pwned' victim.txt",
+    "awk $'x\\n/\"?/ { system(\"touch pwned\") }\\n# \"' victim.txt",
+    "git grep -iO'touch pwned;' readme",
+    "node --test --test-reporter='data:text/javascript,import(\"fs\").then(f=>f.writeFileSync(\"pwned\",\"x\"))' README",
+    "make victim.o COMPILE.c=rm OUTPUT_OPTION=",
+    "cp -rT sub/copy .",
+    "ln -s victim.txt l && cp README l",
+    "ln -s victim.txt l2 && echo pwned | tee l2",
+    "ln -s victim.txt l3 && echo pwned >> l3",
+    "tar -c -f /dev/null -g victim.txt README",
+    "echo '{}' | python3 -m json.tool --indent 2 - victim.txt",
+    "gcc -E README.c -MMD -MF victim.txt",
+    "xargs --process-slot-var=BASH_ENV ls < README",
+    "cargo test -- --logfile victim.txt",
+    "mapfile -C 'touch pwned' -c 1 x < README",
+    "printf -- '-wrapper\\nsh,-c,touch pwned\\n' > opts; gcc @opts -x c /dev/null",
+];
+
+/// [`ATTACKS`] and the lines that aim at a listener on `port`.
 fn attacks(port: u16) -> Vec<String> {
-    let lines = [
-        // A program read from standard input or a descriptor.
-        "bash /dev/stdin <<< 'rm victim.txt'",
-        "python3 /dev/stdin <<< 'import os; os.remove(\"victim.txt\")'",
-        "perl /dev/fd/0 <<< 'unlink \"victim.txt\"'",
-        "make -f /dev/stdin <<< $'x:\\n\\trm victim.txt'",
-        "sh < /proc/self/fd/0 <<< 'touch pwned'",
-        "node s.js <<< 'require(\"fs\").writeFileSync(\"pwned\", \"x\")'",
-        // Options the first gate did not know, or GNU abbreviations.
-        "sed --in s/precious/pwned/ victim.txt",
-        "sed -i.bak s/precious/pwned/ victim.txt",
-        "perl -0e 'unlink \"victim.txt\"'",
-        "perl -pi -e 's/precious/pwned/' victim.txt",
-        "python3 -m timeit -n1 'open(\"pwned\", \"w\")'",
-        "node --import='data:text/javascript,import fs from \"fs\"; fs.writeFileSync(\"pwned\", \"x\")' README",
-        "tar -cf /dev/null --checkpoint=1 --checkpoint-action=exec='touch pwned' README",
-        "tar --to-command='touch pwned' -xf x.tar",
-        "tar -c --use-compress-program='sh -c \"touch pwned; cat\"' -f x.tar README",
-        "sqlite3 :memory: '.shell touch pwned'",
-        "zip -TT 'touch pwned' out.zip README",
-        "git ls-remote --upload-pack='touch pwned' .",
-        "git -c core.pager='touch pwned' -p log",
-        "git rebase -x 'touch pwned' HEAD",
-        "git log --out=victim.txt",
-        "git diff --output=victim.txt",
-        // bash evaluating a string later.
-        "a='x[$(touch pwned)]'; (( a ))",
-        "[[ -v 'x[$(touch pwned)]' ]]",
-        "test -v 'x[$(touch pwned)]'",
-        "printf -v a '%s' 'x[$(touch pwned)]'; (( a ))",
-        "read a <<< 'x[$(touch pwned)]'; echo $((a))",
-        "x='$(touch pwned)'; echo \"${x@P}\"",
-        "y='$(touch pwned)'; x=y; echo \"${!x}\" $((x))",
-        "echo ${x#$(touch pwned)}",
-        "echo ${x:-$(rm victim.txt)}",
-        "$'rm\\0' victim.txt",
-        "env 'BASH_FUNC_ls%%=() { touch pwned; }' bash -c ls",
-        "unset 'x[$(touch pwned)]'",
-        // A program renamed or shadowed.
-        "cp /bin/rm ./ls && ./ls victim.txt",
-        "f() { rm victim.txt; }; f",
-        "ls() { rm victim.txt; }; ls",
-        // Overwrites by programs the first gate did not list.
-        "sort -o victim.txt README",
-        "uniq README victim.txt",
-        "tar -cf victim.txt README",
-        "xxd -r README victim.txt",
-        "python3 -m venv --clear victimdir",
-        "git checkout victim.txt",
-        "git checkout -- .",
-        "git clean --forc",
-        "git clean -fdx",
-        "git stash drop",
-        "cat README | xargs sort -o victim.txt",
-        "sed 's/x/y/w victim.txt' README",
-        "awk 'BEGIN{print \"pwned\" > \"victim.txt\"}'",
-        "echo 'import os; os.remove(\"victim.txt\")' > s.py && python3 s.py",
-        "printf 'x:\\n\\trm victim.txt\\n' > M && make -f M x",
-        "make -f <(printf 'x:\\n\\trm victim.txt\\n') x",
-        "awk -f <(echo 'BEGIN{system(\"touch pwned\")}')",
-        "git -c diff.external='touch pwned' diff",
-        "git -c pager.status='touch pwned' -p status",
-        // noclobber, CDPATH, env -C.
-        "shopt -uo noclobber; echo pwned >| victim.txt",
-        "set +C; echo pwned > victim.txt",
-        "CDPATH=/ cd tmp && touch pwned",
-        "env -C sub sh -c 'rm ../victim.txt'",
-        // offcode's and git's config, the user's shell.
-        "tee offcode.jsonc < README",
-        "cp README offcode.jsonc",
-        "ln -s README .offcode",
-        "echo 'touch pwned' >> .git/hooks/post-checkout",
-        "printf '[core]\\n\\tfsmonitor = touch pwned\\n' >> .git/config",
-        "echo 'touch pwned' | tee -a ~/.bashrc",
-        // git's global options and aliases.
-        "git -c alias.p='!touch pwned' p",
-        "git --exec-path=. status",
-        "PAGER='touch pwned' git log",
-        // Wrappers.
-        "timeout 5 rm victim.txt",
-        "nice -n 1 rm victim.txt",
-        "command rm victim.txt",
-        "exec rm victim.txt",
-        "busybox rm victim.txt",
-        "find . -name victim.txt -delete",
-        "find . -name victim.txt -exec rm {} +",
-        "dd of=victim.txt <<< pwned",
-        "truncate -s 0 victim.txt",
-        // Inline code.
-        "python3 -c 'open(\"pwned\", \"w\")'",
-        "node -e 'require(\"fs\").writeFileSync(\"pwned\", \"x\")'",
-        "awk 'BEGIN{system(\"touch pwned\")}'",
-        "sh -c 'touch pwned'",
-        "eval 'touch pwned'",
-        "trap 'touch pwned' EXIT",
-        "mapfile -C 'touch pwned' -c 1 x < README",
-        "printf -- '-wrapper\\nsh,-c,touch pwned\\n' > opts; gcc @opts -x c /dev/null",
-    ];
-    let mut lines: Vec<String> = lines.iter().map(|l| (*l).to_owned()).collect();
+    let mut lines: Vec<String> = ATTACKS.iter().map(|l| (*l).to_owned()).collect();
     lines.push(format!("echo pwned > /dev/tcp/127.0.0.1/{port}"));
     lines.push(format!("cat < /dev/tcp/127.0.0.1/{port}"));
     lines.push(format!("curl -s http://127.0.0.1:{port}/"));
@@ -241,6 +265,7 @@ fn every_attack_family_is_refused_and_changes_nothing() {
         VICTIM
     );
     assert!(root.join("victimdir/keep").exists());
+    assert!(root.join("victim.c").exists());
     assert!(root.join("untracked.txt").exists());
     assert!(!root.join(".offcode").exists());
     assert_eq!(

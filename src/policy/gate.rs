@@ -80,6 +80,7 @@ impl Gate {
             late: None,
             taint: None,
             written_at: None,
+            links: Vec::new(),
         };
         check.script(command, 0);
         if let (Some(late), Some(taint)) = (&check.late, &check.taint) {
@@ -119,6 +120,9 @@ struct Check<'a> {
     /// The count of commands seen when the line first wrote content to a
     /// file: workspace code run after that may be what it wrote.
     written_at: Option<usize>,
+    /// Links the line makes (`ln`, `cp -s`): a later write through one
+    /// writes whatever it points at.
+    links: Vec<PathBuf>,
 }
 
 fn text_of(argv: &[Arg]) -> String {
@@ -209,6 +213,9 @@ impl Check<'_> {
             Some(target) if is_stream(target) => {}
             Some(target) => {
                 let paths = self.resolve(target);
+                if self.through_link(&paths) {
+                    self.danger(&shown, "writes through a link this line made");
+                }
                 if overwrites {
                     self.target_must_be_new(&shown, target, &paths, "overwrites an existing file");
                 }
@@ -233,6 +240,11 @@ impl Check<'_> {
             .iter()
             .map(|dir| real_path(&dir.join(target)))
             .collect()
+    }
+
+    /// Whether one of `paths` is a link this line made earlier.
+    fn through_link(&self, paths: &[PathBuf]) -> bool {
+        paths.iter().any(|path| self.links.contains(path))
     }
 
     fn target_must_be_new(&mut self, shown: &str, target: &str, paths: &[PathBuf], why: &str) {

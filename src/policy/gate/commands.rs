@@ -343,6 +343,16 @@ impl Check<'_> {
                 return;
             }
         };
+        if args[..start]
+            .iter()
+            .any(|a| a.text.starts_with("--process-slot-var"))
+        {
+            self.danger(
+                text,
+                "xargs --process-slot-var sets a variable it names in the command's environment",
+            );
+            return;
+        }
         let mut inner: Vec<Arg> = args[start..].to_vec();
         if inner.is_empty() {
             inner.push(Arg::literal("echo"));
@@ -509,8 +519,19 @@ impl Check<'_> {
         let mut directory: Option<&Arg> = None;
         let mut index = 0;
         let mut options_end = false;
+        let (mut no_target, mut parents, mut links) = (false, false, name == "ln");
         while index < args.len() {
             let arg = &args[index];
+            let cluster =
+                (!options_end && arg.text.starts_with('-') && !arg.text.starts_with("--"))
+                    .then_some(arg.text.as_str());
+            no_target |= cluster.is_some_and(|c| c.contains('T'))
+                || (!options_end && arg.text.starts_with("--no-t"));
+            parents |= !options_end && arg.text.starts_with("--pa");
+            links |= name == "cp"
+                && (cluster.is_some_and(|c| c.contains(['s', 'l']))
+                    || (!options_end
+                        && (arg.text.starts_with("--sy") || arg.text.starts_with("--li"))));
             if !options_end && arg.text == "--" {
                 options_end = true;
             } else if !options_end && (arg.text == "-t" || arg.text == "--target-directory") {
@@ -550,7 +571,29 @@ impl Check<'_> {
             return;
         }
         let paths = self.resolve(target);
-        if paths.iter().any(|p| p.is_dir()) {
+        if no_target && paths.iter().any(|p| std::fs::symlink_metadata(p).is_ok()) {
+            return self.danger(
+                text,
+                format!("{name} -T writes into `{target}`, which exists, replacing what is there"),
+            );
+        }
+        if self.through_link(&paths) {
+            return self.danger(text, format!("{name} writes through a link this line made"));
+        }
+        let mut written = paths.clone();
+        if parents {
+            // `cp --parents a/b dir` writes `dir/a/b`.
+            written.clear();
+            for source in &sources {
+                let Some(source) = source.known() else {
+                    return self.danger(text, "copies a file named only at run time");
+                };
+                let inside: Vec<PathBuf> = paths.iter().map(|p| p.join(source)).collect();
+                self.target_must_be_new(text, target, &inside, &why);
+                written.extend(inside);
+            }
+        } else if paths.iter().any(|p| p.is_dir()) {
+            written.clear();
             for source in sources {
                 let Some(source) = source.known() else {
                     return self.danger(
@@ -561,9 +604,13 @@ impl Check<'_> {
                 let leaf = basename(source.trim_end_matches('/')).to_owned();
                 let inside: Vec<PathBuf> = paths.iter().map(|p| p.join(&leaf)).collect();
                 self.target_must_be_new(text, target, &inside, &why);
+                written.extend(inside);
             }
         } else {
             self.target_must_be_new(text, target, &paths, &why);
+        }
+        if links {
+            self.links.extend(written);
         }
         self.verdict.writes.push(super::Write {
             target: target.to_owned(),

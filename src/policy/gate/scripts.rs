@@ -42,10 +42,13 @@ pub fn sed(script: &str) -> Result<SedEffects, String> {
                     at += 1;
                 }
             }
+            // GNU sed ends a label at whitespace too: `:a e cmd` is a label
+            // and then an `e` command.
             ':' | 'b' | 't' | 'T' | 'v' => {
+                at = skip_blanks(&chars, at);
                 while chars
                     .get(at)
-                    .is_some_and(|c| *c != ';' && *c != '\n' && *c != '}')
+                    .is_some_and(|c| !c.is_whitespace() && *c != ';' && *c != '}')
                 {
                     at += 1;
                 }
@@ -182,6 +185,10 @@ fn sed_substitute(chars: &[char], at: usize, effects: &mut SedEffects) -> Result
 /// Reads an awk program; `Err` says what in it runs commands or writes
 /// files (`system`, pipes, `print > file`, gawk's `@load`).
 pub fn awk(program: &str) -> Result<(), String> {
+    // Whatever the tokens say, these words in the text run commands.
+    if let Some(why) = runs_anyway(program) {
+        return Err(why.to_owned());
+    }
     let chars: Vec<char> = program.chars().collect();
     let mut at = 0;
     // Whether the last token ends an operand (then `/` divides).
@@ -218,7 +225,12 @@ pub fn awk(program: &str) -> Result<(), String> {
             }
             '(' | '[' => depth += 1,
             ')' | ']' => depth = depth.saturating_sub(1),
-            ';' | '\n' | '}' | '{' => print_depth = None,
+            ';' | '\n' | '}' | '{' => {
+                print_depth = None;
+                operand = false;
+                at += 1;
+                continue;
+            }
             _ => {}
         }
         if c.is_ascii_alphabetic() || c == '_' {
@@ -250,6 +262,20 @@ pub fn awk(program: &str) -> Result<(), String> {
         at += 1;
     }
     Ok(())
+}
+
+/// `system(` or `| getline` anywhere in the text, even inside what reads
+/// as a string: a reader that mistakes a regex for division must not be
+/// able to hide them.
+fn runs_anyway(program: &str) -> Option<&'static str> {
+    let squeezed: String = program.chars().filter(|c| !c.is_whitespace()).collect();
+    if squeezed.contains("system(") {
+        return Some("the awk program calls `system`");
+    }
+    if squeezed.contains("|getline") {
+        return Some("the awk program runs a command through a pipe");
+    }
+    None
 }
 
 fn awk_string(chars: &[char], mut at: usize) -> Result<usize, String> {
@@ -301,6 +327,9 @@ mod tests {
         assert!(sed("1e id").is_err());
         assert!(sed("s/a/b/ge").is_err());
         assert!(sed("Z").is_err());
+        // GNU sed ends a label at a blank.
+        assert!(sed(":a e touch x").is_err());
+        assert!(sed("b end; e id").is_err());
         assert!(sed("s/a/b").is_err());
     }
 
@@ -332,6 +361,10 @@ mod tests {
             "{printf \"%s\", $1 >> \"log\"}",
             "@load \"x\"",
             "{print $1 > $2}",
+            // A newline ends a statement: `/` after it starts a regex, and
+            // `system(` is found whatever the reader thought.
+            "x\n/\"?/ { system(\"id\") }\n# \"",
+            "{ s = \"system (\" }",
         ] {
             assert!(awk(program).is_err(), "{program}");
         }

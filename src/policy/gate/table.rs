@@ -73,6 +73,9 @@ pub struct Entry {
     /// Options are not parsed.
     #[serde(default)]
     pub free: bool,
+    /// With `free`: short options cluster (`-iO CMD` is `-i -O CMD`).
+    #[serde(default)]
+    clusters: bool,
     /// Options that make the program only print information.
     #[serde(default)]
     pub info: Vec<String>,

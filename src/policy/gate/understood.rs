@@ -96,6 +96,24 @@ impl Check<'_> {
             self.danger(text, why);
             return None;
         }
+        // `make -f -`, `sed -f -`: a program file that is standard input.
+        if (entry.class == Some(Class::Runs) || entry.script.is_some())
+            && (args.windows(2).any(|pair| {
+                let option = pair[0].text.as_str();
+                let file_option =
+                    (option.starts_with('-') && !option.starts_with("--") && option.ends_with('f'))
+                        || matches!(option, "--file" | "--makefile" | "--source" | "--exec");
+                file_option && pair[1].text == "-"
+            }) || args
+                .iter()
+                .any(|a| a.text == "-f-" || a.text.starts_with("--") && a.text.ends_with("=-")))
+        {
+            self.danger(
+                text,
+                format!("`{name}` would read a program file from standard input"),
+            );
+            return None;
+        }
         // `make -f <(printf ...)`: a program read from another command's
         // output is code the line hands over.
         if (entry.class == Some(Class::Runs) || entry.script.is_some())
@@ -405,30 +423,7 @@ impl Check<'_> {
                     self.write_target(output, text, WriteMode::Replace);
                 }
             }
-            "dest" => {
-                let mut words: Vec<Arg> = Vec::new();
-                for option in &reading.options {
-                    match (option.name.as_str(), &option.value) {
-                        ("--target-directory", Some(value)) => {
-                            words.push(Arg::literal("-t"));
-                            words.push(value.clone());
-                        }
-                        (long, Some(value)) if long.starts_with("--") => {
-                            words.push(Arg {
-                                text: format!("{long}={}", value.text),
-                                dynamic: value.dynamic,
-                            });
-                        }
-                        (short, value) => {
-                            words.push(Arg::literal(short));
-                            words.extend(value.iter().cloned());
-                        }
-                    }
-                }
-                words.push(Arg::literal("--"));
-                words.extend(reading.operands.iter().cloned());
-                self.copy(name, &words, text);
-            }
+            "dest" => self.dest_operands(name, reading, text),
             "script" => match reading.operands.first() {
                 Some(script) if script.known().is_some_and(|s| s != "-") => {}
                 Some(script) if script.text == "-" => self.danger(
@@ -449,6 +444,16 @@ impl Check<'_> {
                 ),
             },
             "make" => self.make_operands(&reading.operands, text),
+            // After `--`, libtest's own options: `--logfile` writes.
+            "cargo" => {
+                if reading
+                    .operands
+                    .iter()
+                    .any(|o| o.text == "--logfile" || o.text.starts_with("--logfile="))
+                {
+                    self.danger(text, "the test binary's `--logfile` writes a file it names");
+                }
+            }
             "compiler" => {
                 if reading.operands.iter().any(|o| o.text.starts_with('@')) {
                     self.danger(
@@ -478,6 +483,33 @@ impl Check<'_> {
         }
     }
 
+    /// `cp`, `install`, `ln`: the destination (last operand, or `-t DIR`)
+    /// is written; the parsed words go back to the copy check.
+    fn dest_operands(&mut self, name: &str, reading: &Reading, text: &str) {
+        let mut words: Vec<Arg> = Vec::new();
+        for option in &reading.options {
+            match (option.name.as_str(), &option.value) {
+                ("--target-directory", Some(value)) => {
+                    words.push(Arg::literal("-t"));
+                    words.push(value.clone());
+                }
+                (long, Some(value)) if long.starts_with("--") => {
+                    words.push(Arg {
+                        text: format!("{long}={}", value.text),
+                        dynamic: value.dynamic,
+                    });
+                }
+                (short, value) => {
+                    words.push(Arg::literal(short));
+                    words.extend(value.iter().cloned());
+                }
+            }
+        }
+        words.push(Arg::literal("--"));
+        words.extend(reading.operands.iter().cloned());
+        self.copy(name, &words, text);
+    }
+
     /// `make VAR=value`: a value becomes part of the commands the Makefile
     /// runs, so only plain words are plain.
     fn make_operands(&mut self, operands: &[Arg], text: &str) {
@@ -485,14 +517,12 @@ impl Check<'_> {
             let Some((variable, value)) = operand.text.split_once('=') else {
                 continue;
             };
+            // Any variable can name a program a rule runs (`CC=rm`,
+            // `COMPILE.c=rm`), so only numbers are plain (`V=1`).
             let plain = !operand.dynamic
-                && value
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._-/+,:@%".contains(c))
-                && !matches!(
-                    variable.trim_end_matches(['+', ':', '?', '!']),
-                    "SHELL" | "MAKESHELL" | ".SHELLFLAGS" | "MAKEFLAGS" | "MFLAGS" | "MAKE"
-                );
+                && !variable.is_empty()
+                && !value.is_empty()
+                && value.chars().all(|c| c.is_ascii_digit());
             if !plain {
                 self.danger(
                     text,
@@ -538,6 +568,9 @@ impl Check<'_> {
             Some(target) if is_stream(target) => {}
             Some(target) => {
                 let paths = self.resolve(target);
+                if self.through_link(&paths) {
+                    self.danger(text, "writes through a link this line made");
+                }
                 if mode == WriteMode::Replace {
                     self.target_must_be_new(text, target, &paths, "replaces an existing file");
                 }

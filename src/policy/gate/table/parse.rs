@@ -309,6 +309,28 @@ impl Entry {
         };
         for key in self.effects.keys() {
             let long_prefix = name.starts_with("--") && name.len() > 3 && key.starts_with(name);
+            let clustered = self.clusters
+                && !text.starts_with("--")
+                && key.len() == 2
+                && !key.starts_with("--")
+                && text[1..].contains(&key[1..]);
+            if clustered && !text.starts_with(key.as_str()) {
+                // `-iO'cmd'`: the option is inside a cluster; its value is
+                // whatever follows it.
+                let at = text[1..].find(&key[1..]).map_or(0, |at| at + 2);
+                let value = if at < text.len() {
+                    Some(Arg::literal(&text[at..]))
+                } else {
+                    let next = args.get(*index).cloned();
+                    *index += usize::from(next.is_some());
+                    next
+                };
+                reading.options.push(Parsed {
+                    name: key.clone(),
+                    value,
+                });
+                return;
+            }
             let attached_short =
                 !key.starts_with("--") && text.starts_with(key.as_str()) && text != key.as_str();
             if name == key || long_prefix || attached_short {
