@@ -91,6 +91,24 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
         rustix::mount::MountPropagationFlags::PRIVATE | rustix::mount::MountPropagationFlags::REC,
     )
     .map_err(|e| step("making mounts private")(e.into()))?;
+    // Everything read-only but the writable directories: Landlock does not
+    // cover metadata (chmod, chown, times, xattrs) of files outside them.
+    let writable: Vec<&Path> = spec
+        .writable
+        .iter()
+        .map(PathBuf::as_path)
+        .chain(DEVICE_DIRS.iter().map(Path::new))
+        .filter(|dir| dir.is_dir())
+        .collect();
+    for dir in &writable {
+        rustix::mount::mount_bind_recursive(*dir, *dir)
+            .map_err(|e| step("binding a writable directory")(e.into()))?;
+    }
+    sys::read_only_tree(Path::new("/"), true).map_err(step("making the file system read-only"))?;
+    for dir in &writable {
+        // A directory whose own mount was read-only to begin with stays so.
+        let _ = sys::read_only_tree(dir, false);
+    }
     for path in &spec.read_only {
         // A path that does not exist cannot be mounted over; the check
         // after the command covers it.
@@ -104,11 +122,28 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
     if !spec.network {
         sys::loopback_up().map_err(step("bringing loopback up"))?;
     }
+    // The working directory still points at the mount beneath the new
+    // ones; entered again, it is the writable one.
+    if let Ok(cwd) = std::env::current_dir() {
+        std::env::set_current_dir(&cwd).map_err(step("entering the working directory"))?;
+    }
     match sys::fork().map_err(step("fork"))? {
         sys::Forked::Child => {
             let _ = rustix::process::set_parent_process_death_signal(Some(
                 rustix::process::Signal::KILL,
             ));
+            // The PID namespace's own /proc, so `ps` works and host
+            // processes are not visible; where the kernel refuses (a
+            // container masking parts of /proc), the host's stays.
+            let _ = rustix::mount::mount(
+                "proc",
+                "/proc",
+                "proc",
+                rustix::mount::MountFlags::NOSUID
+                    | rustix::mount::MountFlags::NODEV
+                    | rustix::mount::MountFlags::NOEXEC,
+                None,
+            );
             Ok(None)
         }
         sys::Forked::Parent(pid) => {

@@ -19,6 +19,11 @@ use crate::sandbox::Sandbox;
 pub const PROTECTED: &[&str] = &[
     ".git/config",
     ".git/hooks",
+    // Where git may find another config: the common dir of a linked
+    // worktree, per-worktree config, submodules' own repositories.
+    ".git/commondir",
+    ".git/config.worktree",
+    ".git/modules",
     "offcode.jsonc",
     "offcode.json",
     ".offcode",

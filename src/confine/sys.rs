@@ -1,6 +1,7 @@
-//! The three system calls confinement needs that have no safe wrapper:
-//! `unshare` of new namespaces, `fork` into a new PID namespace, and the
-//! `ioctl` that brings the private loopback interface up.
+//! The system calls confinement needs that have no safe wrapper:
+//! `unshare` of new namespaces, `fork` into a new PID namespace, the
+//! `ioctl` that brings the private loopback interface up, and
+//! `mount_setattr`, which makes a whole tree of mounts read-only.
 //!
 //! This is the only module of offcode with `unsafe` code. Each call is made
 //! by the confinement helper alone, a freshly executed process that is
@@ -128,4 +129,45 @@ pub fn loopback_up() -> io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+const MOUNT_ATTR_RDONLY: u64 = 0x1;
+const AT_RECURSIVE: libc::c_uint = 0x8000;
+
+/// Makes every mount at and beneath `path` read-only (or writable again).
+pub fn read_only_tree(path: &std::path::Path, read_only: bool) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let path = std::ffi::CString::new(path.as_os_str().as_bytes())?;
+    let attr = MountAttr {
+        attr_set: if read_only { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if read_only { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: `path` is a NUL-terminated string and `attr` a valid
+    // `mount_attr` whose size is passed; both outlive the call.
+    let result = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            AT_RECURSIVE,
+            &raw const attr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
 }
