@@ -198,7 +198,6 @@ const LEAVES: &[&str] = &[
     "variable_name",
     "special_variable_name",
     "heredoc_content",
-    "heredoc_start",
     "heredoc_end",
     "file_descriptor",
     "comment",
@@ -305,6 +304,7 @@ impl Walker<'_> {
                 self.children(node, depth)
             }
             "regex" => self.pattern(node),
+            "heredoc_start" => self.heredoc_delimiter(node),
             _ if CONTAINERS.contains(&kind) => self.container(node, depth),
             _ if LEAVES.contains(&kind) => Ok(()),
             other => Err(Problem(format!(
@@ -314,9 +314,46 @@ impl Walker<'_> {
         }
     }
 
+    /// Here-document delimiters bash and tree-sitter read alike: a plain
+    /// word, or one quoted whole. `<<E"O"F` ends at `EOF` for bash.
+    fn heredoc_delimiter(&self, node: Node<'_>) -> Result<(), Problem> {
+        let text = self.text(node);
+        let inner = text
+            .strip_prefix('\'')
+            .and_then(|t| t.strip_suffix('\''))
+            .or_else(|| text.strip_prefix('"').and_then(|t| t.strip_suffix('"')))
+            .unwrap_or(text);
+        if inner.is_empty()
+            || !inner
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+        {
+            return Err(Problem(format!(
+                "the checker cannot be sure where the here-document `{}` ends",
+                short(text)
+            )));
+        }
+        Ok(())
+    }
+
     /// A node that holds others: notes where it evaluates values later or
     /// sets variables from data, then walks its children.
     fn container(&mut self, node: Node<'_>, depth: usize) -> Result<(), Problem> {
+        let text = self.text(node);
+        // bash joins `\` + newline in a here-document before it looks for
+        // the delimiter; nested escaped backticks are substitutions bash
+        // runs and tree-sitter reads as text.
+        if node.kind() == "heredoc_body" && text.contains("\\\n") {
+            return Err(Problem(
+                "a line continuation inside a here-document, which can end it early".to_owned(),
+            ));
+        }
+        if node.kind() == "command_substitution" && text.starts_with('`') && text.contains("\\`") {
+            return Err(Problem(format!(
+                "nested backticks the checker cannot read (`{}`)",
+                short(text)
+            )));
+        }
         if let Some(late) = self.late(node) {
             self.items.push(Item::Late(late));
         }

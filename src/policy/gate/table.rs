@@ -236,7 +236,7 @@ impl Entry {
         self.effects.get(option).is_some_and(|effect| {
             matches!(
                 effect.as_str(),
-                "writes" | "runs" | "archive" | "git-config"
+                "writes" | "runs" | "archive" | "git-config" | "value"
             )
         })
     }

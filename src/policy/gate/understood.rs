@@ -314,7 +314,7 @@ impl Check<'_> {
             match effect.as_str() {
                 "writes" => self.option_writes(option.value.as_ref(), text),
                 "archive" if creating => self.option_writes(option.value.as_ref(), text),
-                "archive" | "archive-write" => {}
+                "archive" | "archive-write" | "value" => {}
                 "runs" => self.danger(
                     text,
                     format!(
@@ -444,13 +444,20 @@ impl Check<'_> {
                 ),
             },
             "make" => self.make_operands(&reading.operands, text),
+            // xxd's second operand is its output; its options' values are
+            // not parsed, so any second word may be one.
+            "xxd" => {
+                if reading.operands.len() > 1 {
+                    self.danger(text, "`xxd` with two operands writes the second");
+                }
+            }
             // After `--`, libtest's own options: `--logfile` writes.
             "cargo" => {
-                if reading
-                    .operands
-                    .iter()
-                    .any(|o| o.text == "--logfile" || o.text.starts_with("--logfile="))
-                {
+                if reading.operands.iter().any(|o| {
+                    o.text == "--logfile"
+                        || o.text.starts_with("--logfile=")
+                        || o.text.starts_with("--print-config")
+                }) {
                     self.danger(text, "the test binary's `--logfile` writes a file it names");
                 }
             }
@@ -486,6 +493,28 @@ impl Check<'_> {
     /// `cp`, `install`, `ln`: the destination (last operand, or `-t DIR`)
     /// is written; the parsed words go back to the copy check.
     fn dest_operands(&mut self, name: &str, reading: &Reading, text: &str) {
+        // `install -d DIR...` creates directories, and sets the mode and
+        // owner of ones that exist.
+        if reading
+            .options
+            .iter()
+            .any(|o| o.name == "-d" || o.name == "--directory")
+        {
+            for operand in &reading.operands {
+                if operand.dynamic
+                    || self
+                        .resolve(&operand.text)
+                        .iter()
+                        .any(|p| std::fs::symlink_metadata(p).is_ok())
+                {
+                    self.danger(
+                        text,
+                        format!("`{name} -d` changes the mode of an existing directory"),
+                    );
+                }
+            }
+            return;
+        }
         let mut words: Vec<Arg> = Vec::new();
         for option in &reading.options {
             match (option.name.as_str(), &option.value) {
