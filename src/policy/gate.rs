@@ -15,6 +15,7 @@ use super::wildcard;
 
 mod class;
 mod commands;
+mod operands;
 mod options;
 mod scripts;
 mod table;

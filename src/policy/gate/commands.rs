@@ -5,7 +5,7 @@
 use super::options::{Options, skip_options, wrapper_grammar};
 use std::path::PathBuf;
 
-use super::{Arg, Assignment, Check, SHELLS, basename, is_stream, text_of};
+use super::{Arg, Assignment, Check, SHELLS, text_of};
 
 impl Check<'_> {
     /// Wrappers, code strings, `cd`, and commands that write named files.
@@ -510,112 +510,5 @@ impl Check<'_> {
                 format!("unknown ssh option `{option}`: cannot tell what it runs"),
             ),
         }
-    }
-
-    /// `cp`, `install`, `ln -f`: the destination must not exist (or, for a
-    /// directory, hold none of the sources' names).
-    pub(super) fn copy(&mut self, name: &str, args: &[Arg], text: &str) {
-        let mut operands = Vec::new();
-        let mut directory: Option<&Arg> = None;
-        let mut index = 0;
-        let mut options_end = false;
-        let (mut no_target, mut parents, mut links) = (false, false, name == "ln");
-        while index < args.len() {
-            let arg = &args[index];
-            let cluster =
-                (!options_end && arg.text.starts_with('-') && !arg.text.starts_with("--"))
-                    .then_some(arg.text.as_str());
-            no_target |= cluster.is_some_and(|c| c.contains('T'))
-                || (!options_end && arg.text.starts_with("--no-t"));
-            parents |= !options_end && arg.text.starts_with("--pa");
-            links |= name == "cp"
-                && (cluster.is_some_and(|c| c.contains(['s', 'l']))
-                    || (!options_end
-                        && (arg.text.starts_with("--sy") || arg.text.starts_with("--li"))));
-            if !options_end && arg.text == "--" {
-                options_end = true;
-            } else if !options_end && (arg.text == "-t" || arg.text == "--target-directory") {
-                directory = args.get(index + 1);
-                index += 1;
-            } else if !options_end && arg.text.starts_with("--target-directory=") {
-                return self.danger(
-                    text,
-                    format!("{name} into a directory given as an option value"),
-                );
-            } else if !options_end
-                && arg.text.starts_with('-')
-                && arg.text.len() > 1
-                && !arg.dynamic
-            {
-                // option; `-S SUFFIX`, `-m MODE`, `-o OWNER`, `-g GROUP` take a value
-                if matches!(arg.text.as_str(), "-S" | "-m" | "-o" | "-g") {
-                    index += 1;
-                }
-            } else {
-                operands.push(arg);
-            }
-            index += 1;
-        }
-        let (destination, sources): (&Arg, Vec<&Arg>) = match directory {
-            Some(dir) => (dir, operands),
-            None => match operands.split_last() {
-                Some((last, rest)) if !rest.is_empty() => (last, rest.to_vec()),
-                _ => return,
-            },
-        };
-        let why = format!("{name} replaces an existing file");
-        let Some(target) = destination.known() else {
-            return self.danger(text, "writes to a file named only at run time");
-        };
-        if is_stream(target) {
-            return;
-        }
-        let paths = self.resolve(target);
-        if no_target && paths.iter().any(|p| std::fs::symlink_metadata(p).is_ok()) {
-            return self.danger(
-                text,
-                format!("{name} -T writes into `{target}`, which exists, replacing what is there"),
-            );
-        }
-        if self.through_link(&paths) {
-            return self.danger(text, format!("{name} writes through a link this line made"));
-        }
-        let mut written = paths.clone();
-        if parents {
-            // `cp --parents a/b dir` writes `dir/a/b`.
-            written.clear();
-            for source in &sources {
-                let Some(source) = source.known() else {
-                    return self.danger(text, "copies a file named only at run time");
-                };
-                let inside: Vec<PathBuf> = paths.iter().map(|p| p.join(source)).collect();
-                self.target_must_be_new(text, target, &inside, &why);
-                written.extend(inside);
-            }
-        } else if paths.iter().any(|p| p.is_dir()) {
-            written.clear();
-            for source in sources {
-                let Some(source) = source.known() else {
-                    return self.danger(
-                        text,
-                        "copies a file named only at run time into a directory",
-                    );
-                };
-                let leaf = basename(source.trim_end_matches('/')).to_owned();
-                let inside: Vec<PathBuf> = paths.iter().map(|p| p.join(&leaf)).collect();
-                self.target_must_be_new(text, target, &inside, &why);
-                written.extend(inside);
-            }
-        } else {
-            self.target_must_be_new(text, target, &paths, &why);
-        }
-        if links {
-            self.links.extend(written);
-        }
-        self.verdict.writes.push(super::Write {
-            target: target.to_owned(),
-            paths,
-        });
-        self.written_at.get_or_insert(self.count);
     }
 }
