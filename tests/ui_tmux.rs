@@ -145,7 +145,9 @@ fn chinese_editing_approval_by_key_and_history_after_restart() {
     tmux.keys("one", &["M-Enter"]);
     tmux.send("one", "line two");
     tmux.wait_for("one", "You said: line one\nline two");
-    // Ctrl+D leaves.
+    // Ctrl+D at the prompt leaves (pressed once the prompt is back, as a
+    // person would: a Ctrl+D in the instant the turn ends can be lost).
+    tmux.wait_for("one", "ready");
     tmux.keys("one", &["C-d"]);
     tmux.wait_for("one", "EXITED 0");
     // A new process recalls the prompts (not the `y`) with Up.
