@@ -445,6 +445,14 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
     })
 }
 
+/// `path` with a leading `~/` made `home`; as written otherwise.
+pub fn expand_home(path: &str, home: Option<&str>) -> PathBuf {
+    match (path.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => Path::new(home).join(rest),
+        _ => PathBuf::from(path),
+    }
+}
+
 /// Reads `"sandbox": "off"` as `{"mode": "off"}`, and refuses what a
 /// project config may not do: a repository cannot turn off or widen the
 /// confinement of the commands run in it.

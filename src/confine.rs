@@ -187,7 +187,12 @@ impl Status {
             };
         }
         let mut writable = vec![root.to_path_buf()];
-        writable.extend(config.writable.iter().map(|dir| expand_home(dir, home)));
+        writable.extend(
+            config
+                .writable
+                .iter()
+                .map(|dir| crate::config::expand_home(dir, home)),
+        );
         Self::Confined {
             network: config.network,
             writable,
@@ -241,10 +246,11 @@ impl Shell {
         let Status::Confined { network, writable } = &status else {
             return Self::unconfined(status);
         };
-        let readable = config
-            .readable
-            .as_ref()
-            .map(|dirs| dirs.iter().map(|dir| expand_home(dir, home)).collect());
+        let readable = config.readable.as_ref().map(|dirs| {
+            dirs.iter()
+                .map(|dir| crate::config::expand_home(dir, home))
+                .collect()
+        });
         match Confinement::new(helper, root, &writable[1..], *network, readable) {
             Ok(confinement) => Self {
                 confinement: Some(confinement),
@@ -352,14 +358,6 @@ impl Confinement {
 impl Drop for Confinement {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.tmp);
-    }
-}
-
-/// `dir` with a leading `~/` made the home directory.
-fn expand_home(dir: &str, home: Option<&str>) -> PathBuf {
-    match (dir.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => Path::new(home).join(rest),
-        _ => PathBuf::from(dir),
     }
 }
 

@@ -74,7 +74,7 @@ fn tls_config(config: &Config, var: &dyn Fn(&str) -> Option<String>) -> Result<T
     let Some(ca_file) = &config.tls.ca_file else {
         return Ok(builder.root_certs(RootCerts::PlatformVerifier).build());
     };
-    let path = expand_home(ca_file, var);
+    let path = crate::config::expand_home(ca_file, var("HOME").as_deref());
     let mut certs = read_certificates(&path).map_err(|reason| {
         Error::Setup(format!("`tls.ca_file` (`{}`): {reason}", path.display()))
     })?;
@@ -98,13 +98,6 @@ fn tls_config(config: &Config, var: &dyn Fn(&str) -> Option<String>) -> Result<T
     Ok(builder
         .root_certs(RootCerts::new_with_certs(&certs))
         .build())
-}
-
-fn expand_home(path: &str, var: &dyn Fn(&str) -> Option<String>) -> PathBuf {
-    match (path.strip_prefix("~/"), var("HOME")) {
-        (Some(rest), Some(home)) => Path::new(&home).join(rest),
-        _ => PathBuf::from(path),
-    }
 }
 
 /// The certificates of a PEM file.

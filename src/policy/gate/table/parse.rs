@@ -210,14 +210,10 @@ impl Entry {
                 text: value.to_owned(),
                 dynamic: false,
             }),
-            (Arity::Required, None) => {
-                let next = args
-                    .get(*index)
-                    .cloned()
-                    .ok_or_else(|| format!("`{}` needs a value", spelled(&full)))?;
-                *index += 1;
-                Some(next)
-            }
+            (Arity::Required, None) => Some(
+                take_next(args, index)
+                    .ok_or_else(|| format!("`{}` needs a value", spelled(&full)))?,
+            ),
         };
         reading.options.push(Parsed {
             name: spelled(&full),
@@ -248,12 +244,7 @@ impl Entry {
             let takes_value = self.values.contains(c) || self.effect_takes_value(&name);
             if takes_value {
                 let value = if rest.is_empty() {
-                    let next = args
-                        .get(*index)
-                        .cloned()
-                        .ok_or_else(|| format!("`{name}` needs a value"))?;
-                    *index += 1;
-                    next
+                    take_next(args, index).ok_or_else(|| format!("`{name}` needs a value"))?
                 } else {
                     Arg::literal(rest)
                 };
@@ -321,9 +312,7 @@ impl Entry {
                 let value = if at < text.len() {
                     Some(Arg::literal(&text[at..]))
                 } else {
-                    let next = args.get(*index).cloned();
-                    *index += usize::from(next.is_some());
-                    next
+                    take_next(args, index)
                 };
                 reading.options.push(Parsed {
                     name: key.clone(),
@@ -339,9 +328,7 @@ impl Entry {
                 } else if let Some(value) = attached {
                     Some(Arg::literal(value))
                 } else if self.effect_takes_value(key) {
-                    let next = args.get(*index).cloned();
-                    *index += usize::from(next.is_some());
-                    next
+                    take_next(args, index)
                 } else {
                     None
                 };
@@ -385,4 +372,11 @@ fn may_be_option(arg: &Arg) -> bool {
         return text.starts_with(['-', '$', '`', '*', '?', '[', '{', '<']) && text != "{}";
     }
     arg.text.starts_with('-') && arg.text != "-"
+}
+
+/// The next word, as an option's value, and moves past it.
+fn take_next(args: &[Arg], index: &mut usize) -> Option<Arg> {
+    let next = args.get(*index).cloned();
+    *index += usize::from(next.is_some());
+    next
 }
