@@ -101,6 +101,7 @@ fn crash_log(environment: &Environment) -> Option<PathBuf> {
 fn install_panic_hook(log: Option<PathBuf>, session: PathBuf) {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
+        crate::tools::kill_running();
         let _ = crossterm::terminal::disable_raw_mode();
         let mut err = std::io::stderr();
         let _ = write!(err, "\x1b[?2026l\x1b[?2004l\x1b[?25h\x1b[0m\r\n");

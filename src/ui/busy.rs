@@ -32,10 +32,24 @@ const BATCH: usize = 256;
 pub struct Outcome {
     /// Typed but not sent; it goes back into the editor.
     pub typed: String,
-    /// False when the core stopped.
-    pub alive: bool,
-    /// Ctrl+D on an empty input line: leave once the turn is over.
-    pub quit: bool,
+    /// What the loop does next.
+    pub next: Next,
+}
+
+/// What the loop does after a turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Next {
+    /// The next prompt.
+    Prompt,
+    /// The next prompt, where one more Ctrl+C (on an empty line) leaves:
+    /// Ctrl+C was pressed once.
+    Interrupted,
+    /// Ctrl+D on an empty input line: leave once the queue is done.
+    Quit,
+    /// Ctrl+C twice: leave now.
+    Leave,
+    /// The core stopped.
+    CoreStopped,
 }
 
 /// The input line while the agent works.
@@ -133,6 +147,9 @@ struct Turn<'t> {
     queue: &'t mut VecDeque<String>,
     question: Option<Question>,
     aborting: bool,
+    /// Ctrl+C presses in this turn: the second leaves, whatever else is
+    /// going on.
+    interrupts: usize,
     done: bool,
     quit: bool,
     /// Terminal rows.
@@ -158,6 +175,7 @@ pub async fn turn(
         queue,
         question: None,
         aborting: false,
+        interrupts: 0,
         done: false,
         quit: false,
         height: 24,
@@ -193,7 +211,7 @@ pub async fn turn(
             () = tokio::time::sleep_until(last_frame + FRAME), if dirty => {}
         }
         dirty = true;
-        if turn.done || !alive {
+        if turn.done || !alive || turn.interrupts >= 2 {
             let committed = app.view.take_committed();
             let frame = Frame {
                 committed: &committed,
@@ -228,10 +246,20 @@ pub async fn turn(
             _ => {}
         }
     }
+    let next = if !alive {
+        Next::CoreStopped
+    } else if turn.interrupts >= 2 {
+        Next::Leave
+    } else if turn.quit {
+        Next::Quit
+    } else if turn.interrupts == 1 {
+        Next::Interrupted
+    } else {
+        Next::Prompt
+    };
     Outcome {
         typed: turn.edit.text,
-        alive,
-        quit: turn.quit,
+        next,
     }
 }
 
@@ -244,7 +272,9 @@ impl Turn<'_> {
         live: &mut Live,
         mut event: crate::protocol::Event,
     ) {
-        for _ in 0..BATCH {
+        // At most a batch before a frame, and never one more taken than
+        // shown: what is left waits in the channel for the next pass.
+        for taken in 1..=BATCH {
             // Debug builds only: how the tests reach the crash path with
             // the terminal in raw mode.
             #[cfg(debug_assertions)]
@@ -268,6 +298,9 @@ impl Turn<'_> {
             }
             self.done |= matches!(event.msg, EventMsg::TurnComplete(_));
             app.view.event(&event.msg);
+            if taken == BATCH || self.done {
+                break;
+            }
             match app.handle.events.try_recv() {
                 Ok(next) => event = next,
                 Err(_) => break,
@@ -289,8 +322,15 @@ impl Turn<'_> {
     }
 
     fn key(&mut self, app: &mut App<'_>, key: &KeyEvent) {
+        if is_interrupt(key) {
+            self.interrupts += 1;
+            if self.interrupts >= 2 {
+                return;
+            }
+        }
         if let Some(asked) = &self.question {
-            if asked.shown.elapsed() < APPROVAL_GRACE {
+            // Ctrl+C always counts: it denies and stops.
+            if asked.shown.elapsed() < APPROVAL_GRACE && !is_interrupt(key) {
                 return;
             }
             if let Some((decision, reason)) = answer(&asked.request, key) {

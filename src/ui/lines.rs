@@ -8,6 +8,7 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use super::app::{self, App, Dispatch};
+use super::busy::Next;
 use super::input::{self, Input, Reply, Request};
 use super::render::Palette;
 use crate::agent::AgentSetup;
@@ -16,6 +17,8 @@ use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, EventMsg, Op};
 
 /// How long a model switch may take to be recorded.
 const SETTLE: Duration = Duration::from_secs(5);
+/// How long leaving with Ctrl+C twice waits for the core to stop.
+const LEAVE: Duration = Duration::from_secs(2);
 
 /// Runs the loop until `/quit` or the end of input; returns the exit status.
 pub async fn run(
@@ -99,13 +102,14 @@ pub async fn run(
         let alive = if input.terminal {
             let outcome = super::busy::turn(&mut app, op, &mut input, &mut queue, typed).await;
             typed = outcome.typed;
-            if outcome.quit && outcome.alive {
-                if queue.is_empty() {
-                    break;
-                }
-                leaving = true;
+            interrupted = outcome.next == Next::Interrupted;
+            match outcome.next {
+                Next::Leave => return leave(&mut app).await,
+                Next::Quit if queue.is_empty() => break,
+                Next::Quit => leaving = true,
+                Next::Prompt | Next::Interrupted | Next::CoreStopped => {}
             }
-            outcome.alive
+            outcome.next != Next::CoreStopped
         } else {
             app.handle.ops.submit(op);
             typed = String::new();
@@ -118,6 +122,15 @@ pub async fn run(
     }
     app.print_committed();
     app.stop().await;
+    0
+}
+
+/// Leaves during a turn (Ctrl+C twice): the session is saved as it goes,
+/// and a core stuck on something must not keep us here.
+async fn leave(app: &mut App<'_>) -> u8 {
+    app.note("Left during the turn; the session is saved.");
+    app.print_committed();
+    let _ = tokio::time::timeout(LEAVE, app.stop()).await;
     0
 }
 

@@ -268,6 +268,9 @@ pub fn respond(request: &Request) -> Reply {
     if prompt.contains("stream fast") {
         return Reply::sse_events(fast_answer(), std::time::Duration::from_millis(1));
     }
+    if prompt.contains("stream a burst") {
+        return Reply::sse(burst_answer().concat().into_bytes());
+    }
     if prompt.contains("slowly") {
         return Reply::sse_events(slow_answer(prompt.contains("think")), SLOW_DELAY);
     }
@@ -377,6 +380,27 @@ fn fast_answer() -> Vec<String> {
         chunks::text_delta("The end."),
         chunks::finish("stop"),
         chunks::usage(100, FAST_WORDS as u64),
+        chunks::done(),
+    ]);
+    events
+}
+
+/// Words in a `stream a burst` answer, all written at once.
+pub const BURST_WORDS: usize = 10_000;
+
+/// [`BURST_WORDS`] numbered words (`w00000` …), one SSE event each and a
+/// line every 12, sent in one write: the client takes them in faster
+/// than any terminal shows them.
+fn burst_answer() -> Vec<String> {
+    let mut events = vec![chunks::role()];
+    for n in 0..BURST_WORDS {
+        let end = if n % 12 == 11 { '\n' } else { ' ' };
+        events.push(chunks::text_delta(&format!("w{n:05}{end}")));
+    }
+    events.extend([
+        chunks::text_delta("The end of the burst."),
+        chunks::finish("stop"),
+        chunks::usage(100, BURST_WORDS as u64),
         chunks::done(),
     ]);
     events

@@ -1,0 +1,127 @@
+//! The live turn under pressure: bursts of events, a stopped process, and
+//! leaving whatever the UI is doing.
+
+use std::time::Duration;
+
+use super::{Tmux, session_text};
+use crate::support::demo::BURST_WORDS;
+use crate::support::{Workspace, demo_mock, wait_until};
+
+/// The offcode process running in `window`: the pane's shell's child.
+fn offcode_pid(tmux: &Tmux, window: &str) -> rustix::process::Pid {
+    let shell = tmux.tmux(&["display-message", "-p", "-t", window, "#{pane_pid}"]);
+    let children =
+        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", shell.trim())).unwrap();
+    let pid: i32 = children.split_whitespace().next().unwrap().parse().unwrap();
+    rustix::process::Pid::from_raw(pid).unwrap()
+}
+
+/// The numbered words of the burst that `text` lacks.
+fn missing_words(text: &str) -> Vec<String> {
+    let shown: std::collections::HashSet<&str> = text.split_whitespace().collect();
+    (0..BURST_WORDS)
+        .map(|n| format!("w{n:05}"))
+        .filter(|word| !shown.contains(word.as_str()))
+        .collect()
+}
+
+#[test]
+fn a_burst_of_ten_thousand_events_through_a_stopped_ui_loses_nothing() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("burst");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.tmux(&["set-option", "-g", "history-limit", "50000"]);
+    tmux.wait_for("one", "Type a task");
+    let pid = offcode_pid(&tmux, "one");
+    // Stopped as a slow link stops it: the whole answer piles up unread.
+    tmux.send("one", "stream a burst");
+    assert!(wait_until(Duration::from_secs(10), || !server
+        .chat_bodies()
+        .is_empty()));
+    rustix::process::kill_process(pid, rustix::process::Signal::STOP).unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    rustix::process::kill_process(pid, rustix::process::Signal::CONT).unwrap();
+    tmux.wait_for("one", "The end of the burst.");
+    // The turn ended: the prompt is back and takes the next task.
+    tmux.wait_for("one", "ready");
+    tmux.send("one", "hello");
+    tmux.wait_for("one", "You said: hello");
+    let history = tmux.history("one");
+    let missing = missing_words(&history);
+    assert!(
+        missing.is_empty(),
+        "{} words never shown, first {:?}",
+        missing.len(),
+        &missing[..missing.len().min(5)]
+    );
+    // And the session holds the answer whole.
+    assert!(session_text(&data).contains("w09999"));
+}
+
+#[test]
+fn ctrl_c_twice_during_a_turn_leaves_at_once() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("leave");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "answer slowly");
+    tmux.wait_for("one", "Line 2 of");
+    tmux.keys("one", &["C-c", "C-c"]);
+    tmux.wait_for("one", "EXITED 0");
+    assert!(session_text(&data).contains("\"interrupted\":true"));
+}
+
+#[test]
+fn ctrl_c_aborts_and_one_more_on_the_empty_prompt_leaves() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("leave-after");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "answer slowly");
+    tmux.wait_for("one", "Line 2 of");
+    tmux.keys("one", &["C-c"]);
+    tmux.wait_for("one", "Aborted; what arrived so far is kept.");
+    tmux.wait_for("one", "Ctrl+C again");
+    tmux.keys("one", &["C-c"]);
+    tmux.wait_for("one", "EXITED 0");
+}
+
+#[test]
+fn aborting_a_command_kills_everything_it_started() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    // In the workspace, where a confined command may write.
+    let marker = ws.root.join("survived");
+    let tmux = Tmux::new("abort-command");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    // Started in the background, in a new session, and in the foreground:
+    // none of them may outlive the abort.
+    let command = "(sleep 3; touch survived.1) & setsid sh -c 'sleep 3; touch survived.2' & \
+                   sleep 3; touch survived.3";
+    tmux.send("one", &format!("run `{command}`"));
+    // The approval shows before the command starts.
+    tmux.wait_for("one", "answer:");
+    std::thread::sleep(Duration::from_millis(400));
+    tmux.keys("one", &["y"]);
+    tmux.wait_for("one", "allowed once");
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.keys("one", &["Escape"]);
+    tmux.wait_for("one", "ready");
+    std::thread::sleep(Duration::from_secs(4));
+    for n in 1..=3 {
+        let file = marker.with_extension(n.to_string());
+        assert!(
+            !file.exists(),
+            "{} was written after the abort",
+            file.display()
+        );
+    }
+}
