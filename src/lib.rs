@@ -90,6 +90,13 @@ impl From<config::Error> for Failure {
 
 /// Runs the command line; returns the exit status.
 pub fn run(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
+    let result = dispatch(cli, environment);
+    // A command still running (the turn was left mid-call) leaves with us.
+    tools::kill_running();
+    result
+}
+
+fn dispatch(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
     match cli.command {
         Some(Command::Run(args)) => headless::run(&args, environment),
         Some(Command::Models(args)) => commands::models(args.json, environment),

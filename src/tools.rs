@@ -25,6 +25,8 @@ use std::sync::Arc;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub use bash::kill_running;
+
 use crate::cancel::Cancel;
 use crate::client::wire::{FunctionSpec, ToolSpec};
 use crate::protocol::ToolDisplay;

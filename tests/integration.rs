@@ -6,6 +6,7 @@
     reason = "helpers of tests fail loudly, like the tests"
 )]
 
+mod abort;
 mod agent;
 mod attacks;
 mod cli;

@@ -101,27 +101,20 @@ async fn run_command(
             path: command.to_owned(),
             source,
         })?;
-    let group = child.id().and_then(|id| Pid::from_raw(id.try_into().ok()?));
-    let kill_group = || {
-        if let Some(group) = group {
-            let _ = kill_process_group(group, Signal::KILL);
-        }
-    };
+    // However this call ends (done, timed out, aborted, or its future
+    // dropped by an abort elsewhere), the whole group goes with it.
+    let group = Group::new(child.id());
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        kill_group();
         return Err(Error::Aborted);
     };
     let mut output = CappedOutput::default();
     let finished = tokio::select! {
         status = collect(stdout, stderr, &mut output, &mut child) => Some(status),
         () = tokio::time::sleep(timeout) => None,
-        () = context.cancel.cancelled() => {
-            kill_group();
-            return Err(Error::Aborted);
-        }
+        () = context.cancel.cancelled() => return Err(Error::Aborted),
     };
     // Whatever the command left running in its group goes too.
-    kill_group();
+    drop(group);
     let mut text = output.into_text();
     if let Some(before) = before {
         let changes = before.restore(&Snapshot::take(context.sandbox.root()), &context.sandbox);
@@ -164,6 +157,54 @@ async fn run_command(
         summary,
         display: None,
     })
+}
+
+/// Process groups of commands still running, so that leaving offcode
+/// takes them along ([`kill_running`]).
+static RUNNING: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// A command's process group, killed when this is dropped.
+///
+/// Under confinement the group's leader is the helper, whose child (PID 1
+/// of the command's PID namespace) dies with it, and the kernel then ends
+/// every process in that namespace, even one that left the group with
+/// `setsid`. Unconfined, only the group is reached.
+struct Group(Option<Pid>);
+
+impl Group {
+    fn new(id: Option<u32>) -> Self {
+        let pid = id.and_then(|id| Pid::from_raw(id.try_into().ok()?));
+        if let Some(pid) = pid {
+            lock_running().push(pid.as_raw_nonzero().get());
+        }
+        Self(pid)
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        if let Some(pid) = self.0 {
+            let _ = kill_process_group(pid, Signal::KILL);
+            let raw = pid.as_raw_nonzero().get();
+            lock_running().retain(|running| *running != raw);
+        }
+    }
+}
+
+fn lock_running() -> std::sync::MutexGuard<'static, Vec<i32>> {
+    RUNNING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Kills every command still running: called when offcode leaves, where
+/// the tasks running them may never be dropped.
+pub fn kill_running() {
+    for raw in lock_running().drain(..) {
+        if let Some(pid) = Pid::from_raw(raw) {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
+    }
 }
 
 /// Reads both pipes until they close and the command exits. A command that
@@ -311,6 +352,48 @@ mod tests {
         let result = run_command("sleep 30", Duration::from_mins(1), &context).await;
         assert!(matches!(result, Err(Error::Aborted)));
         assert!(start.elapsed() < Duration::from_secs(5));
+    }
+
+    #[tokio::test]
+    async fn a_dropped_call_kills_the_whole_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        let command = format!("(sleep 1; touch {}) & sleep 30", marker.display());
+        let context = context(&dir);
+        // An abort that wins the race elsewhere drops the call's future.
+        let call =
+            tokio::spawn(
+                async move { run_command(&command, Duration::from_mins(1), &context).await },
+            );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        call.abort();
+        assert!(call.await.unwrap_err().is_cancelled());
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(!marker.exists(), "the background child outlived the call");
+    }
+
+    #[test]
+    fn leaving_kills_commands_still_running() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("survived");
+        let command = format!("(sleep 1; touch {}) & sleep 30", marker.display());
+        let context = context(&dir);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let mut call = Box::pin(run_command(&command, Duration::from_mins(1), &context));
+        runtime.block_on(async {
+            tokio::select! {
+                _ = &mut call => panic!("the command ended early"),
+                () = tokio::time::sleep(Duration::from_millis(300)) => {}
+            }
+        });
+        // Like a task left behind when offcode leaves: never dropped.
+        std::mem::forget(call);
+        kill_running();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert!(!marker.exists(), "the background child outlived offcode");
     }
 
     #[tokio::test]
