@@ -74,6 +74,18 @@ pub struct Rule {
     pub origin: String,
 }
 
+impl Rule {
+    /// The rule as a person reads it: ``bash `git status *` ``, or
+    /// `every edit call` for a bare `*`.
+    pub fn describe(&self) -> String {
+        if self.pattern == "*" {
+            format!("every {} call", self.permission)
+        } else {
+            format!("{} `{}`", self.permission, self.pattern)
+        }
+    }
+}
+
 /// The origin of rules the user allowed for the session.
 pub const SESSION_ORIGIN: &str = "allowed for this session";
 

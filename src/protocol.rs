@@ -357,6 +357,10 @@ pub struct ApprovalRequestEvent {
     pub rule: String,
     /// Whether "allow for the session" may be offered.
     pub session_allowed: bool,
+    /// What "allow for the session" would add, one rule each
+    /// (``bash `git status *` ``, `every edit call`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub session_rules: Vec<String>,
     /// The call is in the dangerous class: offer only allow once / deny,
     /// and never approve it without a person.
     #[serde(default)]

@@ -22,7 +22,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use offcode::protocol::{ApprovalRequestEvent, EventMsg, FileDiff, ToolDisplay, TurnState};
 use offcode::ui::busy::{Edit, live_rows};
 use offcode::ui::live::{Frame, Live};
-use offcode::ui::render::Palette;
+use offcode::ui::render::{Line, Palette, Role};
 use offcode::ui::view::{Status, View};
 
 fn view() -> View {
@@ -41,7 +41,7 @@ fn view() -> View {
 }
 
 /// One frame as the live loop draws it, into `sink`.
-fn frame(view: &mut View, live: &mut Live, edit: &Edit, asking: Option<bool>, sink: &mut Vec<u8>) {
+fn frame(view: &mut View, live: &mut Live, edit: &Edit, asking: Option<Line>, sink: &mut Vec<u8>) {
     let committed = view.take_committed();
     let (rows, cursor) = live_rows(view, edit, &VecDeque::new(), asking, false, 3, 24);
     live.draw(
@@ -123,6 +123,7 @@ fn main() {
         reason: None,
         rule: "built-in policy/default.jsonc permission.edit".into(),
         session_allowed: true,
+        session_rules: Vec::new(),
         dangerous: false,
         dangers: Vec::new(),
         mandatory: false,
@@ -142,7 +143,13 @@ fn main() {
     for _ in 0..500 {
         let start = Instant::now();
         view.event(&EventMsg::ApprovalRequest(request.clone()));
-        frame(&mut view, &mut live, &edit, Some(true), &mut sink);
+        frame(
+            &mut view,
+            &mut live,
+            &edit,
+            Some(Line::new().with(Role::Key, " y ")),
+            &mut sink,
+        );
         samples.push(start.elapsed());
         sink.clear();
     }

@@ -31,7 +31,7 @@ fn a_task_with_approvals_answered_on_the_next_line() {
         "TOOL read  README.md\n",
         "Allow write?\n    notes.txt  created  +3 -0\n",
         "    +First line of what I read: # 你好\n",
-        "answer [y/n] > y\n  ✓ notes.txt: created, +3 -0\n",
+        "  a adds: every edit call\nanswer [y/n/a] > y\n  ✓ notes.txt: created, +3 -0\n",
     ] {
         assert!(out.contains(expected), "missing {expected:?} in\n{out}");
     }

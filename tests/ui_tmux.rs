@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use crate::support::{Workspace, demo_mock, wait_until};
 
+mod approval;
 mod live;
 
 /// A tmux server of its own, so tests never meet each other's sessions.

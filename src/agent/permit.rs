@@ -160,6 +160,11 @@ impl AgentState {
                 arguments,
                 rule: decision.rule.clone(),
                 session_allowed: !decision.session_rules.is_empty(),
+                session_rules: decision
+                    .session_rules
+                    .iter()
+                    .map(crate::policy::Rule::describe)
+                    .collect(),
                 dangerous: decision.dangerous,
                 dangers: decision
                     .dangers

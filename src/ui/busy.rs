@@ -4,17 +4,20 @@
 //! Esc or Ctrl+C abort.
 
 use std::collections::VecDeque;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use unicode_width::UnicodeWidthStr;
+
+mod ask;
 
 use super::app::App;
 use super::input::{Input, Reply};
 use super::live::{Frame, Live};
 use super::render::{self, Line, Role};
 use super::view::View;
-use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, EventMsg, Op};
+use crate::protocol::{EventMsg, Op};
+use ask::{Answer, Question, answered, is_interrupt};
 
 /// Keys typed sooner than this after an approval prompt appears are
 /// ignored: they were meant for something else.
@@ -133,12 +136,6 @@ impl Edit {
             .with(Role::Text, format!("{before}{after}"));
         (line, column)
     }
-}
-
-/// The pending approval question.
-struct Question {
-    request: ApprovalRequestEvent,
-    shown: Instant,
 }
 
 /// A turn being shown.
@@ -288,10 +285,7 @@ impl Turn<'_> {
                 while let Ok(reply) = input.replies.try_recv() {
                     self.reply(app, live, reply);
                 }
-                self.question = Some(Question {
-                    request: request.clone(),
-                    shown: Instant::now(),
-                });
+                self.question = Some(Question::new(request.clone(), app.view.width, self.height));
             }
             if matches!(event.msg, EventMsg::ModelChanged { .. }) {
                 app.model_changed();
@@ -316,6 +310,9 @@ impl Turn<'_> {
                 self.height = usize::from(height);
                 live.resized(usize::from(width));
                 app.view.width = usize::from(width).max(10);
+                if let Some(question) = &mut self.question {
+                    question.resized(app.view.width, self.height);
+                }
             }
             _ => {}
         }
@@ -328,14 +325,14 @@ impl Turn<'_> {
                 return;
             }
         }
-        if let Some(asked) = &self.question {
+        if let Some(asked) = &mut self.question {
             // Ctrl+C always counts: it denies and stops.
             if asked.shown.elapsed() < APPROVAL_GRACE && !is_interrupt(key) {
                 return;
             }
-            if let Some((decision, reason)) = answer(&asked.request, key) {
+            if let Answer::Decided(decision, reason) = asked.key(key, self.height) {
                 let call_id = asked.request.call_id.clone();
-                app.view.commit(answered(decision));
+                app.view.commit(answered(decision, &asked.request));
                 app.handle.ops.submit(Op::Approve {
                     call_id,
                     decision,
@@ -388,7 +385,19 @@ impl Turn<'_> {
 
     /// The live rows and the cursor position among them.
     fn rows(&self, app: &App<'_>, spin: usize) -> (Vec<Line>, (usize, usize)) {
-        let asking = self.question.as_ref().map(|q| q.request.session_allowed);
+        let width = app.view.width;
+        if let Some(question) = &self.question
+            && let Some(mut rows) = question.page_rows(width, self.height)
+        {
+            rows.push(question.answer_row(width, self.height));
+            let last = rows.len() - 1;
+            let column = rows[last].width().min(width.saturating_sub(1));
+            return (rows, (last, column));
+        }
+        let asking = self
+            .question
+            .as_ref()
+            .map(|q| q.answer_row(width, self.height));
         live_rows(
             &app.view,
             &self.edit,
@@ -402,8 +411,8 @@ impl Turn<'_> {
 }
 
 /// The live rows (text still arriving, queued input, the status line,
-/// then the input line or, when `asking` (whether the session answer is
-/// offered), the approval keys) and the cursor's row and column.
+/// then the input line or, when `asking`, that answer row) and the
+/// cursor's row and column.
 ///
 /// They never take more than `height` rows less one: the oldest text
 /// still arriving gives way first.
@@ -411,7 +420,7 @@ pub fn live_rows(
     view: &View,
     edit: &Edit,
     queued: &VecDeque<String>,
-    asking: Option<bool>,
+    asking: Option<Line>,
     aborting: bool,
     spin: usize,
     height: usize,
@@ -445,20 +454,7 @@ pub fn live_rows(
         status = Line::new().with(Role::Warning, "aborting…");
     }
     rows.push(status);
-    let (row, column) = if let Some(session_allowed) = asking {
-        let mut line = Line::new()
-            .with(Role::Label, "answer: ")
-            .with(Role::Key, " y ")
-            .with(Role::Text, " once  ")
-            .with(Role::Key, " n ")
-            .with(Role::Text, " deny");
-        if session_allowed {
-            line = line
-                .with(Role::Text, "  ")
-                .with(Role::Key, " a ")
-                .with(Role::Text, " session");
-        }
-        let line = render::fit(&line, width);
+    let (row, column) = if let Some(line) = asking {
         let column = line.width();
         (line, column)
     } else {
@@ -472,42 +468,6 @@ pub fn live_rows(
     }
     let last = rows.len() - 1;
     (rows, (last, column.min(width.saturating_sub(1))))
-}
-
-fn is_interrupt(key: &KeyEvent) -> bool {
-    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL)
-}
-
-/// The decision a key gives, if it is an answer.
-fn answer(
-    request: &ApprovalRequestEvent,
-    key: &KeyEvent,
-) -> Option<(ApprovalDecision, Option<String>)> {
-    if is_interrupt(key) {
-        return Some((
-            ApprovalDecision::Deny,
-            Some("the user stopped the turn".to_owned()),
-        ));
-    }
-    match key.code {
-        KeyCode::Char('y' | 'Y') => Some((ApprovalDecision::AllowOnce, None)),
-        KeyCode::Char('a' | 'A') if request.session_allowed => {
-            Some((ApprovalDecision::AllowSession, None))
-        }
-        KeyCode::Char('n' | 'N') | KeyCode::Esc => {
-            Some((ApprovalDecision::Deny, Some("the user declined".to_owned())))
-        }
-        _ => None,
-    }
-}
-
-fn answered(decision: ApprovalDecision) -> Line {
-    let (role, text) = match decision {
-        ApprovalDecision::AllowOnce => (Role::Ok, "  → allowed once"),
-        ApprovalDecision::AllowSession => (Role::Ok, "  → allowed for this session"),
-        ApprovalDecision::Deny => (Role::Warning, "  → denied"),
-    };
-    Line::new().with(role, text)
 }
 
 #[cfg(test)]
@@ -582,33 +542,5 @@ mod tests {
             ]
         );
         assert_eq!(cursor, (8, 2));
-    }
-
-    #[test]
-    fn only_offered_answers_count() {
-        let request = ApprovalRequestEvent {
-            call_id: "c".into(),
-            tool: "bash".into(),
-            arguments: serde_json::json!({"command": "rm -rf build"}),
-            reason: None,
-            rule: String::new(),
-            session_allowed: false,
-            dangerous: true,
-            dangers: Vec::new(),
-            mandatory: false,
-            confinement: None,
-            unconfined: false,
-            preview: None,
-        };
-        assert_eq!(answer(&request, &key(KeyCode::Char('a'))), None);
-        assert_eq!(answer(&request, &key(KeyCode::Enter)), None);
-        assert_eq!(
-            answer(&request, &key(KeyCode::Char('y'))),
-            Some((ApprovalDecision::AllowOnce, None))
-        );
-        assert_eq!(
-            answer(&request, &key(KeyCode::Esc)).unwrap().0,
-            ApprovalDecision::Deny
-        );
     }
 }

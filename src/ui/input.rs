@@ -26,6 +26,9 @@ use super::complete::Completions;
 pub const TASK: &str = "> ";
 /// The prompt of a plain-line approval answer.
 pub const ANSWER: &str = "answer [y/n] > ";
+/// The prompt of a plain-line approval answer that may allow for the
+/// session.
+pub const ANSWER_SESSION: &str = "answer [y/n/a] > ";
 
 /// Entries kept in the history file.
 const HISTORY_SIZE: usize = 1_000;

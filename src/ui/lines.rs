@@ -152,7 +152,12 @@ async fn plain_turn(app: &mut App<'_>, input: &mut Input) -> bool {
         app.print_committed();
         match &event.msg {
             EventMsg::ApprovalRequest(request) => {
-                let answer = input.line(input::ANSWER).await;
+                let prompt = if request.session_allowed {
+                    input::ANSWER_SESSION
+                } else {
+                    input::ANSWER
+                };
+                let answer = input.line(prompt).await;
                 let (decision, reason) = answer_of(request, answer.as_deref());
                 app.handle.ops.submit(Op::Approve {
                     call_id: request.call_id.clone(),

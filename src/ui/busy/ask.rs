@@ -1,0 +1,284 @@
+//! An approval question in the live turn: the keys that answer it, and,
+//! when the prompt is taller than the screen, a pager that must reach
+//! its last row before `y` or `a` can answer.
+
+use std::time::Instant;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use crate::protocol::{ApprovalDecision, ApprovalRequestEvent};
+use crate::ui::render::{self, Line, Role};
+
+/// The pending approval question.
+pub struct Question {
+    /// What is asked.
+    pub request: ApprovalRequestEvent,
+    /// When it appeared.
+    pub shown: Instant,
+    /// The prompt's rows at the current width.
+    rows: usize,
+    /// Whether every row of the prompt has been on the screen.
+    read: bool,
+    /// While paging: the first row shown.
+    page: Option<usize>,
+}
+
+/// What a key did to the question.
+#[derive(Debug, PartialEq)]
+pub enum Answer {
+    /// The question is answered.
+    Decided(ApprovalDecision, Option<String>),
+    /// The key moved the pager or was not an answer.
+    Nothing,
+}
+
+impl Question {
+    /// A question just shown on a terminal of `width` × `height`.
+    pub fn new(request: ApprovalRequestEvent, width: usize, height: usize) -> Self {
+        let mut question = Self {
+            request,
+            shown: Instant::now(),
+            rows: 0,
+            read: false,
+            page: None,
+        };
+        question.resized(width, height);
+        question
+    }
+
+    /// The terminal changed size: a prompt that now fits is read whole.
+    pub fn resized(&mut self, width: usize, height: usize) {
+        self.rows = render::approval(&self.request, width).len();
+        // The prompt, then the status and answer rows, in the rows the
+        // live area may use (all but one).
+        self.read |= self.rows + 2 <= height.saturating_sub(1);
+        if let Some(page) = &mut self.page {
+            *page = (*page).min(self.rows.saturating_sub(1));
+        }
+    }
+
+    /// Takes a key; `height` is the terminal's.
+    pub fn key(&mut self, key: &KeyEvent, height: usize) -> Answer {
+        if is_interrupt(key) {
+            return Answer::Decided(
+                ApprovalDecision::Deny,
+                Some("the user stopped the turn".to_owned()),
+            );
+        }
+        let step = page_rows(height);
+        match (self.page, key.code) {
+            (Some(_), KeyCode::Char('q') | KeyCode::Esc) => {
+                self.page = None;
+                return Answer::Nothing;
+            }
+            (Some(page), KeyCode::Char(' ') | KeyCode::Down | KeyCode::PageDown) => {
+                self.show(page + step, height);
+                return Answer::Nothing;
+            }
+            (Some(page), KeyCode::Up | KeyCode::PageUp) => {
+                self.show(page.saturating_sub(step), height);
+                return Answer::Nothing;
+            }
+            (None, KeyCode::Char('v' | 'V')) if !self.read => {
+                self.show(0, height);
+                return Answer::Nothing;
+            }
+            _ => {}
+        }
+        match key.code {
+            KeyCode::Char('y' | 'Y') if self.read => {
+                Answer::Decided(ApprovalDecision::AllowOnce, None)
+            }
+            KeyCode::Char('a' | 'A') if self.read && self.request.session_allowed => {
+                Answer::Decided(ApprovalDecision::AllowSession, None)
+            }
+            KeyCode::Char('n' | 'N') | KeyCode::Esc => {
+                Answer::Decided(ApprovalDecision::Deny, Some("the user declined".to_owned()))
+            }
+            _ => Answer::Nothing,
+        }
+    }
+
+    /// Pages to `first`; reaching the last row makes the prompt read.
+    fn show(&mut self, first: usize, height: usize) {
+        let last_page = self.rows.saturating_sub(page_rows(height));
+        let first = first.min(last_page);
+        self.page = Some(first);
+        if first == last_page {
+            self.read = true;
+        }
+    }
+
+    /// The answer row: the keys that answer now, then how to see the rest
+    /// (cut first when the row is narrow).
+    pub fn answer_row(&self, width: usize, height: usize) -> Line {
+        let mut line = Line::new().with(Role::Label, "answer: ");
+        if self.read {
+            line = line.with(Role::Key, " y ").with(Role::Text, " once  ");
+        }
+        line = line.with(Role::Key, " n ").with(Role::Text, " deny");
+        if self.read && self.request.session_allowed {
+            line = line
+                .with(Role::Text, "  ")
+                .with(Role::Key, " a ")
+                .with(Role::Text, " session");
+        }
+        if let Some(page) = self.page {
+            let last = self.rows.min(page + page_rows(height));
+            line = line.with(
+                Role::Dim,
+                format!(
+                    "  · rows {}–{last} of {}: ↓ ↑ page, q closes",
+                    page + 1,
+                    self.rows
+                ),
+            );
+        } else if !self.read {
+            line = line
+                .with(
+                    Role::Warning,
+                    format!("  · {} rows, taller than the screen: ", self.rows),
+                )
+                .with(Role::Key, " v ")
+                .with(Role::Text, " read it all");
+        }
+        render::fit(&line, width)
+    }
+
+    /// While paging, the prompt's rows shown in place of the live area.
+    pub fn page_rows(&self, width: usize, height: usize) -> Option<Vec<Line>> {
+        let first = self.page?;
+        let rows = render::approval(&self.request, width);
+        Some(
+            rows.into_iter()
+                .skip(first)
+                .take(page_rows(height))
+                .collect(),
+        )
+    }
+}
+
+/// Rows of the prompt shown at once while paging: the live area less the
+/// answer row.
+fn page_rows(height: usize) -> usize {
+    height.saturating_sub(2).max(1)
+}
+
+/// Ctrl+C.
+pub fn is_interrupt(key: &KeyEvent) -> bool {
+    key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL)
+}
+
+/// The line left in the scrollback once a question is answered, with the
+/// rules a session answer added.
+pub fn answered(decision: ApprovalDecision, request: &ApprovalRequestEvent) -> Line {
+    match decision {
+        ApprovalDecision::AllowOnce => Line::new().with(Role::Ok, "  → allowed once"),
+        ApprovalDecision::AllowSession => {
+            let mut line = Line::new().with(Role::Ok, "  → allowed for this session");
+            if !request.session_rules.is_empty() {
+                line = line.with(Role::Dim, format!(": {}", request.session_rules.join("; ")));
+            }
+            line
+        }
+        ApprovalDecision::Deny => Line::new().with(Role::Warning, "  → denied"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    fn request(command: &str, session_allowed: bool) -> ApprovalRequestEvent {
+        ApprovalRequestEvent {
+            call_id: "c".into(),
+            tool: "bash".into(),
+            arguments: serde_json::json!({ "command": command }),
+            reason: None,
+            rule: String::new(),
+            session_allowed,
+            session_rules: Vec::new(),
+            dangerous: !session_allowed,
+            dangers: Vec::new(),
+            mandatory: false,
+            confinement: None,
+            unconfined: false,
+            preview: None,
+        }
+    }
+
+    #[test]
+    fn only_offered_answers_count() {
+        let mut question = Question::new(request("rm -rf build", false), 80, 24);
+        assert_eq!(question.key(&key(KeyCode::Char('a')), 24), Answer::Nothing);
+        assert_eq!(question.key(&key(KeyCode::Enter), 24), Answer::Nothing);
+        assert_eq!(
+            question.key(&key(KeyCode::Char('y')), 24),
+            Answer::Decided(ApprovalDecision::AllowOnce, None)
+        );
+        assert!(matches!(
+            question.key(&key(KeyCode::Esc), 24),
+            Answer::Decided(ApprovalDecision::Deny, _)
+        ));
+    }
+
+    #[test]
+    fn a_prompt_taller_than_the_screen_must_be_read_before_y() {
+        let command = (1..=40).fold(String::new(), |text, n| text + &format!("echo line {n}\n"));
+        let mut question = Question::new(request(&command, true), 80, 20);
+        assert!(
+            question
+                .answer_row(80, 20)
+                .plain()
+                .contains("taller than the screen"),
+            "{}",
+            question.answer_row(80, 20).plain()
+        );
+        // y and a do not answer what was not seen; n always does.
+        assert_eq!(question.key(&key(KeyCode::Char('y')), 20), Answer::Nothing);
+        assert_eq!(question.key(&key(KeyCode::Char('a')), 20), Answer::Nothing);
+        assert_eq!(question.key(&key(KeyCode::Char('v')), 20), Answer::Nothing);
+        let first = question.page_rows(80, 20).unwrap();
+        assert_eq!(first.len(), 18);
+        assert_eq!(first[1].plain(), "  $ echo line 1");
+        assert_eq!(question.key(&key(KeyCode::Char('y')), 20), Answer::Nothing);
+        // Down to the last row, and the keys answer.
+        let mut seen: Vec<String> = first.iter().map(Line::plain).collect();
+        for _ in 0..5 {
+            question.key(&key(KeyCode::Down), 20);
+            seen.extend(question.page_rows(80, 20).unwrap().iter().map(Line::plain));
+        }
+        for n in 1..=40 {
+            let row = format!("    echo line {n}");
+            assert!(
+                seen.iter().any(|s| s.ends_with(&row[4..])),
+                "line {n} never shown"
+            );
+        }
+        assert!(question.answer_row(80, 20).plain().contains(" a  session"));
+        assert_eq!(
+            question.key(&key(KeyCode::Char('a')), 20),
+            Answer::Decided(ApprovalDecision::AllowSession, None)
+        );
+    }
+
+    #[test]
+    fn esc_closes_the_pager_and_a_wider_terminal_may_make_it_fit() {
+        let command = "x".repeat(2_000);
+        let mut question = Question::new(request(&command, false), 40, 30);
+        question.key(&key(KeyCode::Char('v')), 30);
+        assert!(question.page_rows(40, 30).is_some());
+        assert_eq!(question.key(&key(KeyCode::Esc), 30), Answer::Nothing);
+        assert!(question.page_rows(40, 30).is_none());
+        assert_eq!(question.key(&key(KeyCode::Char('y')), 30), Answer::Nothing);
+        question.resized(200, 30);
+        assert_eq!(
+            question.key(&key(KeyCode::Char('y')), 30),
+            Answer::Decided(ApprovalDecision::AllowOnce, None)
+        );
+    }
+}

@@ -1,0 +1,90 @@
+//! Approval prompts on a real terminal: what a key approves is always
+//! on the screen first.
+
+use std::time::Duration;
+
+use super::{Tmux, answer_after_grace};
+use crate::support::{Workspace, demo_mock, wait_until};
+
+#[test]
+fn a_long_dangerous_chain_is_shown_whole_at_100_and_40_columns() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("approval-long");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    let command = "git status --porcelain --find-renames --untracked-files=all \
+                   --ignore-submodules=none --ahead-behind --show-stash \
+                   && tar czf keys.tgz /etc/ssh";
+    tmux.send("one", &format!("run `{command}`"));
+    let screen = tmux.wait_for("one", "answer:");
+    let prompt = approval_block(&screen);
+    let joined: String = prompt.lines().map(str::trim).collect();
+    assert!(joined.contains("tar czf keys.tgz /etc/ssh"), "{screen}");
+    assert!(!prompt.contains('…'), "a cut in the prompt:\n{screen}");
+    assert!(
+        prompt.contains("a adds: bash `git status *`\n          bash `tar *`\n"),
+        "{screen}"
+    );
+    answer_after_grace(&tmux, "one", "n");
+    tmux.wait_for("one", "denied");
+    // The same at 40 columns.
+    tmux.tmux(&["resize-window", "-t", "one", "-x", "40"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.send("one", &format!("run `{command}`"));
+    assert!(wait_until(Duration::from_secs(20), || tmux
+        .history("one")
+        .matches("Allow bash?")
+        .count()
+        == 2));
+    let screen = tmux.wait_for("one", "answer:");
+    let prompt = approval_block(&screen);
+    let joined: String = prompt.lines().map(str::trim).collect();
+    assert!(joined.contains("&& tar czf keys.tgz /etc/ssh"), "{screen}");
+    assert!(!prompt.contains('…'), "a cut in the prompt:\n{screen}");
+    answer_after_grace(&tmux, "one", "n");
+}
+
+/// The last approval prompt on `screen`, up to its answer row.
+fn approval_block(screen: &str) -> String {
+    let start = screen.rfind("Allow bash?").expect("an approval prompt");
+    let block = &screen[start..];
+    // Up to the status line (cut to the width, as it always is).
+    block[..block.find("build · mock-model").unwrap_or(block.len())].to_owned()
+}
+
+#[test]
+fn a_command_taller_than_the_screen_is_read_before_y_answers() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("approval-tall");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    // About 40 rows at 100 columns: the start scrolls off a 30-row screen.
+    let command = format!("echo {} && touch hidden-at-the-end", "padding ".repeat(480));
+    // Pasted: typing it key by key takes longer than the test waits.
+    let file = ws.home.join("prompt.txt");
+    std::fs::write(&file, format!("run `{command}`")).unwrap();
+    tmux.tmux(&["load-buffer", "-b", "prompt", file.to_str().unwrap()]);
+    tmux.tmux(&["paste-buffer", "-p", "-b", "prompt", "-t", "one"]);
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "taller than the screen");
+    // `y` does not answer what was not seen.
+    answer_after_grace(&tmux, "one", "y");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!tmux.screen("one").contains("allowed once"));
+    tmux.keys("one", &["v"]);
+    let first = tmux.wait_for("one", "q closes");
+    assert!(first.contains("$ echo padding"), "{first}");
+    for _ in 0..3 {
+        tmux.keys("one", &["Down"]);
+    }
+    let last = tmux.wait_for("one", "touch hidden-at-the-end");
+    assert!(last.contains(" y  once"), "{last}");
+    tmux.keys("one", &["y"]);
+    tmux.wait_for("one", "allowed once");
+    assert!(wait_until(Duration::from_secs(10), || ws
+        .root
+        .join("hidden-at-the-end")
+        .exists()));
+}
