@@ -38,8 +38,8 @@ pub fn load_config(environment: &Environment, flags: &Flags) -> Result<Loaded, F
 
 /// The effective permission policy for the workspace at `root`: the
 /// built-in default, the config files' `permission` and `dangerous` keys,
-/// and the managed file (`OFFCODE_MANAGED_POLICY` names another path, for
-/// tests and for teams that keep it elsewhere).
+/// and the managed files (the system's, always, and one more that
+/// `OFFCODE_MANAGED_POLICY` may add).
 pub fn load_policy(
     environment: &Environment,
     loaded: &Loaded,
@@ -47,7 +47,7 @@ pub fn load_policy(
 ) -> Result<Policy, Failure> {
     Policy::load(
         &loaded.policy_layers,
-        &managed_path(environment),
+        &managed_paths(environment),
         root,
         environment.var("HOME"),
     )
@@ -69,12 +69,34 @@ pub fn load_policy(
     })
 }
 
-fn managed_path(environment: &Environment) -> std::path::PathBuf {
-    std::path::PathBuf::from(
-        environment
-            .var("OFFCODE_MANAGED_POLICY")
-            .unwrap_or(crate::policy::MANAGED_PATH),
-    )
+/// The managed files: the system's (`/etc/offcode/policy.jsonc`), which
+/// nothing in the environment can remove, then the one
+/// `OFFCODE_MANAGED_POLICY` adds (for a team that keeps theirs elsewhere, and
+/// for tests).
+fn managed_paths(environment: &Environment) -> Vec<std::path::PathBuf> {
+    let system = system_managed_path(environment);
+    let mut paths = vec![system.clone()];
+    if let Some(extra) = environment.var("OFFCODE_MANAGED_POLICY")
+        && !extra.is_empty()
+        && std::path::Path::new(extra) != system
+    {
+        paths.push(extra.into());
+    }
+    paths
+}
+
+/// `/etc/offcode/policy.jsonc`. Debug builds (the test suite's) let
+/// `OFFCODE_TEST_SYSTEM_POLICY` stand in for it, so tests neither depend on
+/// the machine's file nor need root to write one; a release build has no
+/// such variable.
+fn system_managed_path(environment: &Environment) -> std::path::PathBuf {
+    #[cfg(debug_assertions)]
+    if let Some(path) = environment.var("OFFCODE_TEST_SYSTEM_POLICY") {
+        return path.into();
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = environment;
+    crate::policy::MANAGED_PATH.into()
 }
 
 /// The policy for an agent: loaded now (problems stop the start with a
@@ -105,7 +127,7 @@ pub fn policy_source(
 /// the managed file.
 fn policy_files(environment: &Environment, loaded: &Loaded) -> Vec<std::path::PathBuf> {
     let mut files: Vec<_> = loaded.files.iter().map(|f| f.path.clone()).collect();
-    files.push(managed_path(environment));
+    files.extend(managed_paths(environment));
     files
 }
 
@@ -500,7 +522,13 @@ pub fn policy_check(args: &PolicyCheckArgs, environment: &Environment) -> Result
             serde_json::to_value(&decision).map_err(|e| Failure::new(&e, EXIT_FAILED))?;
         value["tool"] = json!(tool);
         value["arguments"] = arguments;
-        value["managed_file"] = json!(policy.managed_file().map(|p| p.display().to_string()));
+        let managed: Vec<String> = policy
+            .managed_files()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        value["managed_file"] = json!(managed.first());
+        value["managed_files"] = json!(managed);
         return out(&format!("{value}\n")).map(|()| 0);
     }
     let mut text = String::new();

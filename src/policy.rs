@@ -91,7 +91,8 @@ pub const SESSION_ORIGIN: &str = "allowed for this session";
 
 /// The built-in default permissions.
 const DEFAULT: &str = include_str!("../policy/default.jsonc");
-/// Where the managed policy lives unless `OFFCODE_MANAGED_POLICY` says.
+/// Where the managed policy lives. It always applies; `OFFCODE_MANAGED_POLICY`
+/// may name one more file, never replace this one.
 pub const MANAGED_PATH: &str = "/etc/offcode/policy.jsonc";
 
 /// One config layer's policy keys.
@@ -112,7 +113,7 @@ pub struct Layer {
 pub struct Policy {
     rules: Vec<Rule>,
     managed: Vec<Rule>,
-    managed_file: Option<PathBuf>,
+    managed_files: Vec<PathBuf>,
     gate: Gate,
     root: PathBuf,
     home: Option<String>,
@@ -173,7 +174,7 @@ impl Policy {
     /// then the managed file (when it exists).
     pub fn load(
         layers: &[Layer],
-        managed_path: &Path,
+        managed_paths: &[PathBuf],
         root: &Path,
         home: Option<&str>,
     ) -> Result<Self, Error> {
@@ -193,22 +194,24 @@ impl Policy {
             }
             extra.push((origin, layer.dangerous_extra.clone()));
         }
-        let (managed, managed_file) = match file::read_managed(managed_path)? {
-            Some(file) => {
-                let origin = format!("managed {}", managed_path.display());
+        let mut managed = Vec::new();
+        let mut managed_files = Vec::new();
+        for path in managed_paths {
+            if let Some(file) = file::read_managed(path)? {
+                let origin = format!("managed {}", path.display());
                 if let Some(table) = file.commands {
                     commands.push((origin.clone(), table));
                 }
                 extra.push((origin, file.extra));
-                (file.rules, Some(managed_path.to_path_buf()))
+                managed.extend(file.rules);
+                managed_files.push(path.clone());
             }
-            None => (Vec::new(), None),
-        };
+        }
         let gate = Gate::new(&extra, &commands).map_err(Error::Rule)?;
         Ok(Self {
             rules,
             managed,
-            managed_file,
+            managed_files,
             gate,
             // As the gate resolves paths, so prefixes compare.
             root: gate::real_path(root),
@@ -230,9 +233,9 @@ impl Policy {
         &self.shell
     }
 
-    /// The managed file in force, if any.
-    pub fn managed_file(&self) -> Option<&Path> {
-        self.managed_file.as_deref()
+    /// The managed files in force: the system's first when it exists.
+    pub fn managed_files(&self) -> &[PathBuf] {
+        &self.managed_files
     }
 
     /// The gate's reading of a command line.

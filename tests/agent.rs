@@ -117,7 +117,7 @@ fn approval_requests(events: &[Event]) -> Vec<offcode::protocol::ApprovalRequest
 /// The built-in policy for `root`, with no managed file.
 fn built_in_policy(root: &Path) -> Arc<offcode::policy::PolicySource> {
     Arc::new(offcode::policy::PolicySource::fixed(
-        offcode::policy::Policy::load(&[], Path::new("/nonexistent/managed"), root, None)
+        offcode::policy::Policy::load(&[], &[], root, None)
             .unwrap()
             .with_shell(offcode::confine::Status::of(
                 root,

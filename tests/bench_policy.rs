@@ -22,10 +22,22 @@ fn main() {
     std::fs::write(dir.path().join("exists.txt"), "x").unwrap();
     let managed = dir.path().join("no-managed.jsonc");
     let load = time(20, || {
-        Policy::load(&[], &managed, dir.path(), Some("/home/u")).unwrap();
+        Policy::load(
+            &[],
+            std::slice::from_ref(&managed),
+            dir.path(),
+            Some("/home/u"),
+        )
+        .unwrap();
     });
     println!("load (built-in default and dangerous class): {load:?}");
-    let policy = Policy::load(&[], &managed, dir.path(), Some("/home/u")).unwrap();
+    let policy = Policy::load(
+        &[],
+        std::slice::from_ref(&managed),
+        dir.path(),
+        Some("/home/u"),
+    )
+    .unwrap();
     let cases = [
         ("ls -la".to_owned(), 200),
         ("git status".to_owned(), 200),

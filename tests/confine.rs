@@ -368,7 +368,7 @@ fn without_landlock_every_bash_call_asks_and_no_rule_allows_it() {
             dangerous_extra: Vec::new(),
             commands: None,
         }],
-        Path::new("/nonexistent/managed"),
+        &[],
         dir.path(),
         None,
     )

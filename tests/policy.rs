@@ -1661,6 +1661,58 @@ fn the_managed_file_overrides_a_looser_project_file() {
 }
 
 #[test]
+fn the_environment_adds_a_managed_file_but_never_removes_the_systems() {
+    let ws = project();
+    std::fs::write(
+        ws.system_policy(),
+        r#"{ "permission": { "bash": { "git push *": "deny" } } }"#,
+    )
+    .unwrap();
+    for extra in ["/nonexistent", "/dev/null", ""] {
+        let mut command = ws.offcode(
+            "http://127.0.0.1:9/v1",
+            &["policy", "check", "--json", "--", "git push origin main"],
+        );
+        command.env("OFFCODE_MANAGED_POLICY", extra);
+        let output = run(command);
+        let decision: Value = serde_json::from_str(&output.stdout).unwrap();
+        assert_eq!(decision["action"], "deny", "with {extra:?}: {decision}");
+        assert_eq!(
+            decision["managed_file"],
+            json!(ws.system_policy().display().to_string())
+        );
+    }
+    // A second file applies as well as the system's.
+    std::fs::write(
+        ws.managed_policy(),
+        r#"{ "permission": { "bash": { "curl *": "deny" } } }"#,
+    )
+    .unwrap();
+    assert_eq!(check(&ws, "git push origin main")["action"], "deny");
+    let both = check(&ws, "curl -s http://10.0.0.1/");
+    assert_eq!(both["action"], "deny", "{both}");
+    assert_eq!(both["managed_files"].as_array().unwrap().len(), 2, "{both}");
+    // And the headless run refuses the call: the command never runs.
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("c1", "bash", json!({"command": "git push origin main"}))],
+    )));
+    server.push(sse(&chunks::text_answer("ok")));
+    let mut command = ws.offcode(
+        &server.base_url(),
+        &["run", "--json", "--yes", "-m", "mock-model", "push"],
+    );
+    command.env("OFFCODE_MANAGED_POLICY", "/nonexistent");
+    let output = run(command);
+    assert!(
+        output.stdout.contains(r#""decision":"deny""#),
+        "{}",
+        output.stdout
+    );
+}
+
+#[test]
 fn a_broken_managed_file_stops_offcode_with_its_position() {
     let ws = project();
     std::fs::write(

@@ -94,12 +94,20 @@ impl Workspace {
             .env("HOME", &self.home)
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("OFFCODE_BASE_URL", base_url)
-            .env("OFFCODE_MANAGED_POLICY", self.managed_policy());
+            .env("OFFCODE_MANAGED_POLICY", self.managed_policy())
+            .env("OFFCODE_TEST_SYSTEM_POLICY", self.system_policy());
         command
     }
 
-    /// Where the managed policy is looked for: absent unless a test writes
-    /// it, so the machine's own `/etc/offcode/policy.jsonc` never leaks in.
+    /// What stands in for `/etc/offcode/policy.jsonc` (debug builds only):
+    /// absent unless a test writes it, so the machine's own file never
+    /// leaks in.
+    pub fn system_policy(&self) -> PathBuf {
+        self.home.join("system-policy.jsonc")
+    }
+
+    /// The managed file `OFFCODE_MANAGED_POLICY` adds: absent unless a test
+    /// writes it.
     pub fn managed_policy(&self) -> PathBuf {
         self.home.join("managed-policy.jsonc")
     }

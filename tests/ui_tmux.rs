@@ -49,11 +49,13 @@ impl Tmux {
         let command = format!(
             "env -i HOME={home} PATH={path} TERM=xterm-256color LANG=C.UTF-8 \
              OFFCODE_BASE_URL={url} OFFCODE_MODEL=mock-model OFFCODE_DATA_DIR={data} \
-             OFFCODE_MANAGED_POLICY={managed} {extra} {bin}; echo EXITED $?; exec sh",
+             OFFCODE_MANAGED_POLICY={managed} OFFCODE_TEST_SYSTEM_POLICY={system} {extra} {bin}; \
+             echo EXITED $?; exec sh",
             home = ws.home.display(),
             path = std::env::var("PATH").unwrap_or_default(),
             data = data.display(),
             managed = ws.managed_policy().display(),
+            system = ws.system_policy().display(),
             bin = env!("CARGO_BIN_EXE_offcode"),
         );
         let root = ws.root.display().to_string();

@@ -115,7 +115,9 @@ pub fn read_managed(path: &Path) -> Result<Option<Managed>, Error> {
             });
         }
     };
-    let file: ManagedFile = json5::from_str(&text).map_err(|e| {
+    // An empty file holds no rules, as `{}` would.
+    let text = if text.trim().is_empty() { "{}" } else { &text };
+    let file: ManagedFile = json5::from_str(text).map_err(|e| {
         let position = e.position();
         let message = e.to_string();
         let message = match message.rfind(" at line ") {
