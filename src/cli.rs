@@ -57,6 +57,20 @@ pub enum Command {
     Tool(ToolArgs),
     /// Inspect the permission policy.
     Policy(PolicyArgs),
+    /// Trust this folder's config to loosen the permission policy (its
+    /// `allow` rules and `sandbox.network: true`), as it reads now.
+    Trust(TrustArgs),
+}
+
+/// `offcode trust`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "A project's offcode.jsonc (or .offcode/offcode.jsonc) may always tighten the policy; what it would loosen applies only after you trust the folder. The trust covers exactly the loosening settings shown; when they change, offcode ignores them again until you trust the folder anew. Trusted folders are kept in ~/.local/share/offcode/trusted.json."
+)]
+pub struct TrustArgs {
+    /// Forget this folder instead: its loosening is ignored again.
+    #[arg(long)]
+    pub revoke: bool,
 }
 
 /// `offcode policy`.

@@ -606,3 +606,37 @@ fn check_subject(args: &PolicyCheckArgs) -> Result<(String, serde_json::Value), 
     })?;
     Ok((name.clone(), arguments))
 }
+
+/// `offcode trust`: records (or, with `--revoke`, forgets) this folder's
+/// loosening settings as trusted, and says what they are.
+pub fn trust(args: &crate::cli::TrustArgs, environment: &Environment) -> Result<u8, Failure> {
+    let store = crate::trust::Store::in_dir(environment.data_dir().as_deref());
+    let here = environment.cwd.display();
+    if args.revoke {
+        let was = store
+            .revoke(&environment.cwd)
+            .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+        let text = if was {
+            format!("{here} is no longer trusted: its config may only tighten the policy.\n")
+        } else {
+            format!("{here} was not trusted.\n")
+        };
+        return out(&text).map(|()| 0);
+    }
+    let loaded = load_config(environment, &Flags::default())?;
+    let Some(loosening) = loaded.loosening else {
+        return out(&format!(
+            "Nothing to trust: no config in {here} loosens the permission policy.\n"
+        ))
+        .map(|()| 0);
+    };
+    store
+        .trust(&loosening)
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+    let mut text = format!("Trusted {here}: from now on these settings apply:\n");
+    for entry in &loosening.entries {
+        let _ = writeln!(text, "  {entry}");
+    }
+    text.push_str("When they change, they are ignored again until you run `offcode trust` anew.\n");
+    out(&text).map(|()| 0)
+}

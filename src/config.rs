@@ -10,6 +10,7 @@
 
 mod env;
 mod layer;
+mod project;
 
 use std::path::{Path, PathBuf};
 
@@ -265,6 +266,9 @@ pub struct Loaded {
     /// The policy keys (`permission`, `dangerous`) of each loaded file,
     /// in precedence order; they are layered by the policy, not merged.
     pub policy_layers: Vec<crate::policy::Layer>,
+    /// What the project's config would loosen, and whether the user
+    /// trusts it ([`crate::trust`]).
+    pub loosening: Option<crate::trust::Loosening>,
     merged: Merged,
 }
 
@@ -353,6 +357,12 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
     let mut merged = Merged::default();
     let mut files = Vec::new();
     let mut policy_layers = Vec::new();
+    let project_files = [
+        environment.cwd.join(".offcode").join("offcode.jsonc"),
+        environment.cwd.join("offcode.jsonc"),
+    ];
+    // What the project's files would loosen: applied only once trusted.
+    let mut project = project::ProjectPart::default();
     let explicit = environment
         .var("OFFCODE_CONFIG")
         .map(|p| environment.cwd.join(p));
@@ -377,7 +387,9 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
             column: problem.column,
             message: problem.message,
         })?;
-        let is_project = explicit.as_ref() != Some(&path) && path.starts_with(&environment.cwd);
+        // By position, not by prefix: run from $HOME, the global config
+        // lies under the working directory but is still the user's own.
+        let is_project = explicit.as_ref() != Some(&path) && project_files.contains(&path);
         sandbox_layer(&mut layer, is_project).map_err(|message| Error::Invalid {
             path: path.clone(),
             line: None,
@@ -394,30 +406,23 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
             });
         }
         let permission = layer.remove("permission");
-        let dangerous_extra = match layer.remove("dangerous") {
-            Some(value) => {
-                serde_json::from_value::<crate::policy::DangerousValue>(value)
-                    .map_err(|e| Error::Invalid {
-                        path: path.clone(),
-                        line: None,
-                        column: None,
-                        message: e.to_string(),
-                    })?
-                    .extra
-            }
-            None => Vec::new(),
-        };
+        if is_project {
+            project.take(&path, &mut layer, permission.as_ref());
+        }
+        let dangerous_extra = dangerous_extra(&mut layer, &path)?;
         if permission.is_some() || !dangerous_extra.is_empty() || commands.is_some() {
             policy_layers.push(crate::policy::Layer {
                 path: path.clone(),
                 permission,
                 dangerous_extra,
                 commands,
+                untrusted: is_project,
             });
         }
         merged.apply(layer, &Source::File(path.clone()));
         files.push(ConfigFile { path, loaded: true });
     }
+    let loosening = project.finish(environment, &mut policy_layers, &mut merged);
     apply_env(&mut merged, environment)?;
     if let Some(model) = &flags.model {
         if model.trim().is_empty() {
@@ -441,6 +446,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         config,
         files,
         policy_layers,
+        loosening,
         merged,
     })
 }
@@ -474,6 +480,24 @@ fn sandbox_layer(layer: &mut Map<String, Value>, is_project: bool) -> Result<(),
         }
     }
     Ok(())
+}
+
+/// A layer's `dangerous.extra` entries, taken out of it.
+fn dangerous_extra(
+    layer: &mut Map<String, Value>,
+    path: &Path,
+) -> Result<Vec<crate::policy::ExtraFile>, Error> {
+    let Some(value) = layer.remove("dangerous") else {
+        return Ok(Vec::new());
+    };
+    serde_json::from_value::<crate::policy::DangerousValue>(value)
+        .map(|dangerous| dangerous.extra)
+        .map_err(|e| Error::Invalid {
+            path: path.to_path_buf(),
+            line: None,
+            column: None,
+            message: e.to_string(),
+        })
 }
 
 fn single(key: &str, value: Value) -> Map<String, Value> {

@@ -55,6 +55,11 @@ pub fn prepare(
     // Before a session is created, so a failure leaves no empty session.
     let sandbox = workspace(environment)?;
     let policy = policy_source(environment, &flags, &loaded, sandbox.root())?;
+    let untrusted = loaded
+        .loosening
+        .as_ref()
+        .filter(|l| !l.trusted)
+        .map(crate::trust::Loosening::warning);
     let config = loaded.config;
     let store = session_store(environment)?;
     let client = Arc::new(crate::commands::client(&config, environment)?);
@@ -89,8 +94,9 @@ pub fn prepare(
             .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
     };
     let current = policy.current().ok();
-    let (context, skills) =
+    let (mut context, skills) =
         crate::commands::workspace_context(environment, &sandbox, &config, current.as_deref());
+    context.warnings.extend(untrusted);
     let shell = crate::commands::shell(environment, &config, sandbox.root());
     Ok(AgentSetup {
         context,

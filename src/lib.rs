@@ -21,6 +21,7 @@ pub mod servers;
 pub mod session;
 pub mod skills;
 pub mod tools;
+pub mod trust;
 pub mod ui;
 
 use cli::{Cli, Command};
@@ -105,6 +106,7 @@ fn dispatch(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Config(args)) => commands::config(args.json, environment),
         Some(Command::Context(args)) => commands::context(&args, environment),
         Some(Command::Tool(args)) => commands::tool(&args, environment),
+        Some(Command::Trust(args)) => commands::trust(&args, environment),
         Some(Command::Policy(args)) => match args.command {
             cli::PolicyCommand::Check(check) => commands::policy_check(&check, environment),
         },

@@ -106,6 +106,8 @@ pub struct Layer {
     pub dangerous_extra: Vec<ExtraFile>,
     /// Programs a person vouches for (`commands`; never from a project).
     pub commands: Option<Value>,
+    /// A project's file the user has not trusted: its rules only tighten.
+    pub untrusted: bool,
 }
 
 /// The effective policy for one workspace.
@@ -114,6 +116,9 @@ pub struct Policy {
     rules: Vec<Rule>,
     managed: Vec<Rule>,
     managed_files: Vec<PathBuf>,
+    /// Rules of project files not trusted yet: they apply only where they
+    /// are stricter than the rest.
+    untrusted: Vec<Rule>,
     gate: Gate,
     root: PathBuf,
     home: Option<String>,
@@ -184,10 +189,16 @@ impl Policy {
             .map_err(Error::Rule)?;
         let mut extra = Vec::new();
         let mut commands = Vec::new();
+        let mut untrusted = Vec::new();
         for layer in layers {
             let origin = layer.path.display().to_string();
             if let Some(permission) = &layer.permission {
-                rules.extend(rules_from(permission, &origin).map_err(Error::Rule)?);
+                let layer_rules = rules_from(permission, &origin).map_err(Error::Rule)?;
+                if layer.untrusted {
+                    untrusted.extend(layer_rules);
+                } else {
+                    rules.extend(layer_rules);
+                }
             }
             if let Some(table) = &layer.commands {
                 commands.push((origin.clone(), table.clone()));
@@ -212,6 +223,7 @@ impl Policy {
             rules,
             managed,
             managed_files,
+            untrusted,
             gate,
             // As the gate resolves paths, so prefixes compare.
             root: gate::real_path(root),
@@ -445,7 +457,12 @@ impl Policy {
                 })
                 .cloned()
         };
-        let layered = matching(&self.rules);
+        let mut layered = matching(&self.rules);
+        if let Some(project) = matching(&self.untrusted)
+            && project.action > layered.as_ref().map_or(Action::Ask, |rule| rule.action)
+        {
+            layered = Some(project);
+        }
         let from_session = matching(session);
         let mut chosen = match (layered, from_session) {
             (Some(rule), Some(session_rule)) if rule.action == Action::Ask => session_rule,

@@ -40,6 +40,15 @@ pub struct Start {
 
 /// `offcode` with no subcommand.
 pub fn run(environment: &Environment, start: &Start) -> Result<u8, Failure> {
+    // The editor and the live area need a terminal they can drive;
+    // anything else (a pipe, `TERM=dumb`) gets plain lines.
+    let terminal = std::io::stdin().is_terminal()
+        && std::io::stdout().is_terminal()
+        && std::io::stderr().is_terminal()
+        && environment.var("TERM").is_some_and(|term| term != "dumb");
+    if terminal {
+        ask_trust(environment)?;
+    }
     let setup = crate::headless::prepare(
         environment,
         start.model.as_deref(),
@@ -50,12 +59,6 @@ pub fn run(environment: &Environment, start: &Start) -> Result<u8, Failure> {
     let colour = std::io::stdout().is_terminal()
         && environment.var("NO_COLOR").is_none()
         && environment.var("OFFCODE_NO_COLOR").is_none();
-    // The editor and the live area need a terminal they can drive;
-    // anything else (a pipe, `TERM=dumb`) gets plain lines.
-    let terminal = std::io::stdin().is_terminal()
-        && std::io::stdout().is_terminal()
-        && std::io::stderr().is_terminal()
-        && environment.var("TERM").is_some_and(|term| term != "dumb");
     let session_path = setup.session.path.clone();
     let input = if terminal {
         let history = environment.data_dir().map(|dir| {
@@ -79,6 +82,45 @@ pub fn run(environment: &Environment, start: &Start) -> Result<u8, Failure> {
     // must not hold up leaving.
     runtime.shutdown_background();
     Ok(code)
+}
+
+/// A project config that would loosen the policy and is not trusted yet:
+/// say what it would loosen and ask, once, before anything starts. Any
+/// answer but `y` leaves it ignored (with a warning at start).
+fn ask_trust(environment: &Environment) -> Result<(), Failure> {
+    let loaded = crate::commands::load_config(environment, &crate::config::Flags::default())?;
+    let Some(loosening) = loaded.loosening.filter(|l| !l.trusted) else {
+        return Ok(());
+    };
+    let mut err = std::io::stderr();
+    let files: Vec<String> = loosening
+        .files
+        .iter()
+        .map(|f| f.display().to_string())
+        .collect();
+    let _ = writeln!(
+        err,
+        "This folder's config ({}) would loosen the permission policy:",
+        files.join(", ")
+    );
+    for entry in &loosening.entries {
+        let _ = writeln!(err, "  {entry}");
+    }
+    let _ = write!(
+        err,
+        "A cloned repository can ship such a file. Trust this folder and apply them? [y/N] "
+    );
+    let _ = err.flush();
+    let mut answer = String::new();
+    let _ = std::io::stdin().read_line(&mut answer);
+    if matches!(answer.trim(), "y" | "Y" | "yes") {
+        let store = crate::trust::Store::in_dir(environment.data_dir().as_deref());
+        store
+            .trust(&loosening)
+            .map_err(|e| Failure::new(&e, crate::EXIT_FAILED))?;
+        let _ = writeln!(err, "Trusted; `offcode trust --revoke` forgets it.");
+    }
+    Ok(())
 }
 
 /// Where a crash report goes: the state directory.

@@ -769,6 +769,7 @@ fn skills_are_indexed_loaded_on_request_and_hidden_when_denied() {
         "{ permission: { skill: { '*': 'allow', 'secret': 'deny' } } }",
     )
     .unwrap();
+    assert_eq!(run(ws.offcode(&server.base_url(), &["trust"])).code, 0);
     server.push(sse(&chunks::tool_answer(
         "",
         &[("c1", "skill", serde_json::json!({"name": "release"}))],

@@ -367,6 +367,7 @@ fn without_landlock_every_bash_call_asks_and_no_rule_allows_it() {
             permission: Some(json!({"bash": "allow"})),
             dangerous_extra: Vec::new(),
             commands: None,
+            untrusted: false,
         }],
         &[],
         dir.path(),

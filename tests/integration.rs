@@ -21,5 +21,6 @@ mod policy;
 mod sandbox;
 mod servers;
 mod support;
+mod trust;
 mod ui_lines;
 mod ui_tmux;

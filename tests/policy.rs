@@ -1513,8 +1513,12 @@ fn ordinary_rows_run_in_headless_yes_agent_runs() {
     assert!(!Path::new("/tmp/offcode-outside.txt").exists());
 }
 
+/// Writes the project's config and trusts it as it now reads, as its
+/// user would: these tests are about what the rules decide. (A broken
+/// config cannot be trusted; the tests that write one look at the error.)
 fn write_config(ws: &Workspace, text: &str) {
     std::fs::write(ws.root.join("offcode.jsonc"), text).unwrap();
+    run(ws.offcode("http://127.0.0.1:9/v1", &["trust"]));
 }
 
 #[test]

@@ -168,19 +168,10 @@ impl AgentState {
         })
     }
 
-    pub(super) async fn run(mut self, mut queue: mpsc::UnboundedReceiver<Queued>) {
-        self.emit(
-            0,
-            EventMsg::SessionConfigured(SessionConfiguredEvent {
-                session_id: self.session.id.clone(),
-                path: self.session.path.display().to_string(),
-                model: self.session.model.clone(),
-                base_url: self.client.base_url().to_owned(),
-                resumed: self.session.resumed,
-                restored_messages: self.session.messages.len(),
-                todos: self.session.todos.clone(),
-            }),
-        );
+    /// What the user should know before the first turn: problems with the
+    /// instructions and skills, an untrusted project config, how commands
+    /// run, the server's facts and skipped session lines.
+    fn startup_warnings(&mut self) {
         for warning in self.context.warnings.clone() {
             self.warn(0, &warning);
         }
@@ -213,6 +204,25 @@ impl AgentState {
                 },
             );
         }
+    }
+
+    pub(super) async fn run(mut self, mut queue: mpsc::UnboundedReceiver<Queued>) {
+        self.emit(
+            0,
+            EventMsg::SessionConfigured(SessionConfiguredEvent {
+                session_id: self.session.id.clone(),
+                path: self.session.path.display().to_string(),
+                model: self.session.model.clone(),
+                base_url: self.client.base_url().to_owned(),
+                resumed: self.session.resumed,
+                restored_messages: self.session.messages.len(),
+                todos: self.session.todos.clone(),
+            }),
+        );
+        self.startup_warnings();
+        // The start-up is told: a front end shows what came before this
+        // (the warnings) with the session's introduction.
+        self.set_state(0, TurnState::Idle);
         while let Some((id, op, cancel)) = queue.recv().await {
             match op {
                 Op::UserTurn { text } => self.run_turn(id, text, &cancel).await,

@@ -139,6 +139,23 @@ impl<'a> App<'a> {
             }
         }
         self.note(config_sources(self.environment));
+        // Start-up warnings (an untrusted project config, no confinement)
+        // come next, up to the core's first `Idle`: shown now, not with
+        // the first turn.
+        let startup = async {
+            while let Some(event) = self.handle.events.recv().await {
+                if matches!(
+                    event.msg,
+                    EventMsg::StateChanged {
+                        state: TurnState::Idle
+                    }
+                ) {
+                    break;
+                }
+                self.view.event(&event.msg);
+            }
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(2), startup).await;
         self.note("Type a task and press Enter; /help lists the keys and commands.");
     }
 

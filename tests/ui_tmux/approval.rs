@@ -88,3 +88,42 @@ fn a_command_taller_than_the_screen_is_read_before_y_answers() {
         .join("hidden-at-the-end")
         .exists()));
 }
+
+#[test]
+fn a_loosening_project_config_is_asked_about_once_at_start() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("offcode.jsonc"),
+        r#"{ "permission": "allow" }"#,
+    )
+    .unwrap();
+    let tmux = Tmux::new("trust");
+    // Refused: the UI starts, says it is ignored, and asks before running.
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Trust this folder and apply them? [y/N]");
+    tmux.keys("one", &["n", "Enter"]);
+    tmux.wait_for("one", "it is ignored until");
+    tmux.send("one", "run `touch refused-by-default`");
+    tmux.wait_for("one", "answer:");
+    answer_after_grace(&tmux, "one", "n");
+    tmux.wait_for("one", "denied");
+    tmux.keys("one", &["C-d"]);
+    tmux.wait_for("one", "EXITED 0");
+    // Trusted: asked once, then the config applies and is not asked again.
+    tmux.start("two", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("two", "Trust this folder");
+    tmux.keys("two", &["y", "Enter"]);
+    tmux.wait_for("two", "Type a task");
+    tmux.send("two", "run `touch allowed-by-trust`");
+    assert!(wait_until(Duration::from_secs(20), || ws
+        .root
+        .join("allowed-by-trust")
+        .exists()));
+    tmux.keys("two", &["C-d"]);
+    tmux.wait_for("two", "EXITED 0");
+    tmux.start("three", &ws, &server.base_url(), &ws.home.join("data"));
+    let screen = tmux.wait_for("three", "Type a task");
+    assert!(!screen.contains("Trust this folder"), "{screen}");
+    assert!(!ws.root.join("refused-by-default").exists());
+}
