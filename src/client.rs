@@ -272,9 +272,14 @@ impl Client {
     /// a server that accepts the connection and never answers cannot hang
     /// a command.
     fn short<B>(&self, request: ureq::RequestBuilder<B>) -> ureq::RequestBuilder<B> {
+        // Per phase, so a timeout says which one: the connection has its
+        // own (`timeouts.connect_ms`, on the agent).
+        let wait = Some(self.idle_timeout.min(SHORT_REQUEST));
         let request = request
             .config()
-            .timeout_global(Some(self.idle_timeout.min(SHORT_REQUEST)))
+            .timeout_send_request(wait)
+            .timeout_recv_response(wait)
+            .timeout_recv_body(wait)
             .build();
         match &self.api_key {
             Some(key) => request.header("authorization", format!("Bearer {key}")),

@@ -640,3 +640,18 @@ pub fn trust(args: &crate::cli::TrustArgs, environment: &Environment) -> Result<
     text.push_str("When they change, they are ignored again until you run `offcode trust` anew.\n");
     out(&text).map(|()| 0)
 }
+
+/// Runs `work`; when it takes longer than `after`, `notice` goes to
+/// standard error meanwhile, so a silent server is never a silent wait.
+pub fn with_notice<T>(after: std::time::Duration, notice: String, work: impl FnOnce() -> T) -> T {
+    let (done, waiter) = std::sync::mpsc::channel::<()>();
+    let shown = std::thread::spawn(move || {
+        if waiter.recv_timeout(after) == Err(std::sync::mpsc::RecvTimeoutError::Timeout) {
+            let _ = writeln!(std::io::stderr(), "{notice}");
+        }
+    });
+    let result = work();
+    drop(done);
+    let _ = shown.join();
+    result
+}

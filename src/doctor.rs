@@ -107,6 +107,50 @@ fn millis(since: Instant) -> u128 {
     since.elapsed().as_millis()
 }
 
+/// The client for the endpoint; a problem reported when the connection
+/// settings are wrong.
+fn client(
+    config: &crate::config::Config,
+    environment: &Environment,
+    report: &mut Report,
+) -> Result<Option<crate::client::Client>, Failure> {
+    match crate::commands::client(config, environment) {
+        Ok(client) => Ok(Some(client)),
+        Err(failure) => {
+            let mut text = failure.message;
+            for cause in failure.causes {
+                let _ = write!(text, ": {cause}");
+            }
+            report.problem(
+                &text,
+                "fix `tls` in the config or the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`)",
+            )?;
+            Ok(None)
+        }
+    }
+}
+
+/// The server's model list, saying what is waited for if it is slow.
+fn list(
+    client: &crate::client::Client,
+) -> Result<Vec<crate::client::wire::ModelCard>, crate::client::Error> {
+    crate::commands::with_notice(
+        NOTICE,
+        format!(
+            "  … waiting for the model list (GET {}/models)",
+            client.base_url()
+        ),
+        || client.list_models(),
+    )
+}
+
+fn probe_notice(model: &str) -> String {
+    format!("  … waiting for `{model}` to answer a test request that offers a tool")
+}
+
+/// How long a step may be silent before doctor says what it waits for.
+const NOTICE: Duration = Duration::from_secs(2);
+
 /// `offcode doctor`: 0 when healthy, 1 when a problem was found.
 pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure> {
     let flags = Flags {
@@ -120,19 +164,8 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
     };
     out(&format!("offcode doctor: {}\n", config.base_url))?;
     sandbox(environment, config, &mut report)?;
-    let client = match crate::commands::client(config, environment) {
-        Ok(client) => client,
-        Err(failure) => {
-            let mut text = failure.message;
-            for cause in failure.causes {
-                let _ = write!(text, ": {cause}");
-            }
-            report.problem(
-                &text,
-                "fix `tls` in the config or the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`)",
-            )?;
-            return Ok(finish(&report));
-        }
+    let Some(client) = client(config, environment, &mut report)? else {
+        return Ok(finish(&report));
     };
     if config.tls.insecure_skip_verify && config.base_url.starts_with("https") {
         report.problem(
@@ -144,7 +177,7 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
         return Ok(finish(&report));
     }
     let started = Instant::now();
-    let models = match client.list_models() {
+    let models = match list(&client) {
         Ok(models) => models,
         Err(error) => {
             let (text, fix) = http_problem(&error, client.base_url());
@@ -204,7 +237,9 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
         .enable_all()
         .build()
         .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
-    let probe = runtime.block_on(probe_tools(&client, config, &model));
+    let probe = crate::commands::with_notice(NOTICE, probe_notice(&model), || {
+        runtime.block_on(probe_tools(&client, config, &model))
+    });
     report_tools(&probe, &mut report, &remember)?;
     report_reasoning(&probe, &mut report, &remember)?;
     tokenize(&client, &model, &mut report)?;

@@ -7,6 +7,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -17,7 +18,9 @@ use crate::commands::{
     client_failure, load_config, policy_source, read_stdin, runtime, session_store, workspace,
 };
 use crate::config::{Environment, Flags};
-use crate::protocol::{ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Op, TurnStatus};
+use crate::protocol::{
+    ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Op, TurnState, TurnStatus,
+};
 use crate::session::{self, EntryBody, Session};
 use crate::tools::Registry;
 use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
@@ -126,9 +129,16 @@ fn read_prompt(argument: &str) -> Result<String, Failure> {
 }
 
 fn first_served_model(client: &Client) -> Result<String, Failure> {
-    let models = client
-        .list_models()
-        .map_err(|e| client_failure(&e, client.base_url()))?;
+    // A server slow to answer: say what is waited for.
+    let models = crate::commands::with_notice(
+        Duration::from_secs(2),
+        format!(
+            "Asking `{}` which models it serves (no `model` is configured)…",
+            client.base_url()
+        ),
+        || client.list_models(),
+    );
+    let models = models.map_err(|e| client_failure(&e, client.base_url()))?;
     models.into_iter().next().map(|m| m.id).ok_or_else(|| {
         Failure::message(
             format!("The server at `{}` lists no models", client.base_url()),
@@ -139,13 +149,24 @@ fn first_served_model(client: &Client) -> Result<String, Failure> {
 }
 
 async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printer) -> u8 {
+    let mut waiting = Waiting::new(
+        setup.client.base_url(),
+        Duration::from_millis(setup.config.timeouts.idle_ms),
+    );
     let mut handle = agent::spawn(setup);
     handle.ops.submit(Op::UserTurn { text: prompt });
     let mut interrupted = false;
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
     loop {
         tokio::select! {
+            _ = tick.tick() => {
+                if let Some(note) = waiting.note() {
+                    printer.note(&note);
+                }
+            }
             event = handle.events.recv() => {
                 let Some(event) = event else { return EXIT_FAILED };
+                waiting.event(&event.msg);
                 if let EventMsg::ApprovalRequest(request) = &event.msg {
                     let (decision, reason) = headless_answer(request, yes);
                     handle.ops.submit(Op::Approve { call_id: request.call_id.clone(), decision, reason });
@@ -168,6 +189,62 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
                 handle.ops.submit(Op::Interrupt);
             }
         }
+    }
+}
+
+/// Says what a run waits for when the server is silent: the model's first
+/// output of a step, after [`Waiting::FIRST`] and then every
+/// [`Waiting::EVERY`].
+struct Waiting {
+    base_url: String,
+    gives_up: Duration,
+    /// Since when the step waits for the model, if it does.
+    since: Option<Instant>,
+    last_note: Option<Instant>,
+}
+
+impl Waiting {
+    const FIRST: Duration = Duration::from_secs(5);
+    const EVERY: Duration = Duration::from_secs(15);
+
+    fn new(base_url: &str, gives_up: Duration) -> Self {
+        Self {
+            base_url: base_url.to_owned(),
+            gives_up,
+            since: None,
+            last_note: None,
+        }
+    }
+
+    /// Any event but the start of a step's wait ends the wait.
+    fn event(&mut self, msg: &EventMsg) {
+        self.since = match msg {
+            EventMsg::StateChanged {
+                state: TurnState::Planning,
+            } => Some(Instant::now()),
+            EventMsg::TokenUsage(_) => self.since,
+            _ => None,
+        };
+        self.last_note = None;
+    }
+
+    fn note(&mut self) -> Option<String> {
+        let since = self.since?;
+        let due = match self.last_note {
+            Some(last) => last.elapsed() >= Self::EVERY,
+            None => since.elapsed() >= Self::FIRST,
+        };
+        if !due {
+            return None;
+        }
+        self.last_note = Some(Instant::now());
+        Some(format!(
+            "Waiting for the model at `{}`: no output for {} s (it gives up after {} s, \
+             `timeouts.idle_ms`; Ctrl+C stops)",
+            self.base_url,
+            since.elapsed().as_secs(),
+            self.gives_up.as_secs()
+        ))
     }
 }
 

@@ -83,9 +83,17 @@ impl Failure {
 
 impl From<config::Error> for Failure {
     fn from(error: config::Error) -> Self {
-        Self::new(&error, EXIT_USAGE).with_hint(
-            "Fix the value named above; `offcode config` shows where each setting comes from",
-        )
+        let hint = match &error {
+            // `offcode config` would stop at the same file.
+            config::Error::Read { .. } | config::Error::Invalid { .. } => {
+                "Fix the file at the place named above; every offcode command reads it, so they \
+                 all stop here until it is fixed"
+            }
+            config::Error::BadValue { .. } | config::Error::Merged(_) => {
+                "Fix the value named above; `offcode config` shows where each setting comes from"
+            }
+        };
+        Self::new(&error, EXIT_USAGE).with_hint(hint)
     }
 }
 

@@ -15,6 +15,7 @@ mod confine;
 mod doctor;
 mod fixtures;
 mod layout;
+mod messages;
 mod network;
 mod ordinary;
 mod policy;

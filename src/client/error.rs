@@ -14,8 +14,9 @@ pub const CERTIFICATE_FIX: &str =
 /// What went wrong talking to the model server.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// No connection could be made.
-    #[error("Could not connect to `{url}`")]
+    /// No connection could be made, or (for a timeout after connecting)
+    /// the server did not answer in time; the message names the phase.
+    #[error("{}", connect_message(url, source))]
     Connect {
         url: String,
         #[source]
@@ -61,6 +62,27 @@ pub enum Error {
     /// The request was cancelled.
     #[error("Cancelled")]
     Cancelled,
+}
+
+/// What a connection error means for a person: which phase failed.
+fn connect_message(url: &str, source: &ureq::Error) -> String {
+    use ureq::Timeout;
+    match source {
+        ureq::Error::Timeout(Timeout::Resolve | Timeout::Connect) => format!(
+            "Could not connect to `{url}`: no connection was made in time (timeouts.connect_ms)"
+        ),
+        ureq::Error::Timeout(Timeout::SendRequest | Timeout::SendBody | Timeout::PerWrite) => {
+            format!("Connected to `{url}`, but sending the request did not finish in time")
+        }
+        ureq::Error::Timeout(Timeout::RecvBody) => {
+            format!("Connected to `{url}`, but its answer stopped arriving before it was whole")
+        }
+        ureq::Error::Timeout(_) => format!(
+            "Connected to `{url}`, but the server sent no answer in time (it accepted the \
+             connection and said nothing; a server still loading its model does this)"
+        ),
+        _ => format!("Could not connect to `{url}`"),
+    }
 }
 
 impl Error {

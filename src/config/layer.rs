@@ -267,8 +267,27 @@ pub fn parse_file(text: &str) -> Result<Map<String, Value>, FileProblem> {
             message,
         }
     };
+    // An empty file sets nothing, as `{}` would.
+    if text.trim().is_empty() {
+        return Ok(Map::new());
+    }
+    // Syntax first: a file cut short is reported where it ends, not where
+    // the object it leaves open began.
+    let value = json5::from_str::<Value>(text).map_err(|error| {
+        if error.to_string().contains("EOF") {
+            let line = text.lines().count().max(1);
+            let column = text.lines().last().map_or(0, |l| l.chars().count()) + 1;
+            FileProblem {
+                line: Some(line),
+                column: Some(column),
+                message: "the file ends before every `{`, `[` or string is closed".to_owned(),
+            }
+        } else {
+            problem(error)
+        }
+    })?;
     json5::from_str::<FileLayer>(text).map_err(problem)?;
-    match json5::from_str::<Value>(text).map_err(problem)? {
+    match value {
         Value::Object(map) => Ok(map),
         _ => Err(FileProblem {
             line: Some(1),
@@ -295,6 +314,24 @@ mod tests {
     fn problem(text: &str) -> (Option<usize>, Option<usize>, String) {
         let p = parse_file(text).expect_err("should fail");
         (p.line, p.column, p.message)
+    }
+
+    #[test]
+    fn an_empty_file_sets_nothing() {
+        assert!(parse_file("").unwrap().is_empty());
+        assert!(parse_file(" \n\t\n").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_file_cut_short_is_reported_where_it_ends() {
+        let (line, column, message) =
+            problem("{\n  \"model\": \"x\",\n  \"permission\": {\n    \"bash\": \"ask\"\n");
+        assert_eq!((line, column), (Some(4), Some(18)), "{message}");
+        assert!(message.contains("ends before"), "{message}");
+        // An open string: at its end too, not at the object's start.
+        let (line, column, message) = problem("{ \"model\": \"x");
+        assert_eq!(line, Some(1), "{message}");
+        assert!(column >= Some(14), "{column:?} {message}");
     }
 
     #[test]

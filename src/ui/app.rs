@@ -166,7 +166,24 @@ impl<'a> App<'a> {
         let Some(task) = self.listing.take_if(|task| wait || task.is_finished()) else {
             return;
         };
-        let message = match task.await {
+        let listed = task.await;
+        self.take_listing(listed);
+    }
+
+    /// Waits for the start-up model list to arrive and takes it in; never
+    /// ends when none is on its way. Dropped before it ends, the list is
+    /// still on its way.
+    pub async fn listing_done(&mut self) {
+        let Some(task) = self.listing.as_mut() else {
+            return std::future::pending().await;
+        };
+        let listed = task.await;
+        self.listing = None;
+        self.take_listing(listed);
+    }
+
+    fn take_listing(&mut self, listed: Result<Listing, tokio::task::JoinError>) {
+        let message = match listed {
             Ok((Ok(models), props)) => {
                 self.models = Some(models);
                 self.props_limit = props;
@@ -176,13 +193,12 @@ impl<'a> App<'a> {
             Ok((Err(error), _)) => crate::client::error_chain(&error),
             Err(error) => error.to_string(),
         };
-        self.view.commit(Line::new().with(
-            Role::Warning,
-            format!(
+        self.view.event(&EventMsg::Warning {
+            message: format!(
                 "The server did not list its models ({message}); requests will fail until it \
                  answers. Set `base_url` in ~/.config/offcode/offcode.jsonc or OFFCODE_BASE_URL."
             ),
-        ));
+        });
     }
 
     /// Asks the server for its models now (and the active one's context
@@ -218,8 +234,10 @@ impl<'a> App<'a> {
         self.view.commit(Line::new().with(Role::Dim, text));
     }
 
+    /// An error of our own, worded as headless words one.
     fn error(&mut self, text: impl Into<String>) {
-        self.view.commit(Line::new().with(Role::Error, text));
+        self.view
+            .commit(Line::new().with(Role::Error, format!("error: {}", text.into())));
     }
 
     /// Writes finished lines to standard output (no live area).

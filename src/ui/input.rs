@@ -89,12 +89,22 @@ pub struct Input {
     pub replies: mpsc::UnboundedReceiver<Reply>,
     /// Whether this is the terminal editor (keys and live drawing work).
     pub terminal: bool,
+    /// Prints lines above the editor while it reads a line (terminal only).
+    printer: Option<std::sync::mpsc::SyncSender<String>>,
 }
 
 impl Input {
     /// Asks for something; replies arrive on [`Input::replies`].
     pub fn request(&self, request: Request) {
         let _ = self.requests.send(request);
+    }
+
+    /// Prints `text` above the editor while it reads a line; false when
+    /// there is no editor to print above.
+    pub fn print_above(&self, text: String) -> bool {
+        self.printer
+            .as_ref()
+            .is_some_and(|printer| printer.try_send(text).is_ok())
     }
 
     /// Shows `prompt` and waits for a line (plain lines, or the editor
@@ -160,8 +170,10 @@ pub fn plain(echo: bool) -> Input {
 /// completion from `completions`. Alt+Enter and Ctrl+J insert a newline;
 /// Enter sends; Tab completes.
 pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) -> Input {
-    spawn(true, move |requests, replies| {
-        let mut editor = build_editor(history, completions, colour);
+    let printer = reedline::ExternalPrinter::<String>::default();
+    let sender = printer.sender();
+    let mut input = spawn(true, move |requests, replies| {
+        let mut editor = build_editor(history, completions, colour).with_external_printer(printer);
         let mut pending = None;
         while let Some(request) = pending.take().or_else(|| requests.recv().ok()) {
             match request {
@@ -233,7 +245,9 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                 }
             }
         }
-    })
+    });
+    input.printer = Some(sender);
+    input
 }
 
 fn build_editor(history: Option<PathBuf>, completions: Completions, colour: bool) -> Reedline {
@@ -386,6 +400,7 @@ fn spawn(
         requests: request_sender,
         replies: reply_receiver,
         terminal,
+        printer: None,
     }
 }
 

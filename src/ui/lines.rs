@@ -56,7 +56,8 @@ pub async fn run(
                 prompt: input::TASK,
                 initial: std::mem::take(&mut typed),
             });
-            match input.replies.recv().await {
+            let reply = next_reply(&mut app, &mut input).await;
+            match reply {
                 Some(Reply::Line(text)) => {
                     interrupted = false;
                     text
@@ -123,6 +124,26 @@ pub async fn run(
     app.print_committed();
     app.stop().await;
     0
+}
+
+/// The editor's next reply. What arrives while it waits (the start-up
+/// model list failing) is printed above it at once, over the status line
+/// the editor drew above its prompt (it draws that again below).
+async fn next_reply(app: &mut App<'_>, input: &mut Input) -> Option<Reply> {
+    loop {
+        tokio::select! {
+            reply = input.replies.recv() => return reply,
+            () = app.listing_done(), if input.terminal => {
+                let lines: Vec<String> = app
+                    .view
+                    .take_committed()
+                    .iter()
+                    .map(|line| app.palette.paint(line))
+                    .collect();
+                input.print_above(format!("\x1b[1A\r\x1b[2K{}", lines.join("\n")));
+            }
+        }
+    }
 }
 
 /// Leaves during a turn (Ctrl+C twice): the session is saved as it goes,

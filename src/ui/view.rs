@@ -251,12 +251,7 @@ impl View {
                 self.commit(Line::new().with(Role::Dim, format!("model: {model}")));
             }
             EventMsg::Warning { message } => self.warning(message),
-            EventMsg::Error { message, .. } => {
-                self.end_reasoning();
-                self.end_block("ANSWER");
-                self.committed
-                    .extend(message_lines(Role::Error, message, width));
-            }
+            EventMsg::Error { message, .. } => self.error(message),
             EventMsg::TurnComplete(complete) => {
                 self.status.retry = None;
                 self.end_reasoning();
@@ -405,8 +400,17 @@ impl View {
 
     /// A warning about the step's text (cut short, bad UTF-8) comes
     /// before the step ends; it follows the text.
+    /// An error ends what was arriving; worded as headless words it.
+    fn error(&mut self, message: &str) {
+        self.end_reasoning();
+        self.end_block("ANSWER");
+        let lines = message_lines(Role::Error, &format!("error: {message}"), self.width);
+        self.committed.extend(lines);
+    }
+
     fn warning(&mut self, message: &str) {
-        let lines = message_lines(Role::Warning, message, self.width);
+        // As headless prints it, so both read the same.
+        let lines = message_lines(Role::Warning, &format!("warning: {message}"), self.width);
         self.after_text(lines);
     }
 

@@ -103,7 +103,7 @@ fn a_loosening_project_config_is_asked_about_once_at_start() {
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.wait_for("one", "Trust this folder and apply them? [y/N]");
     tmux.keys("one", &["n", "Enter"]);
-    tmux.wait_for("one", "it is ignored until");
+    tmux.wait_for("one", "Its stricter rules apply.");
     tmux.send("one", "run `touch refused-by-default`");
     tmux.wait_for("one", "answer:");
     answer_after_grace(&tmux, "one", "n");

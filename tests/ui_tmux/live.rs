@@ -125,3 +125,23 @@ fn aborting_a_command_kills_everything_it_started() {
         );
     }
 }
+
+#[test]
+fn a_closed_port_is_reported_at_start_before_anything_is_typed() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("closed-port");
+    let url = format!("http://127.0.0.1:{port}/v1");
+    tmux.start("one", &ws, &url, &ws.home.join("data"));
+    let screen = tmux.wait_for("one", "did not list its models");
+    assert!(screen.contains("Could not connect"), "{screen}");
+    // The editor is still there, under the warning, and takes input.
+    tmux.type_text("one", "still typing");
+    let screen = tmux.wait_for("one", "> still typing");
+    let warning = screen.find("did not list").unwrap();
+    assert!(screen.find("> still typing").unwrap() > warning, "{screen}");
+}

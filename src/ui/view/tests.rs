@@ -150,7 +150,7 @@ fn a_warning_during_a_plan_follows_it_and_keeps_its_label() {
         plain(&view.take_committed()),
         [
             "PLAN Let me check.",
-            "The server sent text that is not valid UTF-8",
+            "warning: The server sent text that is not valid UTF-8",
             "second line"
         ]
     );
