@@ -126,6 +126,8 @@ pub enum ErrorKind {
     Timeout,
     /// The step limit was reached.
     StepLimit,
+    /// The message alone cannot fit the model's context; it was not sent.
+    TooBig,
     /// The session log could not be written.
     Session,
     /// Anything else.

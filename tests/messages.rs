@@ -94,3 +94,37 @@ fn a_run_says_what_it_waits_for_while_it_waits() {
         streaming.stderr
     );
 }
+
+#[test]
+fn a_message_too_big_for_the_model_says_by_how_much_and_is_not_sent() {
+    let server = crate::support::demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        "{ context_limit: 32768 }",
+    )
+    .unwrap();
+    let prompt = "explain this log line by line\n".repeat(35_000);
+    let output = crate::support::run_with_stdin(
+        ws.offcode(&server.base_url(), &["run", "--model", "mock-model", "-"]),
+        &prompt,
+    );
+    assert_eq!(output.code, 1);
+    for expected in [
+        "error: This message is too big for the model: about ",
+        "the context holds 32768",
+        "tokens too big. Nothing was sent.",
+        "let the model read the parts it needs",
+    ] {
+        assert!(
+            output.stderr.contains(expected),
+            "{expected}: {}",
+            output.stderr
+        );
+    }
+    assert!(!output.stderr.contains("/new"), "{}", output.stderr);
+    assert!(server.chat_bodies().is_empty(), "the request went out");
+    // The session does not keep a message that was never sent.
+    let session = std::fs::read_to_string(ws.session_files().pop().unwrap()).unwrap();
+    assert!(!session.contains("explain this log"), "recorded");
+}

@@ -10,6 +10,7 @@ use crate::support::{Workspace, demo_mock, wait_until};
 
 mod approval;
 mod live;
+mod messages;
 
 /// A tmux server of its own, so tests never meet each other's sessions.
 struct Tmux {

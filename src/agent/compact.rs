@@ -158,6 +158,38 @@ impl AgentState {
         self.limit
     }
 
+    /// Why `text`, a new message, cannot be sent at all: alone with the
+    /// system prompt and tool descriptions it leaves less than the reserve
+    /// free. Compaction cannot help such a message, so it is refused
+    /// before it is recorded, saying by how much and what helps.
+    pub(super) async fn too_big(&mut self, text: &str) -> Option<String> {
+        let scale = self.calibration.clamp(1.0, MAX_SCALE);
+        let tokens = scale_tokens(estimate_tokens(text), scale);
+        if self.config.context_limit.is_none() && tokens < ASK_LIMIT_FROM {
+            return None;
+        }
+        let limit = self.context_limit().await?;
+        let reserve = self.config.compaction.reserve.min(limit / 4);
+        let base = scale_tokens(
+            estimate_request(&self.wire_messages(&[]), &self.specs),
+            scale,
+        );
+        let room = limit.saturating_sub(reserve).saturating_sub(base);
+        if tokens <= room {
+            return None;
+        }
+        let over = tokens - room;
+        Some(format!(
+            "This message is too big for the model: about {tokens} tokens ({} KB), and a \
+             message can take at most about {room} (the context holds {limit}; the system \
+             prompt and tool descriptions take {base} and {reserve} stay free for the answer), \
+             so it is {over} tokens too big. Nothing was sent. Attach or paste only the part \
+             that matters, or name the file and let the model read the parts it needs with \
+             its tools.",
+            text.len().div_ceil(1024)
+        ))
+    }
+
     /// Compacts when the next request would not leave the reserve free
     /// (or always, when `force`). Returns false when the request still
     /// cannot fit.

@@ -330,6 +330,10 @@ impl AgentState {
         if cancel.is_cancelled() {
             return (TurnStatus::Aborted, None);
         }
+        if let Some(message) = self.too_big(&text).await {
+            self.fail(id, message, ErrorKind::TooBig);
+            return (TurnStatus::Failed, None);
+        }
         let user = EntryBody::Message {
             message: Message::User { content: text },
         };

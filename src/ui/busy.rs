@@ -16,7 +16,7 @@ use super::input::{Input, Reply};
 use super::live::{Frame, Live};
 use super::render::{self, Line, Role};
 use super::view::View;
-use crate::protocol::{EventMsg, Op};
+use crate::protocol::{ErrorKind, EventMsg, Op};
 use ask::{Answer, Question, answered, is_interrupt};
 
 /// Keys typed sooner than this after an approval prompt appears are
@@ -37,6 +37,9 @@ pub struct Outcome {
     pub typed: String,
     /// What the loop does next.
     pub next: Next,
+    /// The message was refused unsent (too big for the model): what was
+    /// typed goes back into the editor.
+    pub refused: bool,
 }
 
 /// What the loop does after a turn.
@@ -149,6 +152,8 @@ struct Turn<'t> {
     interrupts: usize,
     done: bool,
     quit: bool,
+    /// The kinds of the errors the turn reported.
+    errors: Vec<ErrorKind>,
     /// Terminal rows.
     height: usize,
 }
@@ -175,6 +180,7 @@ pub async fn turn(
         interrupts: 0,
         done: false,
         quit: false,
+        errors: Vec::new(),
         height: 24,
     };
     // The terminal may have been resized while the editor had it.
@@ -257,6 +263,7 @@ pub async fn turn(
     Outcome {
         typed: turn.edit.text,
         next,
+        refused: turn.errors.contains(&ErrorKind::TooBig),
     }
 }
 
@@ -291,6 +298,9 @@ impl Turn<'_> {
                 app.model_changed();
             }
             self.done |= matches!(event.msg, EventMsg::TurnComplete(_));
+            if let EventMsg::Error { kind, .. } = &event.msg {
+                self.errors.push(*kind);
+            }
             app.view.event(&event.msg);
             if taken == BATCH || self.done {
                 break;

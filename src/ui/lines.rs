@@ -103,6 +103,9 @@ pub async fn run(
         let alive = if input.terminal {
             let outcome = super::busy::turn(&mut app, op, &mut input, &mut queue, typed).await;
             typed = outcome.typed;
+            if outcome.refused && typed.is_empty() {
+                typed.clone_from(&text);
+            }
             interrupted = outcome.next == Next::Interrupted;
             match outcome.next {
                 Next::Leave => return leave(&mut app).await,

@@ -1,0 +1,43 @@
+//! Messages on a real terminal: a message too big for the model.
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use super::Tmux;
+use crate::support::{Workspace, demo_mock, wait_until};
+
+#[test]
+fn attaching_a_file_too_big_says_so_and_gives_the_text_back() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let mut big = String::new();
+    for n in 0..12_000 {
+        let _ = writeln!(big, "log line {n}: value alpha beta gamma");
+    }
+    std::fs::write(ws.root.join("big.log"), &big).unwrap();
+    let tmux = Tmux::new("too-big");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "summarise @big.log please");
+    let screen = tmux.wait_for("one", "Nothing was sent.");
+    assert!(
+        screen.contains("error: This message is too big"),
+        "{screen}"
+    );
+    // What was typed is back in the editor, unexpanded.
+    let last_line = || {
+        let screen = tmux.screen("one");
+        let last = screen.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
+        last.trim_end().to_owned()
+    };
+    assert!(
+        wait_until(Duration::from_secs(20), || last_line()
+            == "> summarise @big.log please"),
+        "{}",
+        tmux.screen("one")
+    );
+    let screen = tmux.screen("one");
+    // Nothing claims the context is over-full.
+    assert!(!screen.contains("%)"), "{screen}");
+    assert!(server.chat_bodies().is_empty());
+}
