@@ -311,6 +311,20 @@ impl<'a> App<'a> {
                 });
             }
             "/todo" => self.todo(),
+            "/expand" => {
+                let number = if argument.is_empty() {
+                    Ok(None)
+                } else {
+                    argument.parse::<usize>().map(Some).map_err(|_| {
+                        format!(
+                            "`/expand` takes a call's number, like `/expand 3`, not `{argument}`"
+                        )
+                    })
+                };
+                if let Err(message) = number.and_then(|n| self.view.expand(n)) {
+                    self.error(message);
+                }
+            }
             "/compact" => return Dispatch::Turn(Op::Compact),
             "/think" => self.think(),
             "/sessions" => self.sessions(),

@@ -13,6 +13,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/compact", "summarise the older conversation now"),
     ("/todo", "the agent's todo list"),
     ("/think", "the last reasoning, in full"),
+    (
+        "/expand",
+        "a tool call's whole output: /expand N (Ctrl+O: the last)",
+    ),
     ("/sessions", "sessions in this directory"),
     ("/new", "start a new session"),
     ("/clear", "clear the screen and start a new session"),

@@ -41,6 +41,9 @@ const ESC: &str = "\u{1b}";
 /// What Ctrl+C sends back from the editor (the typed text is kept, so the
 /// loop can tell an empty prompt).
 const CTRL_C: &str = "\u{3}";
+/// What Ctrl+O sends back from the editor: `/expand`, the last call's
+/// whole output (what was typed stays in the editor).
+const CTRL_O: &str = "\u{f}";
 
 /// What the loop asks for.
 pub enum Request {
@@ -224,6 +227,9 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                                 Reply::Escape
                             }
                         }
+                        Ok(Signal::HostCommand(command)) if command == CTRL_O => {
+                            Reply::Line("/expand".to_owned())
+                        }
                         Ok(Signal::HostCommand(_) | Signal::ExternalBreak(_)) => Reply::Escape,
                         Ok(_) | Err(_) => Reply::End,
                     };
@@ -283,6 +289,11 @@ fn build_editor(history: Option<PathBuf>, completions: Completions, colour: bool
         KeyModifiers::CONTROL,
         KeyCode::Char('c'),
         ReedlineEvent::ExecuteHostCommand(CTRL_C.to_owned()),
+    );
+    keys.add_binding(
+        KeyModifiers::CONTROL,
+        KeyCode::Char('o'),
+        ReedlineEvent::ExecuteHostCommand(CTRL_O.to_owned()),
     );
     let menu = ColumnarMenu::default().with_name(MENU);
     let mut editor = Reedline::create()

@@ -28,9 +28,12 @@ pub fn tool_begin(name: &str, subject: &str, width: usize) -> Line {
 pub const FOLD_LINES: usize = 4;
 
 /// A call's result: a summary line, then for a failure the first lines of
-/// the message, folded.
-pub fn tool_end(end: &ToolCallEndEvent, width: usize) -> Vec<Line> {
+/// the message, for a command the first and last lines of its output (the
+/// rest counted, with the `/expand NUMBER` that shows it whole), for a
+/// change its diff excerpt. `number` is the call's in the session.
+pub fn tool_end(end: &ToolCallEndEvent, width: usize, number: usize) -> Vec<Line> {
     let room = width.saturating_sub(4);
+    let expand = |more: String| format!("{more} · /expand {number}");
     if end.ok {
         let mut lines = vec![
             Line::new()
@@ -40,6 +43,19 @@ pub fn tool_end(end: &ToolCallEndEvent, width: usize) -> Vec<Line> {
         if let Some(ToolDisplay::Diff { files }) = &end.display {
             for file in files {
                 lines.extend(diff_excerpt(file, FOLD_LINES, width));
+            }
+        } else if end.name == "bash" {
+            let output = command_output(&end.output);
+            for line in head_and_tail(output, OUTPUT_ENDS) {
+                let (role, line) = match line.strip_prefix('…') {
+                    Some(_) => (Role::Dim, expand(line)),
+                    None => (Role::Text, line),
+                };
+                lines.push(
+                    Line::new()
+                        .with(Role::Dim, "    ")
+                        .with(role, truncate(&line, room)),
+                );
             }
         }
         return lines;
@@ -53,10 +69,12 @@ pub fn tool_end(end: &ToolCallEndEvent, width: usize) -> Vec<Line> {
     let text = end.output.strip_prefix("Error: ").unwrap_or(&end.output);
     let mut lines = Vec::new();
     for (index, line) in fold(text, FOLD_LINES).into_iter().enumerate() {
-        let (lead, role) = if index == 0 {
-            (mark, role)
+        let (lead, role, line) = if index == 0 {
+            (mark, role, line)
+        } else if line.starts_with('…') {
+            ("    ", Role::Dim, expand(line))
         } else {
-            ("    ", Role::Dim)
+            ("    ", Role::Dim, line)
         };
         lines.push(
             Line::new()
@@ -65,6 +83,31 @@ pub fn tool_end(end: &ToolCallEndEvent, width: usize) -> Vec<Line> {
         );
     }
     lines
+}
+
+/// Lines of a command's output shown from its start and from its end.
+pub const OUTPUT_ENDS: usize = 3;
+
+/// A command's output without the `[exit code: N]` line the model gets.
+pub fn command_output(output: &str) -> &str {
+    let output = output.trim_end();
+    output
+        .rsplit_once("[exit code:")
+        .map_or(output, |(text, _)| text.trim_end())
+}
+
+/// The first and last `keep` lines of `text`, with a count of those
+/// between (`… N more lines`) when there are any.
+pub fn head_and_tail(text: &str, keep: usize) -> Vec<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.len() <= keep * 2 + 1 {
+        return lines.iter().map(|l| one_line(l)).collect();
+    }
+    let more = lines.len() - keep * 2;
+    let mut out: Vec<String> = lines[..keep].iter().map(|l| one_line(l)).collect();
+    out.push(format!("… {more} more lines"));
+    out.extend(lines[lines.len() - keep..].iter().map(|l| one_line(l)));
+    out
 }
 
 /// The first `keep` lines of `text`, and a count of the rest.
@@ -315,14 +358,28 @@ mod tests {
             display: None,
         };
         assert_eq!(
-            screen(&tool_end(&failed, 80)),
-            "  ✗ line 1\n    line 2\n    line 3\n    line 4\n    … 2 more lines\n"
+            screen(&tool_end(&failed, 80, 1)),
+            "  ✗ line 1\n    line 2\n    line 3\n    line 4\n    … 2 more lines · /expand 1\n"
+        );
+        // A command that worked: the first and last lines of its output.
+        let output: String = (1..=15).fold(String::new(), |text, n| text + &format!("out {n}\n"))
+            + "\n[exit code: 0]";
+        let ran = ToolCallEndEvent {
+            ok: true,
+            summary: "exit code: 0, 15 lines of output".into(),
+            output,
+            ..failed.clone()
+        };
+        assert_eq!(
+            screen(&tool_end(&ran, 80, 4)),
+            "  ✓ exit code: 0, 15 lines of output\n    out 1\n    out 2\n    out 3\n    \
+             … 9 more lines · /expand 4\n    out 13\n    out 14\n    out 15\n"
         );
         let denied = ToolCallEndEvent {
             output: "Error: Permission denied: `bash` was not run (the user declined)".into(),
             ..failed.clone()
         };
-        let lines = tool_end(&denied, 80);
+        let lines = tool_end(&denied, 80, 2);
         assert_eq!(lines[0].0[0].role, Role::Warning);
         assert!(lines[0].plain().starts_with("  ⊘ Permission denied"));
         let written = ToolCallEndEvent {
@@ -335,7 +392,7 @@ mod tests {
             ..failed
         };
         assert_eq!(
-            screen(&tool_end(&written, 80)),
+            screen(&tool_end(&written, 80, 3)),
             "  ✓ src/main.rs: updated, +2 -1\n    \
              src/main.rs  updated  +2 -1\n    \
              @@ -1,3 +1,4 @@\n    \

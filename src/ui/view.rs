@@ -112,6 +112,8 @@ pub struct View {
     pub last_reasoning: String,
     /// Calls whose diff was shown in an approval prompt.
     previewed: Vec<String>,
+    /// Each call's tool and whole output, in order, for `/expand`.
+    outputs: Vec<(String, String)>,
     /// The turn is the user's `!command`: its output is shown.
     shell: bool,
     /// Warnings waiting for the text block they are about to end.
@@ -146,6 +148,7 @@ impl View {
             reasoning: None,
             last_reasoning: String::new(),
             previewed: Vec::new(),
+            outputs: Vec::new(),
             shell: false,
             deferred: Vec::new(),
             todos: Vec::new(),
@@ -313,6 +316,7 @@ impl View {
 
     fn tool_end(&mut self, end: &ToolCallEndEvent) {
         let width = self.width;
+        self.outputs.push((end.name.clone(), end.output.clone()));
         if self.shell && end.output.contains("[exit code:") {
             // The user's own command: its output, failed or not.
             let (mark, role) = if end.ok {
@@ -339,10 +343,41 @@ impl View {
             // The diff was in the question; the summary is enough.
             let mut end = end.clone();
             end.display = None;
-            self.committed.extend(render::tool_end(&end, width));
+            self.committed
+                .extend(render::tool_end(&end, width, self.outputs.len()));
         } else {
-            self.committed.extend(render::tool_end(end, width));
+            self.committed
+                .extend(render::tool_end(end, width, self.outputs.len()));
         }
+    }
+
+    /// The whole output of call `number` (1 is the session's first; none:
+    /// the last), as `/expand` shows it.
+    pub fn expand(&mut self, number: Option<usize>) -> Result<(), String> {
+        let count = self.outputs.len();
+        let number = number.unwrap_or(count);
+        let Some((name, output)) = number.checked_sub(1).and_then(|i| self.outputs.get(i)) else {
+            return Err(if count == 0 {
+                "No tool has run in this session yet".to_owned()
+            } else {
+                format!("There is no call {number}: calls 1 to {count} have run")
+            });
+        };
+        let width = self.width;
+        let mut lines = vec![
+            Line::new()
+                .with(Role::Label, format!("OUTPUT {number} "))
+                .with(Role::Tool, name.clone()),
+        ];
+        for line in render::clean(output).lines() {
+            for row in render::wrap(&Line::new().with(Role::Text, line), width.saturating_sub(4)) {
+                let mut shown = Line::new().with(Role::Dim, "    ");
+                shown.0.extend(row.0);
+                lines.push(shown);
+            }
+        }
+        self.committed.extend(lines);
+        Ok(())
     }
 
     fn text(&mut self, delta: &str) {

@@ -41,3 +41,28 @@ fn attaching_a_file_too_big_says_so_and_gives_the_text_back() {
     assert!(!screen.contains("%)"), "{screen}");
     assert!(server.chat_bodies().is_empty());
 }
+
+#[test]
+fn a_commands_output_shows_its_ends_and_ctrl_o_shows_it_whole() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("expand");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "run `seq 101 130`");
+    tmux.wait_for("one", "answer:");
+    super::answer_after_grace(&tmux, "one", "y");
+    let screen = tmux.wait_for("one", "… 24 more lines · /expand 1");
+    for shown in ["    101", "    103", "    128", "    130"] {
+        assert!(screen.contains(shown), "{shown}: {screen}");
+    }
+    assert!(!screen.contains("    115"), "{screen}");
+    tmux.wait_for("one", "ready");
+    tmux.keys("one", &["C-o"]);
+    tmux.wait_for("one", "[exit code: 0]");
+    let history = tmux.history("one");
+    let whole = &history[history.find("OUTPUT 1 bash").expect("the output's header")..];
+    for n in 101..=130 {
+        assert!(whole.contains(&format!("    {n}\n")), "{n}: {whole}");
+    }
+}

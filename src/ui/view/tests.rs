@@ -246,3 +246,42 @@ fn the_status_line_fits_and_drops_the_session_first() {
     assert_eq!(tokens(128_000), "128k");
     assert_eq!(tokens(999), "999");
 }
+
+#[test]
+fn expand_shows_a_calls_whole_output_by_its_number() {
+    let mut view = view();
+    assert!(view.expand(None).unwrap_err().contains("No tool has run"));
+    for (n, output) in ["first output", "a\nb\nc\nd\ne\nf\ng\nh\n\n[exit code: 0]"]
+        .iter()
+        .enumerate()
+    {
+        view.event(&EventMsg::ToolCallEnd(crate::protocol::ToolCallEndEvent {
+            call_id: format!("c{n}"),
+            name: "bash".into(),
+            ok: true,
+            summary: "exit code: 0".into(),
+            output: (*output).to_owned(),
+            display: None,
+        }));
+    }
+    let shown = plain(&view.take_committed());
+    assert!(
+        shown.contains(&"    … 2 more lines · /expand 2".to_owned()),
+        "{shown:?}"
+    );
+    view.expand(None).unwrap();
+    let whole = plain(&view.take_committed());
+    assert_eq!(whole[0], "OUTPUT 2 bash");
+    assert_eq!(
+        whole[1..9],
+        [
+            "    a", "    b", "    c", "    d", "    e", "    f", "    g", "    h"
+        ]
+    );
+    view.expand(Some(1)).unwrap();
+    assert_eq!(
+        plain(&view.take_committed()),
+        ["OUTPUT 1 bash", "    first output"]
+    );
+    assert!(view.expand(Some(3)).unwrap_err().contains("calls 1 to 2"));
+}
