@@ -47,10 +47,23 @@ impl Tmux {
     /// Like [`Tmux::start`] with `extra` (`NAME=value ...`) in the
     /// environment.
     fn start_with(&self, window: &str, ws: &Workspace, url: &str, data: &Path, extra: &str) {
+        self.start_args(window, ws, url, data, extra, "");
+    }
+
+    /// Like [`Tmux::start_with`], with `args` after the binary.
+    fn start_args(
+        &self,
+        window: &str,
+        ws: &Workspace,
+        url: &str,
+        data: &Path,
+        extra: &str,
+        args: &str,
+    ) {
         let command = format!(
             "env -i HOME={home} PATH={path} TERM=xterm-256color LANG=C.UTF-8 \
              OFFCODE_BASE_URL={url} OFFCODE_MODEL=mock-model OFFCODE_DATA_DIR={data} \
-             OFFCODE_MANAGED_POLICY={managed} OFFCODE_TEST_SYSTEM_POLICY={system} {extra} {bin}; \
+             OFFCODE_MANAGED_POLICY={managed} OFFCODE_TEST_SYSTEM_POLICY={system} {extra} {bin} {args}; \
              echo EXITED $?; exec sh",
             home = ws.home.display(),
             path = std::env::var("PATH").unwrap_or_default(),

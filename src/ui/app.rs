@@ -8,6 +8,8 @@ use std::io::{Read as _, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod sessions;
+
 use super::complete::COMMANDS;
 use super::render::{self, Line, Palette, Role};
 use super::view::{Status, View, tokens};
@@ -135,6 +137,9 @@ impl<'a> App<'a> {
                     "offcode · {} at {} · {what}",
                     configured.model, configured.base_url
                 ));
+                if configured.resumed {
+                    self.show_transcript(&configured.session_id);
+                }
                 break;
             }
         }
@@ -229,9 +234,14 @@ impl<'a> App<'a> {
         self.view.status.limit = self.configured_limit.or(served).or(self.props_limit);
     }
 
-    /// A dim line of our own.
+    /// A dim line of our own, wrapped between words to the width.
     pub fn note(&mut self, text: impl Into<String>) {
-        self.view.commit(Line::new().with(Role::Dim, text));
+        let width = self.view.width;
+        for line in text.into().lines() {
+            for row in render::word_wrap(line, width) {
+                self.view.commit(Line::new().with(Role::Dim, row));
+            }
+        }
     }
 
     /// An error of our own, worded as headless words one.
@@ -328,8 +338,9 @@ impl<'a> App<'a> {
             "/compact" => return Dispatch::Turn(Op::Compact),
             "/think" => self.think(),
             "/sessions" => self.sessions(),
-            "/new" => self.restart(false).await,
-            "/clear" => self.restart(true).await,
+            "/new" => self.restart(false, None).await,
+            "/clear" => self.restart(true, None).await,
+            "/resume" => self.resume(argument).await,
             _ => self.error(format!("Unknown command `{name}`; /help lists them")),
         }
         Dispatch::Done
@@ -422,51 +433,24 @@ impl<'a> App<'a> {
         }
     }
 
-    fn sessions(&mut self) {
-        let cwd = self.environment.cwd.display().to_string();
-        let listed = crate::commands::session_store(self.environment)
-            .ok()
-            .and_then(|store| store.list().ok());
-        let Some(summaries) = listed else {
-            self.error("Could not read the session store");
-            return;
-        };
-        let current = self.view.status.session.clone();
-        let width = self.view.width;
-        let mut shown = 0;
-        for summary in summaries.iter().filter(|s| s.meta.cwd == cwd).take(20) {
-            shown += 1;
-            let mark = if summary.id == current { "* " } else { "  " };
-            let updated: String = summary.updated.replace('T', " ").chars().take(16).collect();
-            let head = format!("{mark}{}  {updated}  ", summary.id);
-            let room = width.saturating_sub(head.len());
-            self.view.commit(
-                Line::new()
-                    .with(Role::Code, head)
-                    .with(Role::Text, render::truncate(&summary.title, room)),
-            );
-        }
-        if shown == 0 {
-            self.note("No saved sessions for this directory.");
-        } else {
-            self.note("Resume one with `offcode --session ID`.");
-        }
-    }
-
-    /// `/new` and `/clear`: the core starts over with a new session.
-    async fn restart(&mut self, clear: bool) {
+    /// `/new`, `/clear` and `/resume`: the core starts over with a new
+    /// session, or with `session`.
+    async fn restart(&mut self, clear: bool, session: Option<&str>) {
         let model = self.view.status.model.clone();
-        let setup =
-            match crate::headless::prepare(self.environment, Some(&model), None, false, "user") {
-                Ok(setup) => setup,
-                Err(failure) => {
-                    self.error(format!(
-                        "Could not start a new session: {}",
-                        failure.message
-                    ));
-                    return;
-                }
-            };
+        let prepared =
+            crate::headless::prepare(self.environment, Some(&model), session, false, "user");
+        let setup = match prepared {
+            Ok(setup) => setup,
+            Err(failure) => {
+                let what = if session.is_some() {
+                    "resume the session"
+                } else {
+                    "start a new session"
+                };
+                self.error(format!("Could not {what}: {}", failure.message));
+                return;
+            }
+        };
         self.stop().await;
         if clear {
             let mut out = std::io::stdout().lock();

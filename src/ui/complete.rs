@@ -18,6 +18,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "a tool call's whole output: /expand N (Ctrl+O: the last)",
     ),
     ("/sessions", "sessions in this directory"),
+    (
+        "/resume",
+        "continue an earlier session: /resume lists, /resume N picks",
+    ),
     ("/new", "start a new session"),
     ("/clear", "clear the screen and start a new session"),
     ("/quit", "leave (also /exit, Ctrl+D)"),

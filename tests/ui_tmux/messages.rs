@@ -66,3 +66,50 @@ fn a_commands_output_shows_its_ends_and_ctrl_o_shows_it_whole() {
         assert!(whole.contains(&format!("    {n}\n")), "{n}: {whole}");
     }
 }
+
+#[test]
+fn a_resumed_session_shows_its_conversation_and_resume_picks_another() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("resume");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "hello from the first session");
+    tmux.wait_for("one", "You said: hello from the first session");
+    tmux.wait_for("one", "ready");
+    tmux.keys("one", &["C-d"]);
+    tmux.wait_for("one", "EXITED 0");
+    tmux.start_args("two", &ws, &server.base_url(), &data, "", "--continue");
+    let screen = tmux.wait_for("two", "the conversation so far");
+    assert!(
+        screen.contains("> hello from the first session"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("Mock model here. You said: hello from the first session"),
+        "{screen}"
+    );
+    // A new session, then back to the first with the picker.
+    tmux.send("two", "/new");
+    assert!(wait_until(Duration::from_secs(20), || tmux
+        .history("two")
+        .matches("Type a task")
+        .count()
+        == 2));
+    tmux.send("two", "second session here");
+    tmux.wait_for("two", "You said: second session here");
+    tmux.wait_for("two", "ready");
+    tmux.send("two", "/resume");
+    tmux.wait_for("two", "Pick one with `/resume N`.");
+    tmux.send("two", "/resume 2");
+    assert!(wait_until(Duration::from_secs(20), || tmux
+        .history("two")
+        .matches("the conversation so far")
+        .count()
+        == 2));
+    let history = tmux.history("two");
+    let last = &history[history.rfind("the conversation so far").unwrap()..];
+    assert!(last.contains("> hello from the first session"), "{last}");
+    assert!(!last.contains("second session here"), "{last}");
+}
