@@ -14,6 +14,7 @@ mod list;
 mod patch;
 mod read;
 mod skill;
+pub mod text;
 pub mod todo;
 mod walk;
 mod write;

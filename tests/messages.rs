@@ -128,3 +128,85 @@ fn a_message_too_big_for_the_model_says_by_how_much_and_is_not_sent() {
     let session = std::fs::read_to_string(ws.session_files().pop().unwrap()).unwrap();
     assert!(!session.contains("explain this log"), "recorded");
 }
+
+/// `text` in GBK, as an older Chinese project keeps its files.
+fn gbk(text: &str) -> Vec<u8> {
+    encoding_rs::GBK.encode(text).0.into_owned()
+}
+
+#[test]
+fn a_gbk_file_is_read_decoded_and_named_and_never_edited_into_utf8() {
+    let ws = Workspace::new();
+    let original = gbk("# 配置文件\nport = 8080 # 服务器端口\n");
+    std::fs::write(ws.root.join("config.ini"), &original).unwrap();
+    let read = run(ws.offcode(
+        "http://127.0.0.1:9/v1",
+        &["tool", "read", r#"{"path": "config.ini"}"#],
+    ));
+    assert_eq!(read.code, 0, "{}", read.stderr);
+    assert!(
+        read.stdout
+            .contains("is GBK text, not UTF-8; shown decoded"),
+        "{}",
+        read.stdout
+    );
+    assert!(
+        read.stdout.contains("port = 8080 # 服务器端口"),
+        "{}",
+        read.stdout
+    );
+    assert!(
+        !read.stdout.contains('\u{fffd}'),
+        "mojibake: {}",
+        read.stdout
+    );
+    let edit = run(ws.offcode(
+        "http://127.0.0.1:9/v1",
+        &[
+            "tool",
+            "edit",
+            "--yes",
+            r#"{"path": "config.ini", "old_string": "8080", "new_string": "9090"}"#,
+        ],
+    ));
+    assert_eq!(edit.code, 1);
+    let said = edit.stdout + &edit.stderr;
+    assert!(
+        said.contains("`config.ini` is GBK text, not UTF-8"),
+        "{said}"
+    );
+    assert!(said.contains("iconv -f GBK -t UTF-8"), "{said}");
+    assert!(!said.contains("use write"), "{said}");
+    assert_eq!(std::fs::read(ws.root.join("config.ini")).unwrap(), original);
+}
+
+#[test]
+fn at_attaches_gbk_decoded_and_refuses_a_binary_file() {
+    let server = crate::support::demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("notes.txt"), gbk("会议记录：下周发布。\n")).unwrap();
+    std::fs::write(ws.root.join("tool.bin"), b"\x7fELF\x02\x01\x01\0\0\0\0\0").unwrap();
+    let mut command = ws.offcode(&server.base_url(), &[]);
+    command.env("OFFCODE_MODEL", "mock-model");
+    let output =
+        crate::support::run_with_stdin(command, "summarise @notes.txt\nwhat is @tool.bin\n/quit\n");
+    assert!(
+        output
+            .stdout
+            .contains("`@notes.txt` is GBK text, not UTF-8: attached decoded"),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output
+            .stdout
+            .contains("Cannot attach `@tool.bin`: it is a binary file"),
+        "{}",
+        output.stdout
+    );
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 1, "only the text attachment was sent");
+    let sent = bodies[0]["messages"].to_string();
+    assert!(sent.contains("会议记录：下周发布。"), "{sent}");
+    assert!(sent.contains(r#"encoding=\"GBK\""#), "{sent}");
+}

@@ -43,12 +43,8 @@ impl Tool for Edit {
 
     async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
         let bytes = context.sandbox.read(&arguments.path)?;
-        let text = String::from_utf8(bytes).map_err(|_| {
-            Error::Rejected(format!(
-                "`{}` is not UTF-8 text; use write to replace it",
-                arguments.path
-            ))
-        })?;
+        let text =
+            super::text::changeable("edit", &arguments.path, bytes).map_err(Error::Rejected)?;
         let updated = replace(&text, &arguments)?;
         write_file(&context.sandbox, &arguments.path, &updated, Some(&text))
     }
@@ -64,7 +60,8 @@ impl Tool for Edit {
                 .read(&arguments.path)
                 .map_err(Error::from)
                 .and_then(|bytes| {
-                    let text = String::from_utf8_lossy(&bytes);
+                    let text = super::text::changeable("edit", &arguments.path, bytes)
+                        .map_err(Error::Rejected)?;
                     let updated = replace(&text, arguments)?;
                     preview_write(&context.sandbox, &arguments.path, &updated, Some(&text))
                 }),

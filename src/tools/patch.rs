@@ -362,10 +362,9 @@ impl Plan {
             return Ok(current.clone());
         }
         let original = match sandbox.read(path) {
-            Ok(bytes) => Some(
-                String::from_utf8(bytes)
-                    .map_err(|_| Error::Rejected(format!("`{path}` is not UTF-8 text")))?,
-            ),
+            Ok(bytes) => {
+                Some(super::text::changeable("patch", path, bytes).map_err(Error::Rejected)?)
+            }
             Err(sandbox::Error::NotFound { .. }) => None,
             Err(error) => return Err(error.into()),
         };

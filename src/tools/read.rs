@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::text::Text;
 use super::{Error, Tool, ToolContext, ToolOutput};
 
 /// Lines returned when no `limit` is given.
@@ -45,13 +46,25 @@ impl Tool for Read {
 
     async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
         let bytes = context.sandbox.read(&arguments.path)?;
-        if bytes[..bytes.len().min(8192)].contains(&0) {
-            return Err(Error::Binary(arguments.path));
-        }
-        let text = String::from_utf8_lossy(&bytes);
+        let (text, encoding) = match super::text::decode(&bytes) {
+            Text::Binary => return Err(Error::Binary(arguments.path)),
+            Text::Utf8(text) => (text, None),
+            Text::Decoded { text, encoding } => (text, Some(encoding)),
+        };
         let offset = arguments.offset.unwrap_or(1).max(1);
         let limit = arguments.limit.unwrap_or(DEFAULT_LIMIT).max(1);
-        Ok(number_lines(&text, offset, limit, &arguments.path))
+        let mut output = number_lines(&text, offset, limit, &arguments.path);
+        if let Some(encoding) = encoding {
+            // Said to the model and to the user: the text is decoded, and
+            // changing the file would re-encode it.
+            output.output = format!(
+                "[`{}` is {encoding} text, not UTF-8; shown decoded. edit, patch and write \
+                 would re-encode it as UTF-8, so do not change it unless the user asks]\n{}",
+                arguments.path, output.output
+            );
+            let _ = write!(output.summary, " ({encoding}, not UTF-8)");
+        }
+        Ok(output)
     }
 }
 

@@ -19,6 +19,7 @@ use crate::client::wire::ModelCard;
 use crate::config::Environment;
 use crate::protocol::{EventMsg, Op, TurnState};
 use crate::sandbox::{Error as SandboxError, Sandbox};
+use crate::tools::text::Text;
 
 /// Bytes of one `@path` attachment sent to the model.
 pub const ATTACH_BYTES: usize = 256 * 1024;
@@ -475,7 +476,7 @@ impl<'a> App<'a> {
 
     /// `text` with each `@path` (inside the workspace) followed by the
     /// file's content.
-    pub fn attach(&self, text: &str) -> Result<String, String> {
+    pub fn attach(&mut self, text: &str) -> Result<String, String> {
         let mut attached = String::new();
         let mut seen = Vec::new();
         for word in text.split_whitespace() {
@@ -505,11 +506,28 @@ impl<'a> App<'a> {
                 .map_err(|e| format!("Cannot attach `@{path}`: {e}"))?;
             let truncated = content.len() > ATTACH_BYTES;
             content.truncate(ATTACH_BYTES);
-            let mut content = String::from_utf8_lossy(&content).into_owned();
-            // A character cut in two at the limit is not worth a U+FFFD.
-            if truncated && content.ends_with('\u{fffd}') {
-                content.pop();
+            if truncated {
+                // A character cut in two at the limit is not worth a U+FFFD.
+                let keep = match std::str::from_utf8(&content) {
+                    Err(error) if error.error_len().is_none() => error.valid_up_to(),
+                    _ => content.len(),
+                };
+                content.truncate(keep);
             }
+            let (content, encoding) = match crate::tools::text::decode(&content) {
+                Text::Binary => {
+                    return Err(format!(
+                        "Cannot attach `@{path}`: it is a binary file (the model reads text)"
+                    ));
+                }
+                Text::Utf8(text) => (text, String::new()),
+                Text::Decoded { text, encoding } => {
+                    self.note(format!(
+                        "`@{path}` is {encoding} text, not UTF-8: attached decoded"
+                    ));
+                    (text, format!(" encoding=\"{encoding}\""))
+                }
+            };
             let note = if truncated {
                 "\n[attachment truncated]"
             } else {
@@ -517,7 +535,7 @@ impl<'a> App<'a> {
             };
             let _ = write!(
                 attached,
-                "\n\n<file path=\"{path}\">\n{content}{note}\n</file>"
+                "\n\n<file path=\"{path}\"{encoding}>\n{content}{note}\n</file>"
             );
         }
         Ok(format!("{}{attached}", text.trim_end()))
