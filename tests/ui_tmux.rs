@@ -290,13 +290,21 @@ fn resizing_while_text_streams_leaves_no_debris() {
     tmux.wait_for("one", "The end.");
     tmux.wait_for("one", "ready");
     let history = tmux.history("one");
-    // Every line arrived once and whole; no status line or half-drawn
+    // Every line arrived once and whole (lines committed at 60 columns
+    // were wrapped there, between words); no status line or half-drawn
     // row was left behind.
+    let words = history.split_whitespace().collect::<Vec<_>>().join(" ");
     for n in 1..=40 {
         let line = format!(
             "Line {n} of a long answer that keeps streaming so there is time to look at it."
         );
-        assert_eq!(history.matches(&line).count(), 1, "line {n}:\n{history}");
+        assert_eq!(words.matches(&line).count(), 1, "line {n}:\n{history}");
+    }
+    for row in history.lines() {
+        assert!(
+            !row.ends_with("streami") && !row.ends_with("ti"),
+            "a word cut: {row}"
+        );
     }
     assert!(!history.contains("generating"), "{history}");
     assert_eq!(
@@ -478,6 +486,12 @@ fn tab_completes_commands_and_workspace_paths_and_at_path_attaches() {
     let tmux = Tmux::new("complete");
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.wait_for("one", "Type a task");
+    // The menu open on every command: the prompt is still `> `.
+    tmux.type_text("one", "/");
+    tmux.keys("one", &["Tab"]);
+    let menu = tmux.wait_for("one", "/resume ");
+    assert!(menu.contains("\n> /") && !menu.contains("> | /"), "{menu}");
+    tmux.keys("one", &["Escape", "BSpace"]);
     tmux.type_text("one", "/cont");
     tmux.keys("one", &["Tab"]);
     tmux.wait_for("one", "> /context");

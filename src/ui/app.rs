@@ -348,12 +348,18 @@ impl<'a> App<'a> {
     }
 
     fn help(&mut self) {
+        // Descriptions wrap under themselves, not under the names.
+        let room = self.view.width.saturating_sub(12).max(10);
         for (name, about) in COMMANDS {
-            self.view.commit(
-                Line::new()
-                    .with(Role::Code, format!("  {name:<10}"))
-                    .with(Role::Text, *about),
-            );
+            for (index, row) in render::word_wrap(about, room).into_iter().enumerate() {
+                let lead = if index == 0 {
+                    format!("  {name:<10}")
+                } else {
+                    " ".repeat(12)
+                };
+                self.view
+                    .commit(Line::new().with(Role::Code, lead).with(Role::Text, row));
+            }
         }
         for line in [
             "  !CMD      run a shell command (same checks as the agent's)",

@@ -295,7 +295,8 @@ fn build_editor(history: Option<PathBuf>, completions: Completions, colour: bool
         KeyCode::Char('o'),
         ReedlineEvent::ExecuteHostCommand(CTRL_O.to_owned()),
     );
-    let menu = ColumnarMenu::default().with_name(MENU);
+    // No marker: the prompt stays `> ` while the menu is open.
+    let menu = ColumnarMenu::default().with_name(MENU).with_marker("");
     let mut editor = Reedline::create()
         .with_edit_mode(Box::new(Emacs::new(keys)))
         .with_completer(Box::new(completions))

@@ -205,31 +205,111 @@ pub fn wrap(line: &Line, width: usize) -> Vec<Line> {
 }
 
 /// `text` (one line) cut into rows of at most `width` columns, between
-/// words where it can be; a word wider than a row (or CJK text, which has
-/// no spaces) is cut between characters.
+/// words where it can be; a word wider than a row is cut between
+/// characters, and CJK text (which has no spaces) breaks between any two
+/// of its characters.
 pub fn word_wrap(text: &str, width: usize) -> Vec<String> {
+    fit_words(&Line::new().with(Role::Text, text), width)
+        .iter()
+        .map(Line::plain)
+        .collect()
+}
+
+/// A piece of a line between two places it may break: its text by role,
+/// and the spaces after it (dropped where the line breaks).
+#[derive(Debug, Default)]
+struct Piece {
+    spans: Vec<Span>,
+    width: usize,
+    spaces: usize,
+}
+
+impl textwrap::core::Fragment for Piece {
+    #[expect(clippy::cast_precision_loss, reason = "widths are small")]
+    fn width(&self) -> f64 {
+        self.width as f64
+    }
+
+    #[expect(clippy::cast_precision_loss, reason = "widths are small")]
+    fn whitespace_width(&self) -> f64 {
+        self.spaces as f64
+    }
+
+    fn penalty_width(&self) -> f64 {
+        0.0
+    }
+}
+
+/// `line` in rows of at most `width` columns, broken between words (and
+/// between CJK characters) by textwrap, styles kept; rows after the first
+/// are indented as the line is. A line that fits is returned as it is.
+pub fn fit_words(line: &Line, width: usize) -> Vec<Line> {
     let width = width.max(2);
-    let mut rows = vec![String::new()];
-    let mut used = 0;
-    for word in text.split_inclusive(' ') {
-        let word_width = word.trim_end().width();
-        if used > 0 && used + word_width > width {
-            rows.push(String::new());
-            used = 0;
-        }
-        for c in word.chars() {
+    if line.width() <= width {
+        return vec![line.clone()];
+    }
+    let plain = line.plain();
+    let indent = plain.len() - plain.trim_start_matches(' ').len();
+    let indent = if indent * 2 < width { indent } else { 0 };
+    let pieces = pieces(line, width - indent);
+    #[expect(clippy::cast_precision_loss, reason = "widths are small")]
+    let widths = [width as f64, (width - indent) as f64];
+    let rows = textwrap::wrap_algorithms::wrap_first_fit(&pieces, &widths);
+    rows.iter()
+        .enumerate()
+        .map(|(index, row)| {
+            let mut out = Line::new();
+            if index > 0 && indent > 0 {
+                out = out.with(Role::Text, " ".repeat(indent));
+            }
+            for (at, piece) in row.iter().enumerate() {
+                for span in &piece.spans {
+                    out = out.with(span.role, span.text.clone());
+                }
+                if at + 1 < row.len() && piece.spaces > 0 {
+                    let role = piece.spans.last().map_or(Role::Text, |s| s.role);
+                    out = out.with(role, " ".repeat(piece.spaces));
+                }
+            }
+            out
+        })
+        .collect()
+}
+
+/// `line` cut where it may break: after the spaces that end a word,
+/// around each wide (CJK) character, and inside a word wider than `room`.
+fn pieces(line: &Line, room: usize) -> Vec<Piece> {
+    let mut done = Vec::new();
+    let mut piece = Piece::default();
+    // Whether the last character taken was wide: a line may break after it.
+    let mut after_wide = false;
+    for span in &line.0 {
+        for c in span.text.chars() {
             let w = c.width().unwrap_or(0);
-            if used + w > width && c != ' ' {
-                rows.push(String::new());
-                used = 0;
+            // Spaces end a word, except those that start the line.
+            if c == ' ' && (piece.width > 0 || !done.is_empty()) {
+                piece.spaces += 1;
+                continue;
             }
-            if let Some(row) = rows.last_mut() {
-                row.push(c);
+            let breaks = piece.spaces > 0
+                || (piece.width > 0 && (w > 1 || after_wide || piece.width + w > room));
+            if breaks {
+                done.push(std::mem::take(&mut piece));
             }
-            used += w;
+            match piece.spans.last_mut() {
+                Some(last) if last.role == span.role => last.text.push(c),
+                _ => piece.spans.push(Span {
+                    role: span.role,
+                    text: c.to_string(),
+                }),
+            }
+            piece.width += w;
+            after_wide = w > 1;
         }
     }
-    rows.into_iter().map(|r| r.trim_end().to_owned()).collect()
+    done.push(piece);
+    done.retain(|p| p.width > 0 || p.spaces > 0);
+    done
 }
 
 /// `text` safe to write to a terminal, newlines kept: a tab becomes four
@@ -277,6 +357,31 @@ mod tests {
             ["服务器不能", "解析工具调", "用"]
         );
         assert_eq!(word_wrap("short", 80), ["short"]);
+    }
+
+    #[test]
+    fn fitting_keeps_styles_indents_and_breaks_cjk_between_characters() {
+        let line = Line::new().with(Role::Code, "  /expand   ").with(
+            Role::Text,
+            "a tool call's whole output: /expand N (Ctrl+O: the last)",
+        );
+        let rows = fit_words(&line, 40);
+        let text: Vec<String> = rows.iter().map(Line::plain).collect();
+        assert_eq!(
+            text,
+            [
+                "  /expand   a tool call's whole output:",
+                "  /expand N (Ctrl+O: the last)",
+            ]
+        );
+        assert_eq!(rows[0].0[0].role, Role::Code);
+        assert_eq!(rows[1].0.last().unwrap().role, Role::Text);
+        assert_eq!(
+            word_wrap("请读取 README.md 并把第一行写入一个新的文件", 20),
+            ["请读取 README.md 并", "把第一行写入一个新的", "文件"]
+        );
+        let fits = Line::new().with(Role::Dim, "short");
+        assert_eq!(fit_words(&fits, 40), vec![fits]);
     }
 
     #[test]

@@ -29,6 +29,7 @@ pub async fn run(
     width: usize,
 ) -> u8 {
     let mut app = App::start(environment, setup, Palette::new(colour), width).await;
+    app.view.fit = input.terminal;
     let mut queue: VecDeque<String> = VecDeque::new();
     let mut typed = String::new();
     let mut interrupted = false;
@@ -45,11 +46,7 @@ pub async fn run(
             app.print_committed();
             queued
         } else {
-            if input.terminal
-                && let Ok((columns, _)) = crossterm::terminal::size()
-            {
-                app.view.width = usize::from(columns).max(10);
-            }
+            refresh_width(&mut app, &input);
             let hint = interrupted.then_some("Ctrl+C again (on an empty prompt) leaves");
             input.request(Request::Line {
                 status: app.status_line(hint),
@@ -60,6 +57,9 @@ pub async fn run(
             match reply {
                 Some(Reply::Line(text)) => {
                     interrupted = false;
+                    // The terminal may have been resized while the editor
+                    // had it: what the line prints fits the width now.
+                    refresh_width(&mut app, &input);
                     text
                 }
                 Some(Reply::Interrupt) if !interrupted => {
@@ -127,6 +127,15 @@ pub async fn run(
     app.print_committed();
     app.stop().await;
     0
+}
+
+/// Takes the terminal's width now (it may have been resized).
+fn refresh_width(app: &mut App<'_>, input: &Input) {
+    if input.terminal
+        && let Ok((columns, _)) = crossterm::terminal::size()
+    {
+        app.view.width = usize::from(columns).max(10);
+    }
 }
 
 /// The editor's next reply. What arrives while it waits (the start-up

@@ -6,7 +6,7 @@
 use unicode_width::UnicodeWidthStr;
 
 pub use super::line::{
-    Line, Palette, Role, Span, clean, fit, one_line, tail, truncate, word_wrap, wrap,
+    Line, Palette, Role, Span, clean, fit, fit_words, one_line, tail, truncate, word_wrap, wrap,
 };
 
 use crate::protocol::{

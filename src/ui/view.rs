@@ -114,6 +114,9 @@ pub struct View {
     previewed: Vec<String>,
     /// Each call's tool and whole output, in order, for `/expand`.
     outputs: Vec<(String, String)>,
+    /// Lines are fitted to the width between words when taken (on a
+    /// terminal; piped output keeps its lines whole).
+    pub fit: bool,
     /// The turn is the user's `!command`: its output is shown.
     shell: bool,
     /// Warnings waiting for the text block they are about to end.
@@ -149,6 +152,7 @@ impl View {
             last_reasoning: String::new(),
             previewed: Vec::new(),
             outputs: Vec::new(),
+            fit: false,
             shell: false,
             deferred: Vec::new(),
             todos: Vec::new(),
@@ -162,7 +166,15 @@ impl View {
 
     /// Finished lines since the last call.
     pub fn take_committed(&mut self) -> Vec<Line> {
-        std::mem::take(&mut self.committed)
+        let lines = std::mem::take(&mut self.committed);
+        if !self.fit {
+            return lines;
+        }
+        // A terminal would break a long line anywhere; between words reads.
+        lines
+            .iter()
+            .flat_map(|line| render::fit_words(line, self.width))
+            .collect()
     }
 
     /// Whether anything is waiting to be written.

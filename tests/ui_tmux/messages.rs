@@ -113,3 +113,38 @@ fn a_resumed_session_shows_its_conversation_and_resume_picks_another() {
     assert!(last.contains("> hello from the first session"), "{last}");
     assert!(!last.contains("second session here"), "{last}");
 }
+
+#[test]
+fn lines_break_between_words_at_40_columns() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("narrow");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.tmux(&["resize-window", "-t", "one", "-x", "40", "-y", "45"]);
+    std::thread::sleep(Duration::from_millis(300));
+    tmux.send("one", "/help");
+    let screen = tmux.wait_for("one", "Approvals:");
+    // Every word whole, descriptions wrapped under themselves.
+    for word in [
+        "summarise",
+        "conversation",
+        "reasoning,",
+        "directory",
+        "continue",
+        "session:",
+        "queues",
+    ] {
+        assert!(
+            screen.split_whitespace().any(|w| w == word),
+            "`{word}` was cut:\n{screen}"
+        );
+    }
+    assert!(
+        screen.contains("\n            conversation now\n"),
+        "{screen}"
+    );
+    for row in screen.lines() {
+        assert!(row.chars().count() <= 40, "{row}");
+    }
+}
