@@ -422,3 +422,12 @@ pub struct TurnCompleteEvent {
     /// The final answer, when there is one.
     pub last_message: Option<String>,
 }
+
+/// `n` and `noun`, plural unless `n` is 1: `1 line`, `15 lines`.
+pub fn count(n: usize, noun: &str) -> String {
+    if n == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{n} {noun}s")
+    }
+}

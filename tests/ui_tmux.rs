@@ -386,9 +386,13 @@ fn models_lists_and_switches_and_the_next_request_uses_it() {
     tmux.wait_for("one", "Type a task");
     tmux.send("one", "/models");
     let screen = tmux.wait_for("one", "Switch with /models ID.");
-    assert!(screen.contains("* mock-model  context 32.8k"), "{screen}");
+    // In columns, the context right-aligned under its heading.
     assert!(
-        screen.contains("  mock-model-large  context 131k"),
+        screen.contains(
+            "  MODEL             CONTEXT\n\
+             * mock-model          32.8k\n  \
+             mock-model-large     131k\n"
+        ),
         "{screen}"
     );
     tmux.send("one", "/models nope");

@@ -144,12 +144,12 @@ async fn run_command(
         }
     };
     let summary = format!(
-        "{}, {} lines of output",
+        "{}, {} of output",
         text.lines()
             .last()
             .unwrap_or_default()
             .trim_matches(['[', ']']),
-        text.lines().count().saturating_sub(2)
+        crate::protocol::count(text.lines().count().saturating_sub(2), "line")
     );
     Ok(ToolOutput {
         ok,

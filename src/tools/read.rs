@@ -100,8 +100,8 @@ fn number_lines(text: &str, offset: usize, limit: usize, path: &str) -> ToolOutp
     if last < total {
         let _ = writeln!(
             output,
-            "[... {} more lines: file has {total} lines; read on with offset={}]",
-            total - last,
+            "[... {}: file has {total} lines; read on with offset={}]",
+            crate::protocol::count(total - last, "more line"),
             last + 1
         );
     }
@@ -119,7 +119,7 @@ mod tests {
         assert_eq!(
             output,
             ToolOutput::ok(
-                "     2\tb\n[... 1 more lines: file has 3 lines; read on with offset=3]\n",
+                "     2\tb\n[... 1 more line: file has 3 lines; read on with offset=3]\n",
                 "f: lines 2-2 of 3"
             )
         );

@@ -114,7 +114,11 @@ pub fn write_file(
     let diff = file_diff(path, operation, old.unwrap_or(""), content);
     let lines = count_lines(content);
     Ok(ToolOutput::ok(
-        format!("{operation} {path} ({lines} lines, {})", counts(&diff)),
+        format!(
+            "{operation} {path} ({}, {})",
+            crate::protocol::count(lines, "line"),
+            counts(&diff)
+        ),
         format!("{path}: {operation}, {}", counts(&diff)),
     )
     .with_display(ToolDisplay::Diff { files: vec![diff] }))

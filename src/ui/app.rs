@@ -10,6 +10,8 @@ use std::time::Duration;
 
 mod sessions;
 
+use unicode_width::UnicodeWidthStr;
+
 use super::complete::COMMANDS;
 use super::render::{self, Line, Palette, Role};
 use super::view::{Status, View, tokens};
@@ -384,16 +386,20 @@ impl<'a> App<'a> {
                 self.error(format!("Could not list the models: {why}"));
                 return Dispatch::Done;
             };
-            let lines: Vec<Line> = models
-                .iter()
-                .map(|m| {
-                    let mark = if m.id == current { "* " } else { "  " };
-                    let context = m.max_model_len.map_or_else(|| "-".to_owned(), tokens);
-                    Line::new()
-                        .with(Role::Code, format!("{mark}{}", m.id))
-                        .with(Role::Dim, format!("  context {context}"))
-                })
-                .collect();
+            // Columns: the ids padded to the longest, the context right-aligned.
+            let id_width = models.iter().map(|m| m.id.width()).max().unwrap_or(0);
+            let mut lines = vec![Line::new().with(
+                Role::Dim,
+                format!("  {:<id_width$}  {:>7}", "MODEL", "CONTEXT"),
+            )];
+            lines.extend(models.iter().map(|m| {
+                let mark = if m.id == current { "* " } else { "  " };
+                let context = m.max_model_len.map_or_else(|| "-".to_owned(), tokens);
+                let pad = " ".repeat(id_width - m.id.width());
+                Line::new()
+                    .with(Role::Code, format!("{mark}{}{pad}", m.id))
+                    .with(Role::Dim, format!("  {context:>7}"))
+            }));
             for line in lines {
                 self.view.commit(line);
             }

@@ -160,7 +160,10 @@ pub fn diff_excerpt(file: &FileDiff, keep: usize, width: usize) -> Vec<Line> {
     if body.len() > keep {
         lines.push(Line::new().with(
             Role::Dim,
-            format!("    … {} more changed lines", body.len() - keep),
+            format!(
+                "    … {}",
+                crate::protocol::count(body.len() - keep, "more changed line")
+            ),
         ));
     }
     lines
