@@ -4,7 +4,14 @@ use clap::{Args, Parser, Subcommand};
 
 /// An offline coding agent for self-hosted OpenAI-compatible (vLLM) endpoints.
 #[derive(Debug, Parser)]
-#[command(name = "offcode", version, about, long_about = None)]
+#[command(
+    name = "offcode",
+    version,
+    about = "An offline coding agent for the terminal, for self-hosted OpenAI-compatible (vLLM) \
+endpoints.\n\nWithout a command, `offcode` starts the interactive UI in this directory (`offcode \
+-c` resumes the latest session here); `offcode run \"TASK\"` runs one task headless.",
+    long_about = None
+)]
 #[command(
     after_help = "Configuration: ~/.config/offcode/offcode.jsonc, ./offcode.jsonc, \
 OFFCODE_BASE_URL, OFFCODE_MODEL, OFFCODE_API_KEY. See `offcode config`.\n\
@@ -117,8 +124,10 @@ pub struct PolicyCheckArgs {
 Exit status: 0 when the tool succeeded, 1 when it failed or was refused, 2 for usage errors."
 )]
 pub struct ToolArgs {
-    /// The tool: read, write, edit, patch, list, grep, glob, bash.
-    pub name: String,
+    /// The tool: read, write, edit, patch, list, grep, glob, bash,
+    /// todowrite, todoread. Without one, the tools are listed with what
+    /// they do.
+    pub name: Option<String>,
     /// The arguments as a JSON object (default `{}`); `-` reads them from stdin.
     pub arguments: Option<String>,
     /// Run a call that would ask for approval (never a dangerous one).

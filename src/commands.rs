@@ -440,9 +440,22 @@ pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
 pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
     let loaded = load_config(environment, &Flags::default())?;
     let registry = crate::tools::Registry::default();
-    let Some(tool) = registry.get(&args.name) else {
+    let Some(name) = &args.name else {
+        // No name: every tool, with what it does.
+        let mut text = String::from("Tools (run one with `offcode tool NAME 'JSON'`):\n");
+        for spec in registry.specs() {
+            let _ = writeln!(
+                text,
+                "  {:<10} {}",
+                spec.function.name,
+                first_sentence(&spec.function.description)
+            );
+        }
+        return out(&text).map(|()| 0);
+    };
+    let Some(tool) = registry.get(name) else {
         return Err(
-            Failure::message(format!("Unknown tool `{}`", args.name), EXIT_USAGE)
+            Failure::message(format!("Unknown tool `{name}`"), EXIT_USAGE)
                 .with_hint(format!("Available tools: {}", registry.names().join(", "))),
         );
     };
@@ -457,13 +470,12 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
             EXIT_USAGE,
         )
         .with_hint(format!(
-            "For example: offcode tool {} '{{\"path\": \"src/main.rs\"}}'",
-            args.name
+            "For example: offcode tool {name} '{{\"path\": \"src/main.rs\"}}'"
         ))
     })?;
     let sandbox = workspace(environment)?;
     let policy = load_policy(environment, &loaded, sandbox.root())?;
-    let decision = policy.decide(&args.name, &arguments, &[]);
+    let decision = policy.decide(name, &arguments, &[]);
     match decision.action {
         Action::Deny => {
             return Err(Failure::message(
@@ -654,4 +666,17 @@ pub fn with_notice<T>(after: std::time::Duration, notice: String, work: impl FnO
     drop(done);
     let _ = shown.join();
     result
+}
+
+/// The first sentence of `text`, without its full stop (`e.g.` and
+/// `i.e.` do not end one).
+fn first_sentence(text: &str) -> &str {
+    let mut from = 0;
+    while let Some(at) = text[from..].find(". ").map(|at| from + at) {
+        if !(text[..at].ends_with("e.g") || text[..at].ends_with("i.e")) {
+            return &text[..at];
+        }
+        from = at + 2;
+    }
+    text.trim_end_matches('.')
 }

@@ -210,3 +210,50 @@ fn at_attaches_gbk_decoded_and_refuses_a_binary_file() {
     assert!(sent.contains("会议记录：下周发布。"), "{sent}");
     assert!(sent.contains(r#"encoding=\"GBK\""#), "{sent}");
 }
+
+#[test]
+fn help_says_what_no_command_does_and_tool_lists_every_tool() {
+    let ws = Workspace::new();
+    let help = run(ws.offcode("http://127.0.0.1:9/v1", &["--help"]));
+    assert!(
+        help.stdout
+            .contains("Without a command, `offcode` starts the interactive UI"),
+        "{}",
+        help.stdout
+    );
+    let names = offcode::tools::Registry::default().names();
+    let listed = run(ws.offcode("http://127.0.0.1:9/v1", &["tool"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let tool_help = run(ws.offcode("http://127.0.0.1:9/v1", &["tool", "--help"]));
+    for name in names {
+        assert!(
+            listed.stdout.contains(&format!("\n  {name} ")),
+            "{name}: {}",
+            listed.stdout
+        );
+        assert!(
+            tool_help.stdout.contains(name),
+            "{name}: {}",
+            tool_help.stdout
+        );
+    }
+    assert!(listed.stdout.contains("(e.g. **/*.rs"), "{}", listed.stdout);
+}
+
+#[test]
+fn json_output_has_no_empty_deltas() {
+    let server = crate::support::demo_mock();
+    let ws = Workspace::new();
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--json", "-m", "mock-model", "hello there"],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let deltas = output.stdout.matches(r#""type":"assistant_delta""#).count();
+    assert!(deltas > 0, "{}", output.stdout);
+    assert!(
+        !output.stdout.contains(r#""delta":"""#),
+        "{}",
+        output.stdout
+    );
+}

@@ -35,6 +35,8 @@ impl StepText {
     /// Applies one parser result, telling the front end.
     pub(super) fn apply(&mut self, out: Out, emit: &dyn Fn(EventMsg)) {
         match out {
+            // An empty piece (a role chunk, a held-back tag) says nothing.
+            Out::Content(delta) if delta.is_empty() => {}
             Out::Content(delta) => {
                 self.content.push_str(&delta);
                 emit(EventMsg::AssistantDelta { delta });
@@ -55,6 +57,9 @@ impl StepText {
 
     /// Reasoning from the server's own field.
     pub(super) fn reason(&mut self, delta: String, emit: &dyn Fn(EventMsg)) {
+        if delta.is_empty() {
+            return;
+        }
         self.reasoning.push_str(&delta);
         emit(EventMsg::ReasoningDelta { delta });
     }
