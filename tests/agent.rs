@@ -706,9 +706,19 @@ async fn the_first_file_change_without_a_todo_list_starts_one_and_tells_the_mode
             _ => None,
         })
         .collect();
-    assert_eq!(updates.len(), 1, "{events:#?}");
+    // Started at the first change, completed when the turn ended well:
+    // no list is left showing the task as still going.
+    assert_eq!(updates.len(), 2, "{events:#?}");
     assert_eq!(updates[0].len(), 1);
     assert_eq!(updates[0][0].content, "add a.txt");
+    assert_eq!(
+        updates[0][0].status,
+        offcode::protocol::TodoStatus::InProgress
+    );
+    assert_eq!(
+        updates[1][0].status,
+        offcode::protocol::TodoStatus::Completed
+    );
     let second_request = &server.chat_bodies()[1];
     let tool_result = crate::support::first_tool_result(second_request);
     assert!(

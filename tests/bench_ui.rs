@@ -43,7 +43,7 @@ fn view() -> View {
 /// One frame as the live loop draws it, into `sink`.
 fn frame(view: &mut View, live: &mut Live, edit: &Edit, asking: Option<Line>, sink: &mut Vec<u8>) {
     let committed = view.take_committed();
-    let (rows, cursor) = live_rows(view, edit, &VecDeque::new(), asking, false, 3, 24);
+    let (rows, cursor) = live_rows(view, edit, &VecDeque::new(), asking, None, 3, 24);
     live.draw(
         sink,
         Palette::new(true),

@@ -5,7 +5,10 @@ use std::fmt::Write as _;
 
 use super::turn::AgentState;
 use crate::client;
-use crate::protocol::{EventMsg, SubmissionId};
+use crate::protocol::{EventMsg, SubmissionId, TodoStatus};
+
+/// The id of the one item offcode puts on a list it starts.
+const AUTOMATIC: &str = "1";
 use crate::session::{EntryBody, Message};
 use crate::tools::ToolOutput;
 
@@ -21,30 +24,10 @@ impl AgentState {
         if tool == "todowrite" {
             return (output, true);
         } else if matches!(tool, "write" | "edit" | "patch") && self.tools.todos().is_empty() {
-            let task = self
-                .session
-                .messages
-                .iter()
-                .rev()
-                .find_map(|m| match m {
-                    Message::User { content } => Some(content.as_str()),
-                    _ => None,
-                })
-                .unwrap_or("the task");
-            let mut content: String = task
-                .lines()
-                .next()
-                .unwrap_or("")
-                .chars()
-                .take(100)
-                .collect();
-            if content.trim().is_empty() {
-                "the task".clone_into(&mut content);
-            }
             let item = crate::protocol::TodoItem {
-                id: "1".to_owned(),
-                content,
-                status: crate::protocol::TodoStatus::InProgress,
+                id: AUTOMATIC.to_owned(),
+                content: self.task_line(),
+                status: TodoStatus::InProgress,
             };
             let line = crate::tools::todo::checklist(std::slice::from_ref(&item));
             self.tools.set_todos(vec![item]);
@@ -56,6 +39,51 @@ impl AgentState {
             return (output, true);
         }
         (output, false)
+    }
+
+    /// The task as the one item of a list offcode starts: the first line
+    /// of the last prompt.
+    fn task_line(&self) -> String {
+        let task = self
+            .session
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .unwrap_or("the task");
+        let content: String = task
+            .lines()
+            .next()
+            .unwrap_or("")
+            .chars()
+            .take(100)
+            .collect();
+        if content.trim().is_empty() {
+            "the task".to_owned()
+        } else {
+            content
+        }
+    }
+
+    /// A turn that ended well completes the list offcode started, if the
+    /// model never took it over: it would show the task as still going.
+    pub(super) fn finish_automatic_todo(&mut self, id: SubmissionId) {
+        let mut items = self.tools.todos();
+        let [item] = items.as_mut_slice() else {
+            return;
+        };
+        if item.id != AUTOMATIC
+            || item.status != TodoStatus::InProgress
+            || item.content != self.task_line()
+        {
+            return;
+        }
+        item.status = TodoStatus::Completed;
+        self.tools.set_todos(items);
+        self.todos_changed(id);
     }
 
     pub(super) fn todos_changed(&mut self, id: SubmissionId) {

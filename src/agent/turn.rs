@@ -298,6 +298,9 @@ impl AgentState {
         cancel: &Cancel,
     ) {
         lock(&self.shared.cancels).retain(|c| !c.is_cancelled() && !c.same_as(cancel));
+        if status == TurnStatus::Done {
+            self.finish_automatic_todo(id);
+        }
         let _ = self.record(id, EntryBody::TurnEnd { status });
         if let Err(error) = self.session.sync() {
             self.emit(

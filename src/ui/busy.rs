@@ -356,15 +356,9 @@ impl Turn<'_> {
         } else if is_interrupt(key) || key.code == KeyCode::Esc {
             self.abort(app);
         } else {
-            let quit = self.quit;
+            // Ctrl+D shows in the live area (see `rows`), never in the
+            // middle of the answer.
             self.typing(key);
-            if self.quit && !quit {
-                app.note(if self.queue.is_empty() {
-                    "Leaving when this turn ends."
-                } else {
-                    "Leaving when this turn and the queued messages are done."
-                });
-            }
         }
     }
 
@@ -408,21 +402,30 @@ impl Turn<'_> {
             .question
             .as_ref()
             .map(|q| q.answer_row(width, self.height));
+        let note = if self.aborting {
+            Some("aborting…")
+        } else if self.quit && self.queue.is_empty() {
+            Some("leaving when this turn ends (Ctrl+C twice: now)")
+        } else if self.quit {
+            Some("leaving when the queued messages are done")
+        } else {
+            None
+        };
         live_rows(
             &app.view,
             &self.edit,
             self.queue,
             asking,
-            self.aborting,
+            note,
             spin,
             self.height,
         )
     }
 }
 
-/// The live rows (text still arriving, queued input, the status line,
-/// then the input line or, when `asking`, that answer row) and the
-/// cursor's row and column.
+/// The live rows (text still arriving, queued input, the status line
+/// after `note` if any, then the input line or, when `asking`, that
+/// answer row) and the cursor's row and column.
 ///
 /// They never take more than `height` rows less one: the oldest text
 /// still arriving gives way first.
@@ -431,7 +434,7 @@ pub fn live_rows(
     edit: &Edit,
     queued: &VecDeque<String>,
     asking: Option<Line>,
-    aborting: bool,
+    note: Option<&str>,
     spin: usize,
     height: usize,
 ) -> (Vec<Line>, (usize, usize)) {
@@ -459,10 +462,20 @@ pub fn live_rows(
         ));
     }
     let spinner = SPINNER[spin % SPINNER.len()];
-    let mut status = view.status.line(width, spinner);
-    if aborting {
-        status = Line::new().with(Role::Warning, "aborting…");
-    }
+    // A note (aborting, leaving after the turn) first, then what of the
+    // status line fits after it.
+    let status = match note {
+        Some(note) => {
+            let note = Line::new().with(Role::Warning, format!("{note} · "));
+            let rest = view
+                .status
+                .line(width.saturating_sub(note.width()), spinner);
+            let mut line = note;
+            line.0.extend(rest.0);
+            render::fit(&line, width)
+        }
+        None => view.status.line(width, spinner),
+    };
     rows.push(status);
     let (row, column) = if let Some(line) = asking {
         let column = line.width();
@@ -535,7 +548,7 @@ mod tests {
             delta: "one\ntwo\nthree\nfour\nfive\nsix".into(),
         });
         let queued: VecDeque<String> = (1..=5).map(|n| format!("task {n}")).collect();
-        let (rows, cursor) = live_rows(&view, &Edit::default(), &queued, None, false, 0, 10);
+        let (rows, cursor) = live_rows(&view, &Edit::default(), &queued, None, None, 0, 10);
         let text: Vec<String> = rows.iter().map(Line::plain).collect();
         assert_eq!(
             text,

@@ -145,3 +145,27 @@ fn a_closed_port_is_reported_at_start_before_anything_is_typed() {
     let warning = screen.find("did not list").unwrap();
     assert!(screen.find("> still typing").unwrap() > warning, "{screen}");
 }
+
+#[test]
+fn ctrl_d_during_a_turn_says_so_and_leaves_when_it_ends() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("ctrl-d");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "answer slowly");
+    tmux.wait_for("one", "Line 2 of");
+    tmux.keys("one", &["C-d"]);
+    let screen = tmux.wait_for("one", "leaving when this turn ends");
+    // On the status line, not in the middle of the answer.
+    let row = screen
+        .lines()
+        .find(|row| row.contains("leaving when"))
+        .unwrap();
+    assert!(row.contains("generating"), "{screen}");
+    tmux.wait_for("one", "EXITED 0");
+    let history = tmux.history("one");
+    assert!(history.contains("The end."), "{history}");
+    assert!(!history.contains("Leaving when"), "{history}");
+}
