@@ -67,6 +67,8 @@ pub fn tool_end(end: &ToolCallEndEvent, width: usize, number: usize) -> Vec<Line
         ("  ✗ ", Role::Error)
     };
     let text = end.output.strip_prefix("Error: ").unwrap_or(&end.output);
+    // Wrapped, not cut: the reason is what the model was told, and the
+    // user should read it whole.
     let mut lines = Vec::new();
     for (index, line) in fold(text, FOLD_LINES).into_iter().enumerate() {
         let (lead, role, line) = if index == 0 {
@@ -76,11 +78,10 @@ pub fn tool_end(end: &ToolCallEndEvent, width: usize, number: usize) -> Vec<Line
         } else {
             ("    ", Role::Dim, line)
         };
-        lines.push(
-            Line::new()
-                .with(role, lead)
-                .with(role, truncate(&line, room)),
-        );
+        for (row, text) in word_wrap(&line, room).into_iter().enumerate() {
+            let lead = if row == 0 { lead } else { "    " };
+            lines.push(Line::new().with(role, lead).with(role, text));
+        }
     }
     lines
 }
@@ -385,6 +386,16 @@ mod tests {
         let lines = tool_end(&denied, 80, 2);
         assert_eq!(lines[0].0[0].role, Role::Warning);
         assert!(lines[0].plain().starts_with("  ⊘ Permission denied"));
+        // What the model was told is shown whole, wrapped, at any width.
+        let narrow: String = tool_end(&denied, 30, 2)
+            .iter()
+            .map(|l| l.plain().trim().to_owned() + " ")
+            .collect();
+        assert!(
+            narrow.contains("`bash` was not run (the user declined)"),
+            "{narrow}"
+        );
+        assert!(!narrow.contains('…'), "{narrow}");
         let written = ToolCallEndEvent {
             ok: true,
             summary: "src/main.rs: updated, +2 -1".into(),

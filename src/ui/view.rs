@@ -255,6 +255,9 @@ impl View {
             }
             EventMsg::Retry(retry) => self.retry(retry),
             EventMsg::ContextReport(report) => {
+                // The status line shows what /context just counted, so the
+                // two never disagree side by side.
+                self.status.used = Some(report.total);
                 self.committed.extend(render::context_report(report, width));
             }
             EventMsg::TodoUpdated { items } => {

@@ -285,3 +285,26 @@ fn expand_shows_a_calls_whole_output_by_its_number() {
     );
     assert!(view.expand(Some(3)).unwrap_err().contains("calls 1 to 2"));
 }
+
+#[test]
+fn the_status_line_and_context_agree() {
+    let mut view = view();
+    view.status.limit = Some(32_768);
+    view.event(&EventMsg::TokenUsage(crate::protocol::TokenUsage {
+        prompt_tokens: 900,
+        completion_tokens: 100,
+        total_tokens: 1_000,
+    }));
+    view.event(&EventMsg::ContextReport(crate::protocol::ContextReport {
+        parts: Vec::new(),
+        total: 1_234,
+        limit: Some(32_768),
+        last_prompt: Some(900),
+    }));
+    let report = plain(&view.take_committed());
+    assert!(
+        report[0].starts_with("CONTEXT 1.2k of 32.8k tokens"),
+        "{report:?}"
+    );
+    assert!(view.status.line(80, "").plain().contains("1.2k/32.8k"));
+}
