@@ -1,14 +1,22 @@
 //! Markdown made readable a line at a time, as it streams: headings and
-//! emphasis in bold, list bullets, inline code and fenced code blocks in
-//! their own style. Only what a terminal can show well is handled; the
-//! rest stays as the model wrote it.
+//! emphasis in bold, list bullets, fenced code blocks in their own style,
+//! and tables in aligned columns (their rows are held until the table
+//! ends). Blocks are found line by line; the text inside a line (code
+//! spans, emphasis, links, escapes) is read by pulldown-cmark. Only what a
+//! terminal can show well is handled; the rest stays as the model wrote it.
+
+use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
 use super::render::{Line, Role};
 
-/// Remembers whether the stream is inside a fenced code block.
+/// Remembers whether the stream is inside a fenced code block, and the
+/// rows of a table it is holding.
 #[derive(Debug, Default, Clone)]
 pub struct Markdown {
     fence: Option<String>,
+    /// Rows that may be a table: a `|` row, then (to be one) a delimiter
+    /// row, then more `|` rows.
+    table: Vec<String>,
 }
 
 impl Markdown {
@@ -22,22 +30,61 @@ impl Markdown {
         self.fence.is_some()
     }
 
-    /// Renders one complete source line (no newline) and advances.
-    pub fn line(&mut self, source: &str) -> Line {
+    /// Renders one complete source line (no newline) and advances: no
+    /// line while a table's rows are held, the table and the line after
+    /// it when it ends.
+    pub fn line(&mut self, source: &str) -> Vec<Line> {
         let trimmed = source.trim_start();
         if let Some(fence) = &self.fence {
             if trimmed.starts_with(fence.as_str()) && trimmed.trim_end() == fence {
                 self.fence = None;
-                return Line::new().with(Role::Dim, "  └─");
+                return vec![Line::new().with(Role::Dim, "  └─")];
             }
-            return code_line(source);
+            return vec![code_line(source)];
+        }
+        let row = trimmed.trim_end();
+        if row.starts_with('|') && row.len() > 1 {
+            let confirmed = self.table.len() >= 2;
+            if self.table.is_empty() || confirmed || is_delimiter(row) {
+                self.table.push(row.to_owned());
+                return Vec::new();
+            }
+        }
+        let mut out = self.finish();
+        if row.starts_with('|') && row.len() > 1 {
+            // A new candidate after rows that were not a table.
+            self.table.push(row.to_owned());
+            return out;
         }
         if let Some(fence) = opening_fence(trimmed) {
             let language = trimmed[fence.len()..].trim();
             self.fence = Some(fence);
-            return Line::new().with(Role::Dim, format!("  ┌─ {language}").trim_end());
+            out.push(Line::new().with(Role::Dim, format!("  ┌─ {language}").trim_end()));
+            return out;
         }
-        self.peek(source)
+        out.push(self.peek(source));
+        out
+    }
+
+    /// The rows held, now: a table in columns, or (not one after all)
+    /// each row as a line. Called at the end of a text.
+    pub fn finish(&mut self) -> Vec<Line> {
+        let rows = std::mem::take(&mut self.table);
+        self.held(&rows)
+    }
+
+    /// The rows held so far, as [`Markdown::finish`] would show them, for
+    /// the live area.
+    pub fn pending(&self) -> Vec<Line> {
+        self.held(&self.table)
+    }
+
+    fn held(&self, rows: &[String]) -> Vec<Line> {
+        if rows.len() >= 2 && is_delimiter(&rows[1]) {
+            table(rows)
+        } else {
+            rows.iter().map(|row| self.peek(row)).collect()
+        }
     }
 
     /// Renders a line that is still arriving, without advancing.
@@ -79,6 +126,17 @@ impl Markdown {
         if is_rule(trimmed) {
             return Line::new().with(Role::Dim, "────────");
         }
+        // `1. ` and `1) `: the number kept, the rest read inline.
+        let digits = trimmed.bytes().take_while(u8::is_ascii_digit).count();
+        if (1..=9).contains(&digits)
+            && (trimmed[digits..].starts_with(". ") || trimmed[digits..].starts_with(") "))
+        {
+            let marker = &trimmed[..digits + 2];
+            return inline(
+                Line::new().with(Role::Dim, format!("{indent}{marker}")),
+                &trimmed[digits + 2..],
+            );
+        }
         inline(Line::new().with(Role::Text, indent), trimmed)
     }
 }
@@ -111,46 +169,143 @@ fn code_line(source: &str) -> Line {
         .with(Role::Code, source.replace('\t', "    "))
 }
 
-/// `text` with `code`, **bold** and __bold__ spans styled, after `line`.
+/// `text` read as Markdown inline content by pulldown-cmark, after `line`:
+/// code spans as code, strong text bold, struck text dim, a link's text
+/// followed by its address (dim) when they differ; markers and escapes
+/// are gone. What it reads as no text at all (a link definition) stays as
+/// written.
 fn inline(mut line: Line, text: &str) -> Line {
-    let mut rest = text;
-    while !rest.is_empty() {
-        let next = rest.find(['`', '*', '_']).unwrap_or(rest.len());
-        line = line.with(Role::Text, &rest[..next]);
-        rest = &rest[next..];
-        if rest.is_empty() {
-            break;
-        }
-        let (mark, role) = if rest.starts_with('`') {
-            ("`", Role::Code)
-        } else if rest.starts_with("**") {
-            ("**", Role::Label)
-        } else if rest.starts_with("__") {
-            ("__", Role::Label)
-        } else {
-            let len = rest.chars().next().map_or(1, char::len_utf8);
-            line = line.with(Role::Text, &rest[..len]);
-            rest = &rest[len..];
-            continue;
-        };
-        match rest[mark.len()..].find(mark) {
-            Some(end) if end > 0 => {
-                line = line.with(role, &rest[mark.len()..mark.len() + end]);
-                rest = &rest[mark.len() * 2 + end..];
+    let start = line.0.len();
+    let mut roles = vec![Role::Text];
+    let mut open_link: Option<(String, usize)> = None;
+    // Block syntax was handled line by line: a leading `#`, `>`, `-` or
+    // `1.` here is text, so it is escaped before parsing.
+    let escaped;
+    let marker = text.starts_with(['#', '>'])
+        || (text.starts_with(['-', '+', '*']) && text[1..].starts_with(' '));
+    let source = if marker {
+        escaped = format!("\\{text}");
+        escaped.as_str()
+    } else {
+        text
+    };
+    for event in Parser::new_ext(source, Options::ENABLE_STRIKETHROUGH) {
+        let role = *roles.last().unwrap_or(&Role::Text);
+        match event {
+            Event::Text(piece) | Event::Html(piece) | Event::InlineHtml(piece) => {
+                line = line.with(role, piece.as_ref());
             }
-            _ => {
-                line = line.with(Role::Text, mark);
-                rest = &rest[mark.len()..];
+            Event::Code(code) => line = line.with(Role::Code, code.as_ref()),
+            Event::SoftBreak | Event::HardBreak => line = line.with(role, " "),
+            Event::Start(Tag::Strong) => roles.push(Role::Label),
+            Event::Start(Tag::Strikethrough) => roles.push(Role::Dim),
+            Event::Start(Tag::Emphasis) => roles.push(role),
+            Event::End(TagEnd::Strong | TagEnd::Strikethrough | TagEnd::Emphasis) => {
+                roles.pop();
             }
+            Event::Start(Tag::Link { dest_url, .. }) => {
+                open_link = Some((dest_url.into_string(), line.0.len()));
+            }
+            Event::End(TagEnd::Link) => {
+                if let Some((url, from)) = open_link.take() {
+                    let shown: String = line.0[from..].iter().map(|s| s.text.as_str()).collect();
+                    if shown != url && !url.is_empty() {
+                        line = line.with(Role::Dim, format!(" ({url})"));
+                    }
+                }
+            }
+            _ => {}
         }
     }
+    if line.0[start..].iter().all(|s| s.text.is_empty()) && !text.trim().is_empty() {
+        line = line.with(Role::Text, text);
+    } else {
+        // A paragraph loses its trailing spaces; a line still arriving
+        // keeps them, so the next word does not join this one.
+        line = line.with(Role::Text, &text[text.trim_end().len()..]);
+    }
     merge(line)
+}
+
+/// Whether `row` is a table's delimiter row: `|---|:--:|`.
+fn is_delimiter(row: &str) -> bool {
+    let cells = cells(row);
+    !cells.is_empty()
+        && cells.iter().all(|cell| {
+            let cell = cell.trim_matches(':');
+            !cell.is_empty() && cell.bytes().all(|b| b == b'-')
+        })
+}
+
+/// A row's cells, trimmed, without the outer pipes.
+fn cells(row: &str) -> Vec<String> {
+    let row = row.trim();
+    let row = row.strip_prefix('|').unwrap_or(row);
+    let row = row.strip_suffix('|').unwrap_or(row);
+    row.split('|').map(|cell| cell.trim().to_owned()).collect()
+}
+
+/// `rows` (a header, the delimiter, the body) in aligned columns: the
+/// header bold, a rule under it, cells read inline.
+fn table(rows: &[String]) -> Vec<Line> {
+    let right: Vec<bool> = cells(&rows[1])
+        .iter()
+        .map(|c| c.ends_with(':') && !c.starts_with(':'))
+        .collect();
+    let grid: Vec<Vec<Line>> = rows
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| *index != 1)
+        .map(|(_, row)| {
+            cells(row)
+                .iter()
+                .map(|cell| inline(Line::new(), cell))
+                .collect()
+        })
+        .collect();
+    let columns = grid.iter().map(Vec::len).max().unwrap_or(0);
+    let widths: Vec<usize> = (0..columns)
+        .map(|c| {
+            grid.iter()
+                .filter_map(|row| row.get(c))
+                .map(Line::width)
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (index, row) in grid.iter().enumerate() {
+        let mut line = Line::new();
+        for (c, width) in widths.iter().enumerate() {
+            let cell = row.get(c).cloned().unwrap_or_default();
+            let pad = " ".repeat(width - cell.width());
+            if c > 0 {
+                line = line.with(Role::Dim, "  ");
+            }
+            if right.get(c).copied().unwrap_or(false) {
+                line = line.with(Role::Text, pad.clone());
+            }
+            for span in cell.0 {
+                let role = if index == 0 { Role::Label } else { span.role };
+                line = line.with(role, span.text);
+            }
+            if !right.get(c).copied().unwrap_or(false) && c + 1 < widths.len() {
+                line = line.with(Role::Text, pad);
+            }
+        }
+        out.push(merge(line));
+        if index == 0 {
+            let rule = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
+            out.push(Line::new().with(Role::Dim, "─".repeat(rule)));
+        }
+    }
+    out
 }
 
 /// Joins neighbouring spans of the same role.
 fn merge(line: Line) -> Line {
     let mut out = Line::new();
-    for span in line.0 {
+    for span in line.0.into_iter().filter(|s| !s.text.is_empty()) {
         match out.0.last_mut() {
             Some(last) if last.role == span.role => last.text.push_str(&span.text),
             _ => out.0.push(span),
@@ -164,6 +319,13 @@ mod tests {
     use super::*;
     use crate::ui::render::Span;
 
+    /// The one line `source` renders to.
+    fn one(md: &mut Markdown, source: &str) -> Line {
+        let mut lines = md.line(source);
+        assert_eq!(lines.len(), 1, "{source}: {lines:?}");
+        lines.remove(0)
+    }
+
     fn roles(line: &Line) -> Vec<(Role, &str)> {
         line.0.iter().map(|s| (s.role, s.text.as_str())).collect()
     }
@@ -171,9 +333,9 @@ mod tests {
     #[test]
     fn headings_lists_and_inline_spans() {
         let mut md = Markdown::new();
-        assert_eq!(roles(&md.line("## Plan")), [(Role::Label, "Plan")]);
+        assert_eq!(roles(&one(&mut md, "## Plan")), [(Role::Label, "Plan")]);
         assert_eq!(
-            roles(&md.line("- run `cargo test` **first**")),
+            roles(&one(&mut md, "- run `cargo test` **first**")),
             [
                 (Role::Dim, "• "),
                 (Role::Text, "run "),
@@ -182,20 +344,20 @@ mod tests {
                 (Role::Label, "first"),
             ]
         );
-        assert_eq!(md.line("  * 嵌套").plain(), "  • 嵌套");
-        assert_eq!(md.line("- [x] done").plain(), "☑ done");
-        assert_eq!(md.line("snake_case_name").plain(), "snake_case_name");
-        assert_eq!(md.line("2 * 3 * 4").plain(), "2 * 3 * 4");
-        assert_eq!(md.line("> quoted").plain(), "│ quoted");
-        assert_eq!(md.line("---").plain(), "────────");
+        assert_eq!(one(&mut md, "  * 嵌套").plain(), "  • 嵌套");
+        assert_eq!(one(&mut md, "- [x] done").plain(), "☑ done");
+        assert_eq!(one(&mut md, "snake_case_name").plain(), "snake_case_name");
+        assert_eq!(one(&mut md, "2 * 3 * 4").plain(), "2 * 3 * 4");
+        assert_eq!(one(&mut md, "> quoted").plain(), "│ quoted");
+        assert_eq!(one(&mut md, "---").plain(), "────────");
     }
 
     #[test]
     fn fenced_code_is_kept_verbatim_until_it_closes() {
         let mut md = Markdown::new();
-        assert_eq!(md.line("```rust").plain(), "  ┌─ rust");
+        assert_eq!(one(&mut md, "```rust").plain(), "  ┌─ rust");
         assert!(md.in_code());
-        let code = md.line("# not a heading **x**");
+        let code = one(&mut md, "# not a heading **x**");
         assert_eq!(
             code.0,
             vec![
@@ -212,8 +374,87 @@ mod tests {
         // A partial line inside the block is code too, and peeking does
         // not close it.
         assert_eq!(md.peek("``").plain(), "  │ ``");
-        assert_eq!(md.line("```").plain(), "  └─");
+        assert_eq!(one(&mut md, "```").plain(), "  └─");
         assert!(!md.in_code());
-        assert_eq!(md.line("# Heading").plain(), "Heading");
+        assert_eq!(one(&mut md, "# Heading").plain(), "Heading");
+    }
+
+    #[test]
+    fn code_spans_links_escapes_and_numbered_lists_read_as_markdown() {
+        let mut md = Markdown::new();
+        assert_eq!(
+            roles(&one(
+                &mut md,
+                "use ``a `tick` inside`` and \\*not emphasis\\*"
+            )),
+            [
+                (Role::Text, "use "),
+                (Role::Code, "a `tick` inside"),
+                (Role::Text, " and *not emphasis*"),
+            ]
+        );
+        assert_eq!(
+            roles(&one(
+                &mut md,
+                "see [the docs](https://docs.rs/x) or ~~old~~"
+            )),
+            [
+                (Role::Text, "see the docs"),
+                (Role::Dim, " (https://docs.rs/x)"),
+                (Role::Text, " or "),
+                (Role::Dim, "old"),
+            ]
+        );
+        assert_eq!(
+            roles(&one(&mut md, "2. run **all** tests")),
+            [
+                (Role::Dim, "2. "),
+                (Role::Text, "run "),
+                (Role::Label, "all"),
+                (Role::Text, " tests"),
+            ]
+        );
+        // A link definition reads as nothing: it stays as written.
+        assert_eq!(
+            one(&mut md, "[1]: https://x.example").plain(),
+            "[1]: https://x.example"
+        );
+    }
+
+    #[test]
+    fn a_table_is_held_then_shown_in_columns() {
+        let mut md = Markdown::new();
+        assert!(md.line("| tool | 作用 | calls |").is_empty());
+        assert!(md.line("|------|------|------:|").is_empty());
+        assert!(md.line("| `read` | 读取文件 | 12 |").is_empty());
+        // While it is held, the live area sees it in columns already.
+        assert_eq!(md.pending().len(), 3);
+        let lines = md.line("| grep | search | 3 |");
+        assert!(lines.is_empty());
+        let shown: Vec<String> = md
+            .line("After the table.")
+            .iter()
+            .map(Line::plain)
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                "tool  作用      calls",
+                "─────────────────────",
+                "read  读取文件     12",
+                "grep  search        3",
+                "After the table.",
+            ]
+        );
+        // A `|` line that no delimiter follows is text after all.
+        let mut md = Markdown::new();
+        assert!(md.line("| not a table").is_empty());
+        let shown: Vec<String> = md.line("next").iter().map(Line::plain).collect();
+        assert_eq!(shown, ["| not a table", "next"]);
+        // A table at the very end comes out with finish().
+        let mut md = Markdown::new();
+        md.line("| a | b |");
+        md.line("|---|---|");
+        assert_eq!(md.finish().len(), 2);
     }
 }

@@ -298,7 +298,13 @@ impl View {
         }
         let mut markdown = self.markdown.clone();
         for held in &self.held {
-            lines.extend(render::wrap(&markdown.line(held), width));
+            for line in markdown.line(held) {
+                lines.extend(render::wrap(&line, width));
+            }
+        }
+        // A table's rows so far, in columns.
+        for line in markdown.pending() {
+            lines.extend(render::wrap(&line, width));
         }
         if !self.partial.is_empty() {
             lines.push(render::tail(&markdown.peek(&self.partial), width));
@@ -401,8 +407,9 @@ impl View {
             let line: String = self.partial.drain(..=end).collect();
             let line = line.trim_end_matches(['\n', '\r']).to_owned();
             if self.labelled {
-                let rendered = self.markdown.line(&line);
-                self.commit(rendered);
+                for rendered in self.markdown.line(&line) {
+                    self.commit(rendered);
+                }
             } else {
                 self.held.push(line);
                 if self.held.len() > HOLD_LINES {
@@ -420,14 +427,23 @@ impl View {
         if !self.labelled
             && let Some(first) = lines.next()
         {
+            // The label goes on the first rendered line (alone when the
+            // first line starts a table, which comes later).
+            let mut rendered = self.markdown.line(first).into_iter();
             let mut line = Line::new().with(Role::Label, format!("{label} "));
-            line.0.extend(self.markdown.line(first).0);
+            if let Some(first) = rendered.next() {
+                line.0.extend(first.0);
+            }
             self.commit(line);
+            for rest in rendered {
+                self.commit(rest);
+            }
             self.labelled = true;
         }
         for line in lines {
-            let rendered = self.markdown.line(line);
-            self.commit(rendered);
+            for rendered in self.markdown.line(line) {
+                self.commit(rendered);
+            }
         }
     }
 
@@ -442,14 +458,16 @@ impl View {
             self.held.pop();
         }
         self.release(label);
+        // A table that was still being held ends with the text.
+        for line in self.markdown.finish() {
+            self.commit(line);
+        }
         self.labelled = false;
         self.markdown = Markdown::new();
         let deferred = std::mem::take(&mut self.deferred);
         self.committed.extend(deferred);
     }
 
-    /// A warning about the step's text (cut short, bad UTF-8) comes
-    /// before the step ends; it follows the text.
     /// An error ends what was arriving; worded as headless words it.
     fn error(&mut self, message: &str) {
         self.end_reasoning();
@@ -458,6 +476,8 @@ impl View {
         self.committed.extend(lines);
     }
 
+    /// A warning about the step's text (cut short, bad UTF-8) comes
+    /// before the step ends; it follows the text.
     fn warning(&mut self, message: &str) {
         // As headless prints it, so both read the same.
         let lines = message_lines(Role::Warning, &format!("warning: {message}"), self.width);
