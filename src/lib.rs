@@ -20,6 +20,7 @@ pub mod sandbox;
 pub mod servers;
 pub mod session;
 pub mod skills;
+pub mod state_file;
 pub mod tools;
 pub mod trust;
 pub mod ui;

@@ -70,8 +70,7 @@ impl ServerCache {
     fn read(&self) -> File {
         self.path
             .as_deref()
-            .and_then(|p| std::fs::read_to_string(p).ok())
-            .and_then(|text| serde_json::from_str(&text).ok())
+            .map(crate::state_file::read)
             .unwrap_or_default()
     }
 
@@ -101,31 +100,12 @@ impl ServerCache {
         if known == before {
             return Ok(());
         }
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
         // Two offcode processes updating at once must not lose an update:
-        // the read-modify-write runs under an exclusive lock (released
-        // when the lock file closes).
-        let lock = std::fs::File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path.with_extension("json.lock"))?;
-        // A filesystem without locks (some NFS) still gets the update.
-        let _ = rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive);
-        // Read again under the lock: another process may have changed
-        // this entry since.
-        let mut file = self.read();
-        change(file.servers.entry(key(base_url, model)).or_default());
-        let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
-        let aside = path.with_extension(format!("json.{}.tmp", std::process::id()));
-        let written =
-            std::fs::write(&aside, text + "\n").and_then(|()| std::fs::rename(&aside, path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&aside);
-        }
-        written
+        // the file is read again under the lock, as this entry may have
+        // changed since.
+        crate::state_file::change(path, |file: &mut File| {
+            change(file.servers.entry(key(base_url, model)).or_default());
+        })
     }
 }
 

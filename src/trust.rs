@@ -100,9 +100,8 @@ impl Store {
 
     fn read(&self) -> File {
         self.path
-            .as_ref()
-            .and_then(|path| std::fs::read_to_string(path).ok())
-            .and_then(|text| serde_json::from_str(&text).ok())
+            .as_deref()
+            .map(crate::state_file::read)
             .unwrap_or_default()
     }
 
@@ -127,33 +126,14 @@ impl Store {
         Ok(was)
     }
 
-    /// Reads, changes and replaces the file whole (written aside, then
-    /// renamed), under a lock so two processes lose no change.
+    /// Reads, changes and replaces the file whole, under a lock.
     fn change(&self, change: impl FnOnce(&mut File)) -> std::io::Result<()> {
         let Some(path) = &self.path else {
             return Err(std::io::Error::other(
                 "no data directory (set HOME or OFFCODE_DATA_DIR) to keep trusted folders in",
             ));
         };
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        let lock = std::fs::File::options()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(path.with_extension("json.lock"))?;
-        let _ = rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive);
-        let mut file = self.read();
-        change(&mut file);
-        let text = serde_json::to_string_pretty(&file).map_err(std::io::Error::other)?;
-        let aside = path.with_extension(format!("json.{}.tmp", std::process::id()));
-        let written =
-            std::fs::write(&aside, text + "\n").and_then(|()| std::fs::rename(&aside, path));
-        if written.is_err() {
-            let _ = std::fs::remove_file(&aside);
-        }
-        written
+        crate::state_file::change(path, change)
     }
 }
 
