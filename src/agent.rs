@@ -10,6 +10,7 @@ mod call;
 mod compact;
 mod permit;
 mod shell;
+mod startup;
 mod textcalls;
 mod todo;
 mod turn;

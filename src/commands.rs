@@ -1,5 +1,12 @@
 //! The small subcommands: `models`, `sessions`, `config`, and the setup
-//! steps they share with headless runs.
+//! steps they share with headless runs; `tool` ([`mod@tool`]), `policy check`
+//! and `trust` ([`policy`]) in their own modules.
+
+mod policy;
+mod tool;
+
+pub use policy::{policy_check, trust};
+pub use tool::tool;
 
 use std::fmt::Write as _;
 
@@ -8,11 +15,11 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::cli::{PolicyCheckArgs, SessionsArgs, ToolArgs};
+use crate::cli::SessionsArgs;
 use crate::client::{self, Client};
 use crate::config::{self, Config, Environment, Flags, Loaded};
 use crate::confine::Shell;
-use crate::policy::{Action, Policy, PolicySource};
+use crate::policy::{Policy, PolicySource};
 use crate::sandbox::Sandbox;
 use crate::session::Store;
 use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
@@ -436,223 +443,6 @@ pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
     Ok(0)
 }
 
-/// `offcode tool NAME 'JSON'`.
-pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
-    let loaded = load_config(environment, &Flags::default())?;
-    let registry = crate::tools::Registry::default();
-    let Some(name) = &args.name else {
-        // No name: every tool, with what it does.
-        let mut text = String::from("Tools (run one with `offcode tool NAME 'JSON'`):\n");
-        for spec in registry.specs() {
-            let _ = writeln!(
-                text,
-                "  {:<10} {}",
-                spec.function.name,
-                first_sentence(&spec.function.description)
-            );
-        }
-        return out(&text).map(|()| 0);
-    };
-    let Some(tool) = registry.get(name) else {
-        return Err(
-            Failure::message(format!("Unknown tool `{name}`"), EXIT_USAGE)
-                .with_hint(format!("Available tools: {}", registry.names().join(", "))),
-        );
-    };
-    let text = match args.arguments.as_deref() {
-        Some("-") => read_stdin()?,
-        Some(text) => text.to_owned(),
-        None => String::new(),
-    };
-    let arguments = crate::tools::parse_argument_text(&text).map_err(|reason| {
-        Failure::message(
-            format!("The arguments are not a JSON object: {reason}"),
-            EXIT_USAGE,
-        )
-        .with_hint(format!(
-            "For example: offcode tool {name} '{{\"path\": \"src/main.rs\"}}'"
-        ))
-    })?;
-    let sandbox = workspace(environment)?;
-    let policy = load_policy(environment, &loaded, sandbox.root())?;
-    let decision = policy.decide(name, &arguments, &[]);
-    match decision.action {
-        Action::Deny => {
-            return Err(Failure::message(
-                format!("Not run: denied by the rule {}", decision.rule),
-                EXIT_FAILED,
-            ));
-        }
-        Action::Ask if decision.dangerous || decision.managed => {
-            return Err(
-                Failure::message(format!("Not run: {}", decision.rule), EXIT_FAILED).with_hint(
-                    if decision.dangerous {
-                        "Dangerous calls need a person's approval; --yes does not approve them"
-                    } else if decision.rule.starts_with("managed ") {
-                        "The managed policy asks for a person's approval; --yes does not give it"
-                    } else {
-                        "This needs a person's answer in the interactive UI; --yes does not give it"
-                    },
-                ),
-            );
-        }
-        Action::Ask if !args.yes => {
-            return Err(
-                Failure::message(format!("Not run: {} asks", decision.rule), EXIT_FAILED)
-                    .with_hint("Pass --yes to run it"),
-            );
-        }
-        Action::Ask | Action::Allow => {}
-    }
-    let context = crate::tools::ToolContext {
-        shell: shell(environment, &loaded.config, sandbox.root()),
-        sandbox,
-        cancel: crate::cancel::Cancel::default(),
-        allow_clobber: false,
-        unconfined: false,
-    };
-    let output = runtime()?.block_on(registry.call_parsed(tool, arguments, &context));
-    let newline = if output.output.ends_with('\n') {
-        ""
-    } else {
-        "\n"
-    };
-    out(&format!("{}{newline}", output.output))?;
-    Ok(if output.ok { 0 } else { EXIT_FAILED })
-}
-
-/// `offcode policy check`: how the effective policy decides on a command
-/// line or a tool call. Nothing is run.
-pub fn policy_check(args: &PolicyCheckArgs, environment: &Environment) -> Result<u8, Failure> {
-    let (tool, arguments) = check_subject(args)?;
-    let loaded = load_config(environment, &Flags::default())?;
-    let sandbox = workspace(environment)?;
-    let policy = load_policy(environment, &loaded, sandbox.root())?;
-    let decision = policy.decide(&tool, &arguments, &[]);
-    if args.json {
-        let mut value =
-            serde_json::to_value(&decision).map_err(|e| Failure::new(&e, EXIT_FAILED))?;
-        value["tool"] = json!(tool);
-        value["arguments"] = arguments;
-        let managed: Vec<String> = policy
-            .managed_files()
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        value["managed_file"] = json!(managed.first());
-        value["managed_files"] = json!(managed);
-        return out(&format!("{value}\n")).map(|()| 0);
-    }
-    let mut text = String::new();
-    let dangerous = if decision.dangerous {
-        " (dangerous)"
-    } else {
-        ""
-    };
-    let _ = writeln!(text, "Decision: {}{dangerous}", decision.action);
-    let _ = writeln!(text, "Rule:     {}", decision.rule);
-    if tool == "bash" && !decision.dangerous {
-        let _ = writeln!(
-            text,
-            "Gate:     plain: offcode understands every command, and none replaces a file, runs a string or reaches the network"
-        );
-    }
-    if let Some(how) = &decision.confinement {
-        let _ = writeln!(text, "Runs:     {how}");
-    }
-    if decision.managed {
-        let _ = writeln!(
-            text,
-            "          set by the managed policy; it cannot be waived"
-        );
-    }
-    let _ = writeln!(text, "Checked:");
-    for subject in &decision.subjects {
-        let _ = writeln!(
-            text,
-            "  {:<5} {:<18} {}  ({})",
-            subject.action.to_string(),
-            subject.permission,
-            subject.value,
-            subject.rule
-        );
-    }
-    if !decision.dangers.is_empty() {
-        let _ = writeln!(text, "Dangerous:");
-        for danger in &decision.dangers {
-            let _ = writeln!(text, "  {}: {}", danger.command, danger.why);
-        }
-    }
-    out(&text).map(|()| 0)
-}
-
-/// The tool and arguments `offcode policy check` was asked about.
-fn check_subject(args: &PolicyCheckArgs) -> Result<(String, serde_json::Value), Failure> {
-    let Some(name) = &args.tool else {
-        let command = args.words.join(" ");
-        if command.trim().is_empty() {
-            return Err(Failure::message("No command to check", EXIT_USAGE)
-                .with_hint("For example: offcode policy check -- rm -rf build"));
-        }
-        return Ok(("bash".to_owned(), json!({ "command": command })));
-    };
-    let text = match args.words.as_slice() {
-        [] => String::new(),
-        [one] if one == "-" => read_stdin()?,
-        [one] => one.clone(),
-        _ => {
-            return Err(Failure::message(
-                "With --tool, pass the arguments as one JSON object",
-                EXIT_USAGE,
-            )
-            .with_hint(format!(
-                "For example: offcode policy check --tool {name} '{{\"path\": \"src/main.rs\"}}'"
-            )));
-        }
-    };
-    let arguments = crate::tools::parse_argument_text(&text).map_err(|reason| {
-        Failure::message(
-            format!("The arguments are not a JSON object: {reason}"),
-            EXIT_USAGE,
-        )
-    })?;
-    Ok((name.clone(), arguments))
-}
-
-/// `offcode trust`: records (or, with `--revoke`, forgets) this folder's
-/// loosening settings as trusted, and says what they are.
-pub fn trust(args: &crate::cli::TrustArgs, environment: &Environment) -> Result<u8, Failure> {
-    let store = crate::trust::Store::in_dir(environment.data_dir().as_deref());
-    let here = environment.cwd.display();
-    if args.revoke {
-        let was = store
-            .revoke(&environment.cwd)
-            .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
-        let text = if was {
-            format!("{here} is no longer trusted: its config may only tighten the policy.\n")
-        } else {
-            format!("{here} was not trusted.\n")
-        };
-        return out(&text).map(|()| 0);
-    }
-    let loaded = load_config(environment, &Flags::default())?;
-    let Some(loosening) = loaded.loosening else {
-        return out(&format!(
-            "Nothing to trust: no config in {here} loosens the permission policy.\n"
-        ))
-        .map(|()| 0);
-    };
-    store
-        .trust(&loosening)
-        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
-    let mut text = format!("Trusted {here}: from now on these settings apply:\n");
-    for entry in &loosening.entries {
-        let _ = writeln!(text, "  {entry}");
-    }
-    text.push_str("When they change, they are ignored again until you run `offcode trust` anew.\n");
-    out(&text).map(|()| 0)
-}
-
 /// Runs `work`; when it takes longer than `after`, `notice` goes to
 /// standard error meanwhile, so a silent server is never a silent wait.
 pub fn with_notice<T>(after: std::time::Duration, notice: String, work: impl FnOnce() -> T) -> T {
@@ -666,17 +456,4 @@ pub fn with_notice<T>(after: std::time::Duration, notice: String, work: impl FnO
     drop(done);
     let _ = shown.join();
     result
-}
-
-/// The first sentence of `text`, without its full stop (`e.g.` and
-/// `i.e.` do not end one).
-fn first_sentence(text: &str) -> &str {
-    let mut from = 0;
-    while let Some(at) = text[from..].find(". ").map(|at| from + at) {
-        if !(text[..at].ends_with("e.g") || text[..at].ends_with("i.e")) {
-            return &text[..at];
-        }
-        from = at + 2;
-    }
-    text.trim_end_matches('.')
 }

@@ -1,0 +1,143 @@
+//! `offcode policy check` (how the policy decides, nothing run) and
+//! `offcode trust` (a project folder's loosening, trusted or forgotten).
+
+use std::fmt::Write as _;
+
+use serde_json::json;
+
+use super::{load_config, load_policy, out, read_stdin, workspace};
+use crate::cli::PolicyCheckArgs;
+use crate::config::{Environment, Flags};
+use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
+
+/// `offcode policy check`: how the effective policy decides on a command
+/// line or a tool call. Nothing is run.
+pub fn policy_check(args: &PolicyCheckArgs, environment: &Environment) -> Result<u8, Failure> {
+    let (tool, arguments) = check_subject(args)?;
+    let loaded = load_config(environment, &Flags::default())?;
+    let sandbox = workspace(environment)?;
+    let policy = load_policy(environment, &loaded, sandbox.root())?;
+    let decision = policy.decide(&tool, &arguments, &[]);
+    if args.json {
+        let mut value =
+            serde_json::to_value(&decision).map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+        value["tool"] = json!(tool);
+        value["arguments"] = arguments;
+        let managed: Vec<String> = policy
+            .managed_files()
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        value["managed_file"] = json!(managed.first());
+        value["managed_files"] = json!(managed);
+        return out(&format!("{value}\n")).map(|()| 0);
+    }
+    let mut text = String::new();
+    let dangerous = if decision.dangerous {
+        " (dangerous)"
+    } else {
+        ""
+    };
+    let _ = writeln!(text, "Decision: {}{dangerous}", decision.action);
+    let _ = writeln!(text, "Rule:     {}", decision.rule);
+    if tool == "bash" && !decision.dangerous {
+        let _ = writeln!(
+            text,
+            "Gate:     plain: offcode understands every command, and none replaces a file, runs a string or reaches the network"
+        );
+    }
+    if let Some(how) = &decision.confinement {
+        let _ = writeln!(text, "Runs:     {how}");
+    }
+    if decision.managed {
+        let _ = writeln!(
+            text,
+            "          set by the managed policy; it cannot be waived"
+        );
+    }
+    let _ = writeln!(text, "Checked:");
+    for subject in &decision.subjects {
+        let _ = writeln!(
+            text,
+            "  {:<5} {:<18} {}  ({})",
+            subject.action.to_string(),
+            subject.permission,
+            subject.value,
+            subject.rule
+        );
+    }
+    if !decision.dangers.is_empty() {
+        let _ = writeln!(text, "Dangerous:");
+        for danger in &decision.dangers {
+            let _ = writeln!(text, "  {}: {}", danger.command, danger.why);
+        }
+    }
+    out(&text).map(|()| 0)
+}
+
+/// The tool and arguments `offcode policy check` was asked about.
+fn check_subject(args: &PolicyCheckArgs) -> Result<(String, serde_json::Value), Failure> {
+    let Some(name) = &args.tool else {
+        let command = args.words.join(" ");
+        if command.trim().is_empty() {
+            return Err(Failure::message("No command to check", EXIT_USAGE)
+                .with_hint("For example: offcode policy check -- rm -rf build"));
+        }
+        return Ok(("bash".to_owned(), json!({ "command": command })));
+    };
+    let text = match args.words.as_slice() {
+        [] => String::new(),
+        [one] if one == "-" => read_stdin()?,
+        [one] => one.clone(),
+        _ => {
+            return Err(Failure::message(
+                "With --tool, pass the arguments as one JSON object",
+                EXIT_USAGE,
+            )
+            .with_hint(format!(
+                "For example: offcode policy check --tool {name} '{{\"path\": \"src/main.rs\"}}'"
+            )));
+        }
+    };
+    let arguments = crate::tools::parse_argument_text(&text).map_err(|reason| {
+        Failure::message(
+            format!("The arguments are not a JSON object: {reason}"),
+            EXIT_USAGE,
+        )
+    })?;
+    Ok((name.clone(), arguments))
+}
+
+/// `offcode trust`: records (or, with `--revoke`, forgets) this folder's
+/// loosening settings as trusted, and says what they are.
+pub fn trust(args: &crate::cli::TrustArgs, environment: &Environment) -> Result<u8, Failure> {
+    let store = crate::trust::Store::in_dir(environment.data_dir().as_deref());
+    let here = environment.cwd.display();
+    if args.revoke {
+        let was = store
+            .revoke(&environment.cwd)
+            .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+        let text = if was {
+            format!("{here} is no longer trusted: its config may only tighten the policy.\n")
+        } else {
+            format!("{here} was not trusted.\n")
+        };
+        return out(&text).map(|()| 0);
+    }
+    let loaded = load_config(environment, &Flags::default())?;
+    let Some(loosening) = loaded.loosening else {
+        return out(&format!(
+            "Nothing to trust: no config in {here} loosens the permission policy.\n"
+        ))
+        .map(|()| 0);
+    };
+    store
+        .trust(&loosening)
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+    let mut text = format!("Trusted {here}: from now on these settings apply:\n");
+    for entry in &loosening.entries {
+        let _ = writeln!(text, "  {entry}");
+    }
+    text.push_str("When they change, they are ignored again until you run `offcode trust` anew.\n");
+    out(&text).map(|()| 0)
+}

@@ -1,0 +1,108 @@
+//! `offcode tool`: one built-in tool run from the shell, as the agent
+//! would run it, or the list of tools.
+
+use std::fmt::Write as _;
+
+use super::{load_config, load_policy, out, read_stdin, runtime, shell, workspace};
+use crate::cli::ToolArgs;
+use crate::config::{Environment, Flags};
+use crate::policy::Action;
+use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
+
+/// `offcode tool NAME 'JSON'`.
+pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
+    let loaded = load_config(environment, &Flags::default())?;
+    let registry = crate::tools::Registry::default();
+    let Some(name) = &args.name else {
+        // No name: every tool, with what it does.
+        let mut text = String::from("Tools (run one with `offcode tool NAME 'JSON'`):\n");
+        for spec in registry.specs() {
+            let _ = writeln!(
+                text,
+                "  {:<10} {}",
+                spec.function.name,
+                first_sentence(&spec.function.description)
+            );
+        }
+        return out(&text).map(|()| 0);
+    };
+    let Some(tool) = registry.get(name) else {
+        return Err(
+            Failure::message(format!("Unknown tool `{name}`"), EXIT_USAGE)
+                .with_hint(format!("Available tools: {}", registry.names().join(", "))),
+        );
+    };
+    let text = match args.arguments.as_deref() {
+        Some("-") => read_stdin()?,
+        Some(text) => text.to_owned(),
+        None => String::new(),
+    };
+    let arguments = crate::tools::parse_argument_text(&text).map_err(|reason| {
+        Failure::message(
+            format!("The arguments are not a JSON object: {reason}"),
+            EXIT_USAGE,
+        )
+        .with_hint(format!(
+            "For example: offcode tool {name} '{{\"path\": \"src/main.rs\"}}'"
+        ))
+    })?;
+    let sandbox = workspace(environment)?;
+    let policy = load_policy(environment, &loaded, sandbox.root())?;
+    let decision = policy.decide(name, &arguments, &[]);
+    match decision.action {
+        Action::Deny => {
+            return Err(Failure::message(
+                format!("Not run: denied by the rule {}", decision.rule),
+                EXIT_FAILED,
+            ));
+        }
+        Action::Ask if decision.dangerous || decision.managed => {
+            return Err(
+                Failure::message(format!("Not run: {}", decision.rule), EXIT_FAILED).with_hint(
+                    if decision.dangerous {
+                        "Dangerous calls need a person's approval; --yes does not approve them"
+                    } else if decision.rule.starts_with("managed ") {
+                        "The managed policy asks for a person's approval; --yes does not give it"
+                    } else {
+                        "This needs a person's answer in the interactive UI; --yes does not give it"
+                    },
+                ),
+            );
+        }
+        Action::Ask if !args.yes => {
+            return Err(
+                Failure::message(format!("Not run: {} asks", decision.rule), EXIT_FAILED)
+                    .with_hint("Pass --yes to run it"),
+            );
+        }
+        Action::Ask | Action::Allow => {}
+    }
+    let context = crate::tools::ToolContext {
+        shell: shell(environment, &loaded.config, sandbox.root()),
+        sandbox,
+        cancel: crate::cancel::Cancel::default(),
+        allow_clobber: false,
+        unconfined: false,
+    };
+    let output = runtime()?.block_on(registry.call_parsed(tool, arguments, &context));
+    let newline = if output.output.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    out(&format!("{}{newline}", output.output))?;
+    Ok(if output.ok { 0 } else { EXIT_FAILED })
+}
+
+/// The first sentence of `text`, without its full stop (`e.g.` and
+/// `i.e.` do not end one).
+fn first_sentence(text: &str) -> &str {
+    let mut from = 0;
+    while let Some(at) = text[from..].find(". ").map(|at| from + at) {
+        if !(text[..at].ends_with("e.g") || text[..at].ends_with("i.e")) {
+            return &text[..at];
+        }
+        from = at + 2;
+    }
+    text.trim_end_matches('.')
+}
