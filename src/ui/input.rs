@@ -81,6 +81,9 @@ pub enum Reply {
     Paste(String),
     /// The terminal's new size.
     Resize(u16, u16),
+    /// Ctrl+O in the editor: `/expand`, then the editor again with what
+    /// was typed.
+    Expand(String),
     /// Keys are no longer read; every key read before is reported.
     Paused,
 }
@@ -228,7 +231,13 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                             }
                         }
                         Ok(Signal::HostCommand(command)) if command == CTRL_O => {
-                            Reply::Line("/expand".to_owned())
+                            // What was typed comes back after; below the
+                            // prompt, as after Enter, so what `/expand`
+                            // prints is not painted over.
+                            let typed = editor.current_buffer_contents().to_owned();
+                            editor.run_edit_commands(&[EditCommand::Clear]);
+                            let _ = write!(std::io::stderr(), "\r\n");
+                            Reply::Expand(typed)
                         }
                         Ok(Signal::HostCommand(_) | Signal::ExternalBreak(_)) => Reply::Escape,
                         Ok(_) | Err(_) => Reply::End,

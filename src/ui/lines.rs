@@ -53,14 +53,14 @@ pub async fn run(
                 prompt: input::TASK,
                 initial: std::mem::take(&mut typed),
             });
-            let reply = next_reply(&mut app, &mut input).await;
-            match reply {
+            match next_reply(&mut app, &mut input).await {
                 Some(Reply::Line(text)) => {
                     interrupted = false;
-                    // The terminal may have been resized while the editor
-                    // had it: what the line prints fits the width now.
-                    refresh_width(&mut app, &input);
                     text
+                }
+                Some(Reply::Expand(kept)) => {
+                    typed = kept;
+                    "/expand".to_owned()
                 }
                 Some(Reply::Interrupt) if !interrupted => {
                     interrupted = true;
@@ -144,7 +144,12 @@ fn refresh_width(app: &mut App<'_>, input: &Input) {
 async fn next_reply(app: &mut App<'_>, input: &mut Input) -> Option<Reply> {
     loop {
         tokio::select! {
-            reply = input.replies.recv() => return reply,
+            reply = input.replies.recv() => {
+                // The terminal may have been resized while the editor had
+                // it: what the line prints fits the width now.
+                refresh_width(app, input);
+                return reply;
+            }
             () = app.listing_done(), if input.terminal => {
                 let lines: Vec<String> = app
                     .view
@@ -152,7 +157,9 @@ async fn next_reply(app: &mut App<'_>, input: &mut Input) -> Option<Reply> {
                     .iter()
                     .map(|line| app.palette.paint(line))
                     .collect();
-                input.print_above(format!("\x1b[1A\r\x1b[2K{}", lines.join("\n")));
+                if !lines.is_empty() {
+                    input.print_above(format!("\x1b[1A\r\x1b[2K{}", lines.join("\n")));
+                }
             }
         }
     }

@@ -148,3 +148,21 @@ fn lines_break_between_words_at_40_columns() {
         assert!(row.chars().count() <= 40, "{row}");
     }
 }
+
+#[test]
+fn ctrl_o_at_the_first_prompt_answers_and_keeps_what_was_typed() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("ctrl-o");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    // The model list arrived meanwhile; the status line is still drawn.
+    std::thread::sleep(Duration::from_millis(500));
+    tmux.wait_for("one", "build · mock-model · ready");
+    tmux.type_text("one", "half typed");
+    tmux.wait_for("one", "> half typed");
+    tmux.keys("one", &["C-o"]);
+    let screen = tmux.wait_for("one", "error: No tool has run in this session yet");
+    let last = screen.lines().rfind(|l| !l.trim().is_empty()).unwrap();
+    assert_eq!(last.trim_end(), "> half typed", "{screen}");
+}
