@@ -37,7 +37,7 @@ impl Loosening {
     /// to trust it.
     pub fn warning(&self) -> String {
         format!(
-            "This folder's config would loosen the permission policy ({}); it is ignored until \
+            "This folder's config would loosen offcode's safety settings ({}); they are ignored until \
              you trust the folder: run `offcode trust` here (or answer the question offcode \
              asks when it starts in a terminal). Its stricter rules apply.",
             self.entries.join("; ")

@@ -100,7 +100,7 @@ fn ask_trust(environment: &Environment) -> Result<(), Failure> {
         .collect();
     let _ = writeln!(
         err,
-        "This folder's config ({}) would loosen the permission policy:",
+        "This folder's config ({}) would loosen offcode's safety settings:",
         files.join(", ")
     );
     for entry in &loosening.entries {

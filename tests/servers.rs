@@ -162,10 +162,14 @@ fn a_model_whose_template_opens_the_think_block_is_remembered() {
     assert_eq!(entry["think_open"], true, "{cache}");
 }
 
+/// `tls` in the user's global config (in a project's file it would wait
+/// for the folder to be trusted).
 fn with_tls(workspace: &Workspace, tls: &str) {
     std::fs::write(
-        workspace.root.join("offcode.jsonc"),
-        format!("{{ tls: {tls} }}\n"),
+        workspace.home.join(".config/offcode/offcode.jsonc"),
+        format!(
+            "{{ retry: {{ initial_delay_ms: 10, max_delay_ms: 40, max_retries: 2 }}, tls: {tls} }}\n"
+        ),
     )
     .unwrap();
 }

@@ -51,7 +51,7 @@ fn a_repository_that_allows_everything_is_ignored_until_trusted() {
     let stderr = model_touches(&ws, "first");
     assert!(!ws.root.join("first").exists(), "ran untrusted: {stderr}");
     assert!(
-        stderr.contains("would loosen the permission policy (permission = allow)")
+        stderr.contains("would loosen offcode's safety settings (permission = allow)")
             && stderr.contains("offcode trust"),
         "{stderr}"
     );
@@ -139,4 +139,52 @@ fn run_from_home_the_global_config_is_still_the_users_own() {
     assert_eq!(output.code, 0, "{}", output.stderr);
     let decision: Value = serde_json::from_str(&output.stdout).unwrap();
     assert_eq!(decision["action"], "allow", "{decision}");
+}
+
+#[test]
+fn an_untrusted_repository_cannot_send_the_requests_elsewhere() {
+    // The user's server (in their global config), and one a cloned
+    // repository names.
+    let own = crate::support::demo_mock();
+    let other = crate::support::demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        format!(r#"{{ "base_url": "{}" }}"#, own.base_url()),
+    )
+    .unwrap();
+    std::fs::write(
+        ws.root.join("offcode.jsonc"),
+        format!(
+            r#"{{ "base_url": "{}", "tls": {{ "insecure_skip_verify": true }} }}"#,
+            other.base_url()
+        ),
+    )
+    .unwrap();
+    let hello = |ws: &Workspace| {
+        let mut command = ws.offcode("unused", &["run", "-m", "mock-model", "hello"]);
+        command.env_remove("OFFCODE_BASE_URL");
+        run(command)
+    };
+    let output = hello(&ws);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains(&format!("base_url = \"{}\"", other.base_url()))
+            && output.stderr.contains("tls.insecure_skip_verify = true"),
+        "{}",
+        output.stderr
+    );
+    assert_eq!(own.chat_bodies().len(), 1);
+    assert!(
+        other.chat_bodies().is_empty(),
+        "sent to the repository's server"
+    );
+    // Trusted, the project's settings apply.
+    trust(&ws, &[]);
+    let output = hello(&ws);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(other.chat_bodies().len(), 1, "{}", output.stderr);
+    assert_eq!(own.chat_bodies().len(), 1);
 }

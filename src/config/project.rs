@@ -1,12 +1,14 @@
 //! What a project's config files would loosen: set aside while the files
 //! are read, and applied only when the user trusts the folder
-//! ([`crate::trust`]).
+//! ([`crate::trust`]). Loosening is more than `allow` rules: network for
+//! commands, and where requests (with the code in them) go: `base_url`,
+//! and the TLS settings that decide which server is believed.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
-use super::{Environment, Merged, Source, single};
+use super::{Environment, Merged, Source};
 use crate::trust::{Loosening, Store, allow_entries};
 
 /// The loosening settings found in the project's files so far.
@@ -14,13 +16,15 @@ use crate::trust::{Loosening, Store, allow_entries};
 pub struct ProjectPart {
     entries: Vec<String>,
     files: Vec<PathBuf>,
-    network: Option<(Value, PathBuf)>,
+    /// Settings taken out of the files, applied (in order) when trusted.
+    held: Vec<(Map<String, Value>, PathBuf)>,
 }
 
 impl ProjectPart {
     /// Notes what the project file at `path` would loosen: its `allow`
-    /// rules, and `sandbox.network: true`, which is taken out of `layer`
-    /// until the folder is trusted.
+    /// rules, and `sandbox.network: true`, `base_url`,
+    /// `tls.insecure_skip_verify: true` and `tls.ca_file`, which are taken
+    /// out of `layer` until the folder is trusted.
     pub fn take(
         &mut self,
         path: &Path,
@@ -28,9 +32,32 @@ impl ProjectPart {
         permission: Option<&Value>,
     ) {
         let mut entries = permission.map(allow_entries).unwrap_or_default();
+        let mut held = Map::new();
         if let Some(network) = take_network(layer) {
             entries.push("sandbox.network = true".to_owned());
-            self.network = Some((network, path.to_path_buf()));
+            held.insert("sandbox".to_owned(), json!({ "network": network }));
+        }
+        if let Some(url) = layer.remove("base_url") {
+            entries.push(format!("base_url = {url}"));
+            held.insert("base_url".to_owned(), url);
+        }
+        if let Some(Value::Object(tls)) = layer.get_mut("tls") {
+            let mut taken = Map::new();
+            if tls.get("insecure_skip_verify") == Some(&Value::Bool(true)) {
+                entries.push("tls.insecure_skip_verify = true".to_owned());
+                taken.insert("insecure_skip_verify".to_owned(), Value::Bool(true));
+                tls.remove("insecure_skip_verify");
+            }
+            if let Some(file) = tls.remove("ca_file") {
+                entries.push(format!("tls.ca_file = {file}"));
+                taken.insert("ca_file".to_owned(), file);
+            }
+            if !taken.is_empty() {
+                held.insert("tls".to_owned(), Value::Object(taken));
+            }
+        }
+        if !held.is_empty() {
+            self.held.push((held, path.to_path_buf()));
         }
         if !entries.is_empty() {
             self.entries.extend(entries);
@@ -39,7 +66,7 @@ impl ProjectPart {
     }
 
     /// Whether the user trusts it; when so, the project's policy layers
-    /// loosen as written and its network setting is applied.
+    /// loosen as written and the settings held back are applied.
     pub fn finish(
         self,
         environment: &Environment,
@@ -60,11 +87,8 @@ impl ProjectPart {
             for layer in policy_layers {
                 layer.untrusted = false;
             }
-            if let Some((network, path)) = self.network {
-                merged.apply(
-                    single("sandbox", json!({ "network": network })),
-                    &Source::File(path),
-                );
+            for (layer, path) in self.held {
+                merged.apply(layer, &Source::File(path));
             }
         }
         Some(loosening)
