@@ -338,6 +338,15 @@ fn mask_secret(value: &Value) -> Value {
     }
 }
 
+/// The project's own config files, in the startup directory: what they
+/// would loosen waits for the folder to be trusted.
+pub fn project_files(environment: &Environment) -> [PathBuf; 2] {
+    [
+        environment.cwd.join(".offcode").join("offcode.jsonc"),
+        environment.cwd.join("offcode.jsonc"),
+    ]
+}
+
 /// The config files consulted, lowest precedence first.
 pub fn candidate_files(environment: &Environment) -> Vec<PathBuf> {
     let mut files = Vec::new();
@@ -347,8 +356,7 @@ pub fn candidate_files(environment: &Environment) -> Vec<PathBuf> {
     if let Some(path) = environment.var("OFFCODE_CONFIG") {
         files.push(environment.cwd.join(path));
     }
-    files.push(environment.cwd.join(".offcode").join("offcode.jsonc"));
-    files.push(environment.cwd.join("offcode.jsonc"));
+    files.extend(project_files(environment));
     files
 }
 
@@ -357,10 +365,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
     let mut merged = Merged::default();
     let mut files = Vec::new();
     let mut policy_layers = Vec::new();
-    let project_files = [
-        environment.cwd.join(".offcode").join("offcode.jsonc"),
-        environment.cwd.join("offcode.jsonc"),
-    ];
+    let project_files = project_files(environment);
     // What the project's files would loosen: applied only once trusted.
     let mut project = project::ProjectPart::default();
     let explicit = environment

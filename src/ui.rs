@@ -88,6 +88,13 @@ pub fn run(environment: &Environment, start: &Start) -> Result<u8, Failure> {
 /// say what it would loosen and ask, once, before anything starts. Any
 /// answer but `y` leaves it ignored (with a warning at start).
 fn ask_trust(environment: &Environment) -> Result<(), Failure> {
+    // No project file: nothing to ask, and no config read twice at start.
+    if !crate::config::project_files(environment)
+        .iter()
+        .any(|file| file.exists())
+    {
+        return Ok(());
+    }
     let loaded = crate::commands::load_config(environment, &crate::config::Flags::default())?;
     let Some(loosening) = loaded.loosening.filter(|l| !l.trusted) else {
         return Ok(());

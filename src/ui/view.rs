@@ -349,11 +349,7 @@ impl View {
                 Role::Text,
                 render::truncate(&render::one_line(&end.summary), width.saturating_sub(4)),
             ));
-            let output = end.output.trim_end();
-            let output = output
-                .rsplit_once("[exit code:")
-                .map_or(output, |(text, _)| text.trim_end());
-            for line in render::fold(output, SHELL_LINES) {
+            for line in render::fold(render::command_output(&end.output), SHELL_LINES) {
                 self.commit(
                     Line::new()
                         .with(Role::Dim, "    ")
