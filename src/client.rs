@@ -207,7 +207,7 @@ impl Client {
             .saturating_mul(1 << (attempt - 1).min(20))
             .min(self.retry.max_delay_ms);
         // Up to ±20 % jitter so clients that failed together retry apart.
-        let jitter = (random_unit() - 0.5) * 0.4;
+        let jitter = (crate::ids::random_unit() - 0.5) * 0.4;
         #[expect(clippy::cast_precision_loss, reason = "delays are far below 2^52 ms")]
         let millis = base as f64 * (1.0 + jitter);
         Duration::from_secs_f64(millis.max(0.0) / 1000.0)
@@ -357,25 +357,4 @@ pub fn error_chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-/// A number in `[0, 1)` that differs between calls and processes; good
-/// enough for jitter and ids, not for secrets.
-pub fn random_unit() -> f64 {
-    #[expect(clippy::cast_precision_loss, reason = "53 bits are exact in f64")]
-    let unit = (random_u64() >> 11) as f64 / (1u64 << 53) as f64;
-    unit
-}
-
-/// 64 bits that differ between calls and processes (std's per-instance
-/// random hasher keys mixed with the clock); not for secrets.
-pub fn random_u64() -> u64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-    hasher.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_nanos()),
-    );
-    hasher.finish()
 }

@@ -14,6 +14,8 @@ mod project;
 
 use std::path::{Path, PathBuf};
 
+pub use crate::confine::{SandboxConfig, SandboxMode};
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
@@ -137,34 +139,6 @@ pub enum ToolCallMode {
     Native,
     /// Tools described in the prompt and calls read from the text.
     Text,
-}
-
-/// Whether shell commands run confined by the kernel.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SandboxMode {
-    /// Confined (the default).
-    #[default]
-    On,
-    /// Not confined; warned about in every session.
-    Off,
-}
-
-/// Kernel confinement of shell commands (`"sandbox": "off"` is short for
-/// `{"mode": "off"}`).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct SandboxConfig {
-    /// On or off. Only the global config may turn it off.
-    pub mode: SandboxMode,
-    /// Commands may reach the network.
-    pub network: bool,
-    /// More directories commands may write beneath (a leading `~/` is the
-    /// home directory). Only the global config may add them.
-    pub writable: Vec<String>,
-    /// Where commands may read and run programs from; everywhere when
-    /// unset.
-    pub readable: Option<Vec<String>>,
 }
 
 /// TLS for `https://` endpoints.
@@ -454,14 +428,6 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         loosening,
         merged,
     })
-}
-
-/// `path` with a leading `~/` made `home`; as written otherwise.
-pub fn expand_home(path: &str, home: Option<&str>) -> PathBuf {
-    match (path.strip_prefix("~/"), home) {
-        (Some(rest), Some(home)) => Path::new(home).join(rest),
-        _ => PathBuf::from(path),
-    }
 }
 
 /// Reads `"sandbox": "off"` as `{"mode": "off"}`, and refuses what a

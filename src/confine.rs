@@ -177,8 +177,8 @@ pub enum Status {
 
 impl Status {
     /// How commands in `root` would run under `config` on this kernel.
-    pub fn of(root: &Path, config: &crate::config::SandboxConfig, home: Option<&str>) -> Self {
-        if config.mode == crate::config::SandboxMode::Off {
+    pub fn of(root: &Path, config: &SandboxConfig, home: Option<&str>) -> Self {
+        if config.mode == SandboxMode::Off {
             return Self::Off;
         }
         if !Support::probe().landlock {
@@ -191,7 +191,7 @@ impl Status {
             config
                 .writable
                 .iter()
-                .map(|dir| crate::config::expand_home(dir, home)),
+                .map(|dir| crate::paths::expand_home(dir, home)),
         );
         Self::Confined {
             network: config.network,
@@ -236,19 +236,14 @@ pub struct Shell {
 impl Shell {
     /// Commands in `root`, by `helper` (the `offcode` binary), under
     /// `config`; plain when confinement is off or unavailable.
-    pub fn new(
-        helper: PathBuf,
-        root: &Path,
-        config: &crate::config::SandboxConfig,
-        home: Option<&str>,
-    ) -> Self {
+    pub fn new(helper: PathBuf, root: &Path, config: &SandboxConfig, home: Option<&str>) -> Self {
         let status = Status::of(root, config, home);
         let Status::Confined { network, writable } = &status else {
             return Self::unconfined(status);
         };
         let readable = config.readable.as_ref().map(|dirs| {
             dirs.iter()
-                .map(|dir| crate::config::expand_home(dir, home))
+                .map(|dir| crate::paths::expand_home(dir, home))
                 .collect()
         });
         match Confinement::new(helper, root, &writable[1..], *network, readable) {
@@ -370,7 +365,7 @@ fn private_temp_dir() -> std::io::Result<PathBuf> {
         let path = base.join(format!(
             "offcode-{}-{:08x}",
             std::process::id(),
-            crate::client::random_u64() & 0xffff_ffff
+            crate::ids::random_u64() & 0xffff_ffff
         ));
         match std::fs::DirBuilder::new().mode(0o700).create(&path) {
             Ok(()) => return Ok(path),
@@ -378,4 +373,32 @@ fn private_temp_dir() -> std::io::Result<PathBuf> {
         }
     }
     Err(last.unwrap_or_else(|| std::io::Error::other("no temp dir")))
+}
+
+/// Whether shell commands run confined by the kernel.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SandboxMode {
+    /// Confined (the default).
+    #[default]
+    On,
+    /// Not confined; warned about in every session.
+    Off,
+}
+
+/// Kernel confinement of shell commands (`"sandbox": "off"` is short for
+/// `{"mode": "off"}`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxConfig {
+    /// On or off. Only the global config may turn it off.
+    pub mode: SandboxMode,
+    /// Commands may reach the network.
+    pub network: bool,
+    /// More directories commands may write beneath (a leading `~/` is the
+    /// home directory). Only the global config may add them.
+    pub writable: Vec<String>,
+    /// Where commands may read and run programs from; everywhere when
+    /// unset.
+    pub readable: Option<Vec<String>>,
 }

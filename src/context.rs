@@ -235,18 +235,6 @@ pub fn report(
     }
 }
 
-/// `950`, `1.2k`, `32.8k`, `128k`.
-pub fn format_tokens(n: u64) -> String {
-    match n {
-        0..1_000 => n.to_string(),
-        1_000..100_000 => {
-            let tenths = (n + 50) / 100;
-            format!("{}.{}k", tenths / 10, tenths % 10)
-        }
-        _ => format!("{}k", (n + 500) / 1_000),
-    }
-}
-
 /// Tokens in `text`, estimated when the server cannot count them: an
 /// ASCII character is a quarter of a token, any other character (CJK,
 /// accents, symbols) a whole one.

@@ -6,113 +6,27 @@
 //! line. Approval requests are answered here: yes with `--yes`, else no.
 
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::agent::{self, AgentSetup};
 use crate::cli::RunArgs;
-use crate::client::Client;
-use crate::commands::{
-    client_failure, load_config, policy_source, read_stdin, runtime, session_store, workspace,
-};
-use crate::config::{Environment, Flags};
+use crate::config::Environment;
+use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
 use crate::protocol::{
     ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Op, TurnState, TurnStatus,
 };
-use crate::session::{self, EntryBody, Session};
-use crate::tools::Registry;
-use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
+use crate::startup::{self, Start, runtime};
+use crate::stdio::read_stdin;
 
 /// Runs one headless task; returns the exit status.
 pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
     let prompt = read_prompt(&args.prompt)?;
-    let setup = prepare(
-        environment,
-        args.start.model.as_deref(),
-        args.start.session.as_deref(),
-        args.start.r#continue,
-        "headless",
-    )?;
+    let setup = startup::prepare(environment, &Start::from(&args.start), "headless")?;
     let runtime = runtime()?;
     let printer = Printer::new(args.json, environment);
     Ok(runtime.block_on(drive(setup, prompt, args.yes, printer)))
-}
-
-/// Everything a core needs, from config, flags and the session asked for
-/// (`session` id, or the latest here with `resume_latest`); shared by
-/// headless runs and the interactive UI. `approver` is recorded as who
-/// answered approval requests.
-pub fn prepare(
-    environment: &Environment,
-    model: Option<&str>,
-    session: Option<&str>,
-    resume_latest: bool,
-    approver: &'static str,
-) -> Result<AgentSetup, Failure> {
-    let flags = Flags {
-        model: model.map(str::to_owned),
-    };
-    let loaded = load_config(environment, &flags)?;
-    // Before a session is created, so a failure leaves no empty session.
-    let sandbox = workspace(environment)?;
-    let policy = policy_source(environment, &flags, &loaded, sandbox.root())?;
-    let untrusted = loaded
-        .loosening
-        .as_ref()
-        .filter(|l| !l.trusted)
-        .map(crate::trust::Loosening::warning);
-    let config = loaded.config;
-    let store = session_store(environment)?;
-    let client = Arc::new(crate::commands::client(&config, environment)?);
-    let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
-    let resumed = match (session, resume_latest) {
-        (Some(id), _) => Some(store.open(id).map_err(session_failure)?),
-        (None, true) => {
-            let id = store.latest_for(&environment.cwd).map_err(|e| {
-                session_failure(e).with_hint("Start one with `offcode run \"PROMPT\"`")
-            })?;
-            Some(store.open(&id).map_err(session_failure)?)
-        }
-        (None, false) => None,
-    };
-    let model = match (&flags.model, &resumed, &config.model) {
-        (Some(model), ..) | (None, Some(Session { model, .. }), _) | (None, None, Some(model)) => {
-            model.clone()
-        }
-        (None, None, None) => first_served_model(&client)?,
-    };
-    let session = match resumed {
-        Some(mut session) => {
-            if session.model != model {
-                session
-                    .append(EntryBody::ModelChange { model })
-                    .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
-            }
-            session
-        }
-        None => store
-            .create(&environment.cwd, &model, client.base_url())
-            .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
-    };
-    let current = policy.current().ok();
-    let (mut context, skills) =
-        crate::commands::workspace_context(environment, &sandbox, &config, current.as_deref());
-    context.warnings.extend(untrusted);
-    let shell = crate::commands::shell(environment, &config, sandbox.root());
-    Ok(AgentSetup {
-        context,
-        client,
-        session,
-        tools: Registry::default().with_skills(skills),
-        config,
-        shell,
-        sandbox,
-        policy,
-        approver,
-        servers: crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref()),
-    })
 }
 
 fn read_prompt(argument: &str) -> Result<String, Failure> {
@@ -126,26 +40,6 @@ fn read_prompt(argument: &str) -> Result<String, Failure> {
             .with_hint("Pass the task as an argument, or `-` to read it from standard input"));
     }
     Ok(prompt)
-}
-
-fn first_served_model(client: &Client) -> Result<String, Failure> {
-    // A server slow to answer: say what is waited for.
-    let models = crate::commands::with_notice(
-        Duration::from_secs(2),
-        format!(
-            "Asking `{}` which models it serves (no `model` is configured)…",
-            client.base_url()
-        ),
-        || client.list_models(),
-    );
-    let models = models.map_err(|e| client_failure(&e, client.base_url()))?;
-    models.into_iter().next().map(|m| m.id).ok_or_else(|| {
-        Failure::message(
-            format!("The server at `{}` lists no models", client.base_url()),
-            EXIT_FAILED,
-        )
-        .with_hint("Set `model` in the config or pass `--model`")
-    })
 }
 
 async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printer) -> u8 {

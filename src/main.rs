@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
+use offcode::failure::{EXIT_USAGE, Failure};
 
 fn main() -> ExitCode {
     // The confinement helper runs before anything else, while the process
@@ -21,19 +22,12 @@ fn main() -> ExitCode {
     }
     let cli = offcode::cli::Cli::parse();
     let result = offcode::config::Environment::capture()
-        .map_err(|e| offcode::Failure::new(&e, offcode::EXIT_USAGE))
+        .map_err(|e| Failure::new(&e, EXIT_USAGE))
         .and_then(|environment| offcode::run(cli, &environment));
     match result {
         Ok(code) => ExitCode::from(code),
         Err(failure) => {
-            let mut stderr = std::io::stderr().lock();
-            let _ = writeln!(stderr, "error: {}", failure.message);
-            for cause in &failure.causes {
-                let _ = writeln!(stderr, "  Caused by: {cause}");
-            }
-            if let Some(hint) = &failure.hint {
-                let _ = writeln!(stderr, "\nhint: {hint}");
-            }
+            let _ = failure.report(&mut std::io::stderr().lock());
             ExitCode::from(failure.exit)
         }
     }

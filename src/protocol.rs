@@ -229,9 +229,9 @@ impl CompactedEvent {
         format!(
             "compacted: {}; about {} → {} of {} tokens",
             self.what,
-            crate::context::format_tokens(self.before),
-            crate::context::format_tokens(self.after),
-            crate::context::format_tokens(self.limit)
+            format_tokens(self.before),
+            format_tokens(self.after),
+            format_tokens(self.limit)
         )
     }
 }
@@ -429,5 +429,17 @@ pub fn count(n: usize, noun: &str) -> String {
         format!("1 {noun}")
     } else {
         format!("{n} {noun}s")
+    }
+}
+
+/// `950`, `1.2k`, `32.8k`, `128k`.
+pub fn format_tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..100_000 => {
+            let tenths = (n + 50) / 100;
+            format!("{}.{}k", tenths / 10, tenths % 10)
+        }
+        _ => format!("{}k", (n + 500) / 1_000),
     }
 }

@@ -406,7 +406,7 @@ fn replace(
     let temporary = format!(
         ".offcode-{}-{:012x}.tmp",
         std::process::id(),
-        crate::client::random_u64() & 0xffff_ffff_ffff
+        crate::ids::random_u64() & 0xffff_ffff_ffff
     );
     let fd = rustix::fs::openat(
         parent,

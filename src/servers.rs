@@ -6,6 +6,7 @@
 //! The cache lives in `<cache dir>/servers.json`, keyed by API root and
 //! model. It is only a cache: a missing or unreadable file is empty, and
 //! `offcode doctor` checks the server again and rewrites its entry.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

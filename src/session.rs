@@ -137,7 +137,7 @@ impl Store {
             "{}-{}-{:04x}",
             &digits[..8],
             &digits[8..14],
-            crate::client::random_u64() & 0xffff
+            crate::ids::random_u64() & 0xffff
         );
         let path = self.path_of(&id);
         let file = OpenOptions::new()

@@ -6,6 +6,7 @@
 //! `.agents/skills/<name>/SKILL.md` (read through the sandbox), and in
 //! `~/.config/offcode/skills/<name>/SKILL.md` for the global skills the
 //! config's `skills` list names.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::Path;
 

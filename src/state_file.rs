@@ -2,6 +2,7 @@
 //! do, which folders are trusted): read whole, and changed by a
 //! read-modify-write under a lock, replaced whole (written aside, then
 //! renamed), so a reader never sees half and two processes lose no change.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::Path;
 

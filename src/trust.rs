@@ -7,6 +7,7 @@
 //! exactly those, for that folder, and is asked again when they change.
 //! The record is kept as text (not a hash), so nothing but the same
 //! loosening matches it.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -2,44 +2,33 @@
 //!
 //! Output goes into the terminal's normal scrollback; while the agent
 //! works, a live area at the bottom shows text still arriving, queued
-//! input, an input line and the status line ([`busy`]). Between turns the
+//! input, an input line and the status line ([`live_turn`]). Between turns the
 //! reedline editor reads the next prompt ([`input`]). Without a terminal
-//! the same loop reads plain lines and prints finished lines ([`lines`]).
+//! the same loop reads plain lines and prints finished lines ([`prompt_loop`]).
 
 pub mod app;
-pub mod busy;
 pub mod complete;
 pub mod input;
 pub mod line;
-pub mod lines;
 pub mod live;
+pub mod live_turn;
 pub mod markdown;
+pub mod prompt_loop;
 pub mod render;
 pub mod view;
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 
-use crate::Failure;
-use crate::commands::runtime;
 use crate::config::Environment;
+use crate::failure::Failure;
+use crate::startup::{self, runtime};
 
 /// Columns assumed when the terminal does not say.
 const WIDTH: usize = 80;
 
-/// How the interactive UI starts.
-#[derive(Debug, Default, Clone)]
-pub struct Start {
-    /// `--model`.
-    pub model: Option<String>,
-    /// `--session`.
-    pub session: Option<String>,
-    /// `--continue`.
-    pub resume_latest: bool,
-}
-
 /// `offcode` with no subcommand.
-pub fn run(environment: &Environment, start: &Start) -> Result<u8, Failure> {
+pub fn run(environment: &Environment, start: &startup::Start) -> Result<u8, Failure> {
     // The editor and the live area need a terminal they can drive;
     // anything else (a pipe, `TERM=dumb`) gets plain lines.
     let terminal = std::io::stdin().is_terminal()
@@ -49,13 +38,7 @@ pub fn run(environment: &Environment, start: &Start) -> Result<u8, Failure> {
     if terminal {
         ask_trust(environment)?;
     }
-    let setup = crate::headless::prepare(
-        environment,
-        start.model.as_deref(),
-        start.session.as_deref(),
-        start.resume_latest,
-        "user",
-    )?;
+    let setup = startup::prepare(environment, start, "user")?;
     let colour = std::io::stdout().is_terminal()
         && environment.var("NO_COLOR").is_none()
         && environment.var("OFFCODE_NO_COLOR").is_none();
@@ -77,7 +60,7 @@ pub fn run(environment: &Environment, start: &Start) -> Result<u8, Failure> {
     };
     install_panic_hook(crash_log(environment), session_path);
     let runtime = runtime()?;
-    let code = runtime.block_on(lines::run(environment, setup, input, colour, width));
+    let code = runtime.block_on(prompt_loop::run(environment, setup, input, colour, width));
     // A model list still on its way (an endpoint that does not answer)
     // must not hold up leaving.
     runtime.shutdown_background();
@@ -95,7 +78,7 @@ fn ask_trust(environment: &Environment) -> Result<(), Failure> {
     {
         return Ok(());
     }
-    let loaded = crate::commands::load_config(environment, &crate::config::Flags::default())?;
+    let loaded = startup::load_config(environment, &crate::config::Flags::default())?;
     let Some(loosening) = loaded.loosening.filter(|l| !l.trusted) else {
         return Ok(());
     };
@@ -124,7 +107,7 @@ fn ask_trust(environment: &Environment) -> Result<(), Failure> {
         let store = crate::trust::Store::in_dir(environment.data_dir().as_deref());
         store
             .trust(&loosening)
-            .map_err(|e| Failure::new(&e, crate::EXIT_FAILED))?;
+            .map_err(|e| Failure::new(&e, crate::failure::EXIT_FAILED))?;
         let _ = writeln!(err, "Trusted; `offcode trust --revoke` forgets it.");
     }
     Ok(())
@@ -181,6 +164,6 @@ fn install_panic_hook(log: Option<PathBuf>, session: PathBuf) {
         if !written {
             previous(info);
         }
-        std::process::exit(crate::EXIT_FAILED.into());
+        std::process::exit(crate::failure::EXIT_FAILED.into());
     }));
 }

@@ -20,8 +20,8 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use offcode::protocol::{ApprovalRequestEvent, EventMsg, FileDiff, ToolDisplay, TurnState};
-use offcode::ui::busy::{Edit, live_rows};
 use offcode::ui::live::{Frame, Live};
+use offcode::ui::live_turn::{Edit, live_rows};
 use offcode::ui::render::{Line, Palette, Role};
 use offcode::ui::view::{Status, View};
 

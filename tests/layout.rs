@@ -1,11 +1,28 @@
 //! Architecture rules that the compiler does not check: the core never
-//! touches the terminal and never prints.
+//! touches the terminal and never prints, the protocol is a leaf, and no
+//! import circle spans the crate's top-level modules (docs/architecture.md).
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 const CORE: &[&str] = &[
-    "protocol", "agent", "client", "tools", "policy", "session", "context", "config", "sandbox",
-    "cancel", "confine",
+    "protocol",
+    "agent",
+    "client",
+    "tools",
+    "policy",
+    "session",
+    "context",
+    "config",
+    "sandbox",
+    "cancel",
+    "confine",
+    "ids",
+    "paths",
+    "skills",
+    "servers",
+    "state_file",
+    "trust",
 ];
 
 fn rust_files(path: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -73,5 +90,83 @@ fn unsafe_code_lives_in_one_module() {
         std::fs::read_to_string(&allowed)
             .unwrap()
             .contains("unsafe {")
+    );
+}
+
+/// The top-level modules each top-level module names through `crate::`
+/// (in `use` lists too), tests included.
+fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let path = regex::Regex::new(r"crate::(\w+)").unwrap();
+    let list = regex::Regex::new(r"crate::\{([^}]*)\}").unwrap();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let relative = file.strip_prefix(&src).unwrap();
+        let top = relative
+            .components()
+            .next()
+            .unwrap()
+            .as_os_str()
+            .to_string_lossy()
+            .trim_end_matches(".rs")
+            .to_owned();
+        let text = std::fs::read_to_string(file).unwrap();
+        let mut named: Vec<String> = path.captures_iter(&text).map(|c| c[1].to_owned()).collect();
+        for group in list.captures_iter(&text) {
+            named.extend(
+                group[1]
+                    .split(',')
+                    .filter_map(|item| item.trim().split("::").next())
+                    .filter(|name| !name.is_empty())
+                    .map(str::to_owned),
+            );
+        }
+        let edges = graph.entry(top.clone()).or_default();
+        edges.extend(
+            named
+                .into_iter()
+                .filter(|name| *name != top && src.join(format!("{name}.rs")).exists()),
+        );
+    }
+    graph
+}
+
+#[test]
+fn the_protocol_imports_nothing_of_the_crate() {
+    let text =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/protocol.rs"))
+            .unwrap();
+    assert!(!text.contains("crate::"), "src/protocol.rs must be a leaf");
+    assert!(!text.contains("super::"), "src/protocol.rs must be a leaf");
+}
+
+#[test]
+fn no_import_circle_spans_modules() {
+    let graph = module_graph();
+    assert!(
+        graph["startup"].contains("agent"),
+        "the graph is read: {graph:?}"
+    );
+    // A module is on a circle when it reaches itself.
+    let mut circles = Vec::new();
+    for start in graph.keys() {
+        let mut seen = BTreeSet::new();
+        let mut stack: Vec<&String> = graph[start].iter().collect();
+        while let Some(next) = stack.pop() {
+            if next == start {
+                circles.push(start.clone());
+                break;
+            }
+            if seen.insert(next.clone()) {
+                stack.extend(graph.get(next).into_iter().flatten());
+            }
+        }
+    }
+    assert_eq!(
+        circles,
+        Vec::<String>::new(),
+        "modules on an import circle; graph: {graph:#?}"
     );
 }

@@ -74,7 +74,7 @@ fn tls_config(config: &Config, var: &dyn Fn(&str) -> Option<String>) -> Result<T
     let Some(ca_file) = &config.tls.ca_file else {
         return Ok(builder.root_certs(RootCerts::PlatformVerifier).build());
     };
-    let path = crate::config::expand_home(ca_file, var("HOME").as_deref());
+    let path = crate::paths::expand_home(ca_file, var("HOME").as_deref());
     let mut certs = read_certificates(&path).map_err(|reason| {
         Error::Setup(format!("`tls.ca_file` (`{}`): {reason}", path.display()))
     })?;

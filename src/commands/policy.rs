@@ -5,10 +5,11 @@ use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::{load_config, load_policy, out, read_stdin, workspace};
 use crate::cli::PolicyCheckArgs;
 use crate::config::{Environment, Flags};
-use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
+use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
+use crate::startup::{load_config, load_policy, workspace};
+use crate::stdio::{out, read_stdin};
 
 /// `offcode policy check`: how the effective policy decides on a command
 /// line or a tool call. Nothing is run.

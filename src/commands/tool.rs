@@ -3,11 +3,12 @@
 
 use std::fmt::Write as _;
 
-use super::{load_config, load_policy, out, read_stdin, runtime, shell, workspace};
 use crate::cli::ToolArgs;
 use crate::config::{Environment, Flags};
+use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
 use crate::policy::Action;
-use crate::{EXIT_FAILED, EXIT_USAGE, Failure};
+use crate::startup::{load_config, load_policy, runtime, shell, workspace};
+use crate::stdio::{out, read_stdin};
 
 /// `offcode tool NAME 'JSON'`.
 pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {

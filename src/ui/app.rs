@@ -1,7 +1,7 @@
 //! The interactive session shared by both front ends: the running core,
 //! the conversation view, the `/` commands, `!command` and `@path`
-//! attachments. [`super::lines`] drives it with plain lines and
-//! [`super::busy`] with a live terminal.
+//! attachments. [`super::prompt_loop`] drives it with plain lines and
+//! [`super::live_turn`] with a live terminal.
 
 use std::fmt::Write as _;
 use std::io::{Read as _, Write as _};
@@ -450,8 +450,12 @@ impl<'a> App<'a> {
     /// session, or with `session`.
     async fn restart(&mut self, clear: bool, session: Option<&str>) {
         let model = self.view.status.model.clone();
-        let prepared =
-            crate::headless::prepare(self.environment, Some(&model), session, false, "user");
+        let start = crate::startup::Start {
+            model: Some(model),
+            session: session.map(str::to_owned),
+            resume_latest: false,
+        };
+        let prepared = crate::startup::prepare(self.environment, &start, "user");
         let setup = match prepared {
             Ok(setup) => setup,
             Err(failure) => {

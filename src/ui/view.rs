@@ -89,7 +89,7 @@ impl Status {
     }
 }
 
-pub use crate::context::format_tokens as tokens;
+pub use crate::protocol::format_tokens as tokens;
 
 /// The conversation as lines.
 #[derive(Debug)]

@@ -14,7 +14,7 @@ impl App<'_> {
     /// The sessions saved for this directory, newest first.
     fn here(&mut self) -> Option<Vec<Summary>> {
         let cwd = self.environment.cwd.display().to_string();
-        let listed = crate::commands::session_store(self.environment)
+        let listed = crate::startup::session_store(self.environment)
             .ok()
             .and_then(|store| store.list().ok());
         let Some(summaries) = listed else {
@@ -94,7 +94,7 @@ impl App<'_> {
     /// The conversation of a resumed session, compact: prompts, answers
     /// and tool lines.
     pub(super) fn show_transcript(&mut self, id: &str) {
-        let loaded = crate::commands::session_store(self.environment)
+        let loaded = crate::startup::session_store(self.environment)
             .ok()
             .and_then(|store| store.load(id).ok());
         let Some((_, messages)) = loaded else {

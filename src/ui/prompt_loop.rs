@@ -1,6 +1,6 @@
 //! The interactive loop: prompts come from [`Input`] (the editor on a
 //! terminal, plain lines otherwise), commands run in [`App`], and a turn is
-//! shown live ([`super::busy`]) on a terminal or as finished lines
+//! shown live ([`super::live_turn`]) on a terminal or as finished lines
 //! otherwise, where approval questions are answered on the next line.
 
 use std::collections::VecDeque;
@@ -8,8 +8,8 @@ use std::io::Write as _;
 use std::time::Duration;
 
 use super::app::{self, App, Dispatch};
-use super::busy::Next;
 use super::input::{self, Input, Reply, Request};
+use super::live_turn::Next;
 use super::render::Palette;
 use crate::agent::AgentSetup;
 use crate::config::Environment;
@@ -101,7 +101,7 @@ pub async fn run(
         };
         app.turn_started();
         let alive = if input.terminal {
-            let outcome = super::busy::turn(&mut app, op, &mut input, &mut queue, typed).await;
+            let outcome = super::live_turn::turn(&mut app, op, &mut input, &mut queue, typed).await;
             typed = outcome.typed;
             if outcome.refused && typed.is_empty() {
                 typed.clone_from(&text);
@@ -121,7 +121,7 @@ pub async fn run(
         };
         if !alive {
             app.print_committed();
-            return crate::EXIT_FAILED;
+            return crate::failure::EXIT_FAILED;
         }
     }
     app.print_committed();

@@ -13,11 +13,12 @@ use crate::cancel::Cancel;
 use crate::client::inline::{InlineParser, describe_tools};
 use crate::client::wire::{ChatRequest, FunctionSpec, ToolSpec};
 use crate::client::{self, Assembled, Client};
-use crate::commands::{load_config, out};
 use crate::config::{Environment, Flags};
 use crate::context::text_message;
+use crate::failure::{EXIT_FAILED, Failure};
 use crate::servers::{ServerCache, ToolSupport};
-use crate::{EXIT_FAILED, Failure};
+use crate::startup::load_config;
+use crate::stdio::out;
 
 /// The tool the probe asks the model to call.
 const PROBE_TOOL: &str = "report_status";
@@ -71,7 +72,7 @@ fn sandbox(
     config: &crate::config::Config,
     report: &mut Report,
 ) -> Result<(), Failure> {
-    let shell = crate::commands::shell(environment, config, &environment.cwd);
+    let shell = crate::startup::shell(environment, config, &environment.cwd);
     match shell.status() {
         crate::confine::Status::Off => report.problem(
             "shell commands run unconfined (`\"sandbox\": \"off\"` in your config)",
@@ -114,7 +115,7 @@ fn client(
     environment: &Environment,
     report: &mut Report,
 ) -> Result<Option<crate::client::Client>, Failure> {
-    match crate::commands::client(config, environment) {
+    match crate::startup::client(config, environment) {
         Ok(client) => Ok(Some(client)),
         Err(failure) => {
             let mut text = failure.message;
@@ -134,7 +135,7 @@ fn client(
 fn list(
     client: &crate::client::Client,
 ) -> Result<Vec<crate::client::wire::ModelCard>, crate::client::Error> {
-    crate::commands::with_notice(
+    crate::stdio::with_notice(
         NOTICE,
         format!(
             "  … waiting for the model list (GET {}/models)",
@@ -237,7 +238,7 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
         .enable_all()
         .build()
         .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
-    let probe = crate::commands::with_notice(NOTICE, probe_notice(&model), || {
+    let probe = crate::stdio::with_notice(NOTICE, probe_notice(&model), || {
         runtime.block_on(probe_tools(&client, config, &model))
     });
     report_tools(&probe, &mut report, &remember)?;

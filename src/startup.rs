@@ -1,0 +1,319 @@
+//! The composition root: from the environment and the command line to
+//! the parts a command needs (config, workspace, policy, client, session,
+//! skills, context) and, for `offcode run` and the UI, one core ready to
+//! start ([`prepare`]). Every front end starts here; nothing here prints
+//! but the notice of a slow server.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use crate::agent::AgentSetup;
+use crate::client::Client;
+use crate::config::{self, Config, Environment, Flags, Loaded};
+use crate::confine::Shell;
+use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
+use crate::policy::{Policy, PolicySource};
+use crate::sandbox::Sandbox;
+use crate::session::{self, EntryBody, Session, Store};
+use crate::tools::Registry;
+
+/// Which session and model a core starts with.
+#[derive(Debug, Default, Clone)]
+pub struct Start {
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--session`.
+    pub session: Option<String>,
+    /// `--continue`.
+    pub resume_latest: bool,
+}
+
+impl From<&crate::cli::SessionArgs> for Start {
+    fn from(args: &crate::cli::SessionArgs) -> Self {
+        Self {
+            model: args.model.clone(),
+            session: args.session.clone(),
+            resume_latest: args.r#continue,
+        }
+    }
+}
+
+/// Everything a core needs, from config, flags and the session asked for
+/// (`session` id, or the latest here with `resume_latest`); shared by
+/// headless runs and the interactive UI. `approver` is recorded as who
+/// answered approval requests.
+pub fn prepare(
+    environment: &Environment,
+    start: &Start,
+    approver: &'static str,
+) -> Result<AgentSetup, Failure> {
+    let flags = Flags {
+        model: start.model.clone(),
+    };
+    let loaded = load_config(environment, &flags)?;
+    // Before a session is created, so a failure leaves no empty session.
+    let sandbox = workspace(environment)?;
+    let policy = policy_source(environment, &flags, &loaded, sandbox.root())?;
+    let untrusted = loaded
+        .loosening
+        .as_ref()
+        .filter(|l| !l.trusted)
+        .map(crate::trust::Loosening::warning);
+    let config = loaded.config;
+    let store = session_store(environment)?;
+    let client = Arc::new(client(&config, environment)?);
+    let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
+    let resumed = match (start.session.as_deref(), start.resume_latest) {
+        (Some(id), _) => Some(store.open(id).map_err(session_failure)?),
+        (None, true) => {
+            let id = store.latest_for(&environment.cwd).map_err(|e| {
+                session_failure(e).with_hint("Start one with `offcode run \"PROMPT\"`")
+            })?;
+            Some(store.open(&id).map_err(session_failure)?)
+        }
+        (None, false) => None,
+    };
+    let model = match (&flags.model, &resumed, &config.model) {
+        (Some(model), ..) | (None, Some(Session { model, .. }), _) | (None, None, Some(model)) => {
+            model.clone()
+        }
+        (None, None, None) => first_served_model(&client)?,
+    };
+    let session = match resumed {
+        Some(mut session) => {
+            if session.model != model {
+                session
+                    .append(EntryBody::ModelChange { model })
+                    .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+            }
+            session
+        }
+        None => store
+            .create(&environment.cwd, &model, client.base_url())
+            .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
+    };
+    let current = policy.current().ok();
+    let (mut context, skills) =
+        workspace_context(environment, &sandbox, &config, current.as_deref());
+    context.warnings.extend(untrusted);
+    let shell = shell(environment, &config, sandbox.root());
+    Ok(AgentSetup {
+        context,
+        client,
+        session,
+        tools: Registry::default().with_skills(skills),
+        config,
+        shell,
+        sandbox,
+        policy,
+        approver,
+        servers: crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref()),
+    })
+}
+
+fn first_served_model(client: &Client) -> Result<String, Failure> {
+    // A server slow to answer: say what is waited for.
+    let models = crate::stdio::with_notice(
+        std::time::Duration::from_secs(2),
+        format!(
+            "Asking `{}` which models it serves (no `model` is configured)…",
+            client.base_url()
+        ),
+        || client.list_models(),
+    );
+    let models = models.map_err(|e| Failure::from_client(&e, client.base_url()))?;
+    models.into_iter().next().map(|m| m.id).ok_or_else(|| {
+        Failure::message(
+            format!("The server at `{}` lists no models", client.base_url()),
+            EXIT_FAILED,
+        )
+        .with_hint("Set `model` in the config or pass `--model`")
+    })
+}
+
+/// Loads the configuration, mapping problems to exit status 2.
+pub fn load_config(environment: &Environment, flags: &Flags) -> Result<Loaded, Failure> {
+    config::load(environment, flags).map_err(Failure::from)
+}
+
+/// The effective permission policy for the workspace at `root`: the
+/// built-in default, the config files' `permission` and `dangerous` keys,
+/// and the managed files (the system's, always, and one more that
+/// `OFFCODE_MANAGED_POLICY` may add).
+pub fn load_policy(
+    environment: &Environment,
+    loaded: &Loaded,
+    root: &std::path::Path,
+) -> Result<Policy, Failure> {
+    Policy::load(
+        &loaded.policy_layers,
+        &managed_paths(environment),
+        root,
+        environment.var("HOME"),
+    )
+    .map(|policy| {
+        policy.with_shell(crate::confine::Status::of(
+            root,
+            &loaded.config.sandbox,
+            environment.var("HOME"),
+        ))
+    })
+    .map_err(|e| {
+        let hint = match &e {
+            crate::policy::Error::Managed { .. } => {
+                "The managed policy is set by your administrators; ask them to fix it"
+            }
+            crate::policy::Error::Rule(_) => "Fix the rule in the config file it names",
+        };
+        Failure::new(&e, EXIT_USAGE).with_hint(hint)
+    })
+}
+
+/// The managed files: the system's (`/etc/offcode/policy.jsonc`), which
+/// nothing in the environment can remove, then the one
+/// `OFFCODE_MANAGED_POLICY` adds (for a team that keeps theirs elsewhere, and
+/// for tests).
+fn managed_paths(environment: &Environment) -> Vec<std::path::PathBuf> {
+    let system = system_managed_path(environment);
+    let mut paths = vec![system.clone()];
+    if let Some(extra) = environment.var("OFFCODE_MANAGED_POLICY")
+        && !extra.is_empty()
+        && std::path::Path::new(extra) != system
+    {
+        paths.push(extra.into());
+    }
+    paths
+}
+
+/// `/etc/offcode/policy.jsonc`. Debug builds (the test suite's) let
+/// `OFFCODE_TEST_SYSTEM_POLICY` stand in for it, so tests neither depend on
+/// the machine's file nor need root to write one; a release build has no
+/// such variable.
+fn system_managed_path(environment: &Environment) -> std::path::PathBuf {
+    #[cfg(debug_assertions)]
+    if let Some(path) = environment.var("OFFCODE_TEST_SYSTEM_POLICY") {
+        return path.into();
+    }
+    #[cfg(not(debug_assertions))]
+    let _ = environment;
+    crate::policy::MANAGED_PATH.into()
+}
+
+/// The policy for an agent: loaded now (problems stop the start with a
+/// clear error), then re-read before a tool call whenever a config file or
+/// the managed file changed.
+pub fn policy_source(
+    environment: &Environment,
+    flags: &Flags,
+    loaded: &Loaded,
+    root: &std::path::Path,
+) -> Result<Arc<PolicySource>, Failure> {
+    let policy = load_policy(environment, loaded, root)?;
+    let initial = policy_files(environment, loaded);
+    let (environment, flags, root) = (environment.clone(), flags.clone(), root.to_path_buf());
+    let reload = move || -> Result<(Policy, Vec<std::path::PathBuf>), String> {
+        let loaded = config::load(&environment, &flags).map_err(|e| e.to_string())?;
+        let policy = load_policy(&environment, &loaded, &root).map_err(|f| f.message)?;
+        Ok((policy, policy_files(&environment, &loaded)))
+    };
+    Ok(Arc::new(PolicySource::new(
+        policy,
+        initial,
+        Box::new(reload),
+    )))
+}
+
+/// Every file the policy is read from or looked for: the config files and
+/// the managed file.
+fn policy_files(environment: &Environment, loaded: &Loaded) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = loaded.files.iter().map(|f| f.path.clone()).collect();
+    files.extend(managed_paths(environment));
+    files
+}
+
+/// How shell commands run in `root`: confined by this `offcode` binary
+/// acting as the helper, unless the config turned it off or the kernel
+/// cannot.
+pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path) -> Arc<Shell> {
+    let helper = std::env::current_exe().unwrap_or_else(|_| "offcode".into());
+    Arc::new(Shell::new(
+        helper,
+        root,
+        &config.sandbox,
+        environment.var("HOME"),
+    ))
+}
+
+/// The session store under the data directory.
+pub fn session_store(environment: &Environment) -> Result<Store, Failure> {
+    environment
+        .data_dir()
+        .map(|dir| Store::new(dir.join("sessions")))
+        .ok_or_else(|| {
+            Failure::message("Cannot tell where to keep sessions", EXIT_USAGE)
+                .with_hint("Set `HOME`, `XDG_DATA_HOME` or `OFFCODE_DATA_DIR`")
+        })
+}
+
+/// The workspace: the startup directory held open, also reachable through
+/// a logical `$PWD` that names the same directory.
+pub fn workspace(environment: &Environment) -> Result<Arc<Sandbox>, Failure> {
+    let sandbox = Sandbox::new(&environment.cwd).map_err(|e| {
+        Failure::new(&e, EXIT_USAGE)
+            .with_hint("offcode works in the directory it starts in; it must be readable")
+    })?;
+    Ok(Arc::new(match environment.var("PWD") {
+        Some(pwd) => sandbox.with_alias(std::path::Path::new(pwd)),
+        None => sandbox,
+    }))
+}
+
+/// The single-threaded runtime the front ends drive the core on.
+pub fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))
+}
+
+/// The client for the configured endpoint; bad TLS or proxy settings are
+/// a usage error.
+pub fn client(
+    config: &crate::config::Config,
+    environment: &Environment,
+) -> Result<Client, Failure> {
+    Client::with_env(config, &|name| environment.var(name).map(str::to_owned)).map_err(|e| {
+        Failure::new(&e, EXIT_USAGE)
+            .with_hint("Fix `tls` in the config, or the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`)")
+    })
+}
+
+/// The system prompt's parts and the skills for a workspace: rules,
+/// instructions, and the skills `policy` does not deny (a denied skill is
+/// not even listed).
+pub fn workspace_context(
+    environment: &Environment,
+    sandbox: &crate::sandbox::Sandbox,
+    config: &crate::config::Config,
+    policy: Option<&crate::policy::Policy>,
+) -> (crate::context::Assembly, Vec<crate::skills::Skill>) {
+    let config_dir = environment.config_dir();
+    let mut assembly =
+        crate::context::assemble(sandbox, config_dir.as_deref(), &config.instructions);
+    let found = crate::skills::discover(sandbox, config_dir.as_deref(), &config.skills);
+    let skills: Vec<crate::skills::Skill> = found
+        .skills
+        .into_iter()
+        .filter(|skill| {
+            policy.is_none_or(|policy| {
+                policy
+                    .decide("skill", &json!({ "name": skill.name }), &[])
+                    .action
+                    != crate::policy::Action::Deny
+            })
+        })
+        .collect();
+    assembly.add_skills(&skills, found.warnings);
+    (assembly, skills)
+}
