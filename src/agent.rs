@@ -47,7 +47,7 @@ pub struct AgentSetup {
     /// The effective permission policy, resolved before every call.
     pub policy: Arc<PolicySource>,
     /// Who answers approval requests, as recorded: `user` or `headless`.
-    pub approver: &'static str,
+    pub approver: crate::protocol::Decider,
     /// The system prompt in its parts (base prompt, rules, instructions).
     pub context: crate::context::Assembly,
     /// What earlier runs learned about servers (none: learn afresh).

@@ -15,7 +15,7 @@ use crate::cli::RunArgs;
 use crate::config::Environment;
 use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
 use crate::protocol::{
-    ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Op, TurnState, TurnStatus,
+    ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Mandate, Op, TurnState, TurnStatus,
 };
 use crate::startup::{self, Start, runtime};
 use crate::stdio::read_stdin;
@@ -23,7 +23,11 @@ use crate::stdio::read_stdin;
 /// Runs one headless task; returns the exit status.
 pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
     let prompt = read_prompt(&args.prompt)?;
-    let setup = startup::prepare(environment, &Start::from(&args.start), "headless")?;
+    let setup = startup::prepare(
+        environment,
+        &Start::from(&args.start),
+        crate::protocol::Decider::Headless,
+    )?;
     let runtime = runtime()?;
     let printer = Printer::new(args.json, environment);
     Ok(runtime.block_on(drive(setup, prompt, args.yes, printer)))
@@ -153,12 +157,12 @@ fn headless_answer(
             "it is dangerous ({}) and a headless run never approves dangerous commands, even with --yes",
             request.dangers.join("; ")
         )
-    } else if request.mandatory && request.rule.starts_with("managed ") {
+    } else if request.mandate == Some(Mandate::ManagedPolicy) {
         format!(
             "the managed policy requires a person's approval ({}); --yes does not give it",
             request.rule
         )
-    } else if request.mandatory {
+    } else if request.mandate.is_some() {
         format!(
             "it needs a person's answer ({}); --yes does not give it",
             request.rule
@@ -326,7 +330,7 @@ impl TextPrinter {
                 describe_arguments(&call.name, &call.arguments)
             )),
             EventMsg::ToolCallEnd(end) => {
-                let (mark, colour) = if end.ok {
+                let (mark, colour) = if end.outcome.ok() {
                     ("✓", s.green)
                 } else {
                     ("✗", s.red)

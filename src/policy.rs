@@ -24,6 +24,8 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::protocol::Mandate;
+
 pub use file::{DangerousValue, Error, PermissionValue, rules_from};
 pub use gate::{Danger, ExtraFile, Gate};
 pub use source::{Loader, PolicySource};
@@ -70,11 +72,61 @@ pub struct Rule {
     pub pattern: String,
     /// What the rule says.
     pub action: Action,
-    /// The file (or `built-in`, `session`) and key, for messages.
-    pub origin: String,
+    /// Where it was written.
+    pub source: Source,
+    /// The key in that file (`permission.bash["git *"]`), for messages.
+    pub key: String,
+}
+
+/// Where a rule was written; the decision's provenance.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// The built-in defaults, `policy/default.jsonc`.
+    BuiltIn,
+    /// A config file.
+    Config(PathBuf),
+    /// A managed policy file: it only tightens, and its questions need a
+    /// person.
+    Managed(PathBuf),
+    /// The user allowed it for this session.
+    Session,
+    /// No rule matched; the fallback asks.
+    Unmatched,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BuiltIn => f.write_str("built-in policy/default.jsonc"),
+            Self::Config(path) => write!(f, "{}", path.display()),
+            Self::Managed(path) => write!(f, "managed {}", path.display()),
+            Self::Session => f.write_str("allowed for this session"),
+            Self::Unmatched => f.write_str("no rule matched"),
+        }
+    }
 }
 
 impl Rule {
+    /// A rule the user allowed for this session.
+    pub fn for_session(permission: impl Into<String>, pattern: impl Into<String>) -> Self {
+        Self {
+            permission: permission.into(),
+            pattern: pattern.into(),
+            action: Action::Allow,
+            source: Source::Session,
+            key: String::new(),
+        }
+    }
+
+    /// Where it was written, for messages: the file and the key.
+    pub fn origin(&self) -> String {
+        if self.key.is_empty() {
+            self.source.to_string()
+        } else {
+            format!("{} {}", self.source, self.key)
+        }
+    }
+
     /// The rule as a person reads it: ``bash `git status *` ``, or
     /// `every edit call` for a bare `*`.
     pub fn describe(&self) -> String {
@@ -85,9 +137,6 @@ impl Rule {
         }
     }
 }
-
-/// The origin of rules the user allowed for the session.
-pub const SESSION_ORIGIN: &str = "allowed for this session";
 
 /// The built-in default permissions.
 const DEFAULT: &str = include_str!("../policy/default.jsonc");
@@ -135,16 +184,15 @@ pub struct Subject {
     pub value: String,
     /// The outcome for this subject.
     pub action: Action,
-    /// The rule that decided.
+    /// The rule that decided, as a person reads it.
     pub rule: String,
+    /// Where that rule was written.
+    #[serde(skip)]
+    pub source: Source,
 }
 
 /// The policy's answer for one tool call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[expect(
-    clippy::struct_excessive_bools,
-    reason = "flat data, serialised as it is"
-)]
 pub struct Decision {
     /// Allow, ask or deny.
     pub action: Action,
@@ -156,9 +204,13 @@ pub struct Decision {
     pub subjects: Vec<Subject>,
     /// The rule (or dangerous reason) that decided.
     pub rule: String,
-    /// The managed policy made this decision (it cannot be waived by
-    /// `--yes` or a session approval).
-    pub managed: bool,
+    /// Where the deciding rule was written.
+    #[serde(skip)]
+    pub source: Source,
+    /// Who demands a person's answer whatever `--yes` or a session
+    /// approval say; on the wire `managed: true` and `mandate`.
+    #[serde(flatten, with = "crate::protocol::managed_wire")]
+    pub mandate: Option<Mandate>,
     /// An approved run may overwrite existing files through `>`: run it
     /// without noclobber.
     pub clobbers: bool,
@@ -185,15 +237,17 @@ impl Policy {
     ) -> Result<Self, Error> {
         let default: Value = json5::from_str(DEFAULT)
             .map_err(|e| Error::Rule(format!("policy/default.jsonc is broken: {e}")))?;
-        let mut rules = rules_from(&default["permission"], "built-in policy/default.jsonc")
-            .map_err(Error::Rule)?;
+        let mut rules = rules_from(&default["permission"], &Source::BuiltIn)
+            .map_err(|e| Error::Rule(format!("{}: {e}", Source::BuiltIn)))?;
         let mut extra = Vec::new();
         let mut commands = Vec::new();
         let mut untrusted = Vec::new();
         for layer in layers {
-            let origin = layer.path.display().to_string();
+            let source = Source::Config(layer.path.clone());
+            let origin = source.to_string();
             if let Some(permission) = &layer.permission {
-                let layer_rules = rules_from(permission, &origin).map_err(Error::Rule)?;
+                let layer_rules = rules_from(permission, &source)
+                    .map_err(|e| Error::Rule(format!("{origin}: {e}")))?;
                 if layer.untrusted {
                     untrusted.extend(layer_rules);
                 } else {
@@ -209,7 +263,7 @@ impl Policy {
         let mut managed_files = Vec::new();
         for path in managed_paths {
             if let Some(file) = file::read_managed(path)? {
-                let origin = format!("managed {}", path.display());
+                let origin = Source::Managed(path.clone()).to_string();
                 if let Some(table) = file.commands {
                     commands.push((origin.clone(), table));
                 }
@@ -271,6 +325,7 @@ impl Policy {
             .or_else(|| judged.last());
         let mut action = deciding.map_or(Action::Ask, |s| s.action);
         let mut rule = deciding.map_or_else(String::new, |s| s.rule.clone());
+        let source = deciding.map_or(Source::Unmatched, |s| s.source.clone());
         let dangerous = !found.dangers.is_empty();
         if dangerous && action != Action::Deny {
             action = Action::Ask;
@@ -284,40 +339,42 @@ impl Policy {
                     .join("; ")
             );
         }
-        let mut managed = deciding.is_some_and(|s| s.rule.starts_with("managed "));
+        let mut mandate = matches!(source, Source::Managed(_)).then_some(Mandate::ManagedPolicy);
         let (confinement, unconfined) = self.confinement(tool, arguments);
         // Lifting the sandbox, or a kernel that cannot confine, makes bash
         // a question no rule, session or `--yes` answers.
         let forced = match (&self.shell, unconfined) {
             _ if tool != "bash" || action == Action::Deny => None,
-            (_, true) => Some("asks to run outside the sandbox".to_owned()),
-            (crate::confine::Status::Unavailable { reason }, false) => Some(format!(
-                "commands cannot be confined ({reason}), so each one asks"
+            (_, true) => Some((
+                Mandate::Unconfined,
+                "asks to run outside the sandbox".to_owned(),
+            )),
+            (crate::confine::Status::Unavailable { reason }, false) => Some((
+                Mandate::NoConfinement,
+                format!("commands cannot be confined ({reason}), so each one asks"),
             )),
             _ => None,
         };
-        if let Some(why) = forced {
+        if let Some((why_mandated, why)) = forced {
             action = Action::Ask;
-            managed = true;
+            mandate = Some(why_mandated);
             rule = if dangerous {
                 format!("{why}; {rule}")
             } else {
                 why
             };
         }
-        let session_rules = if action == Action::Ask && !dangerous && !managed {
+        let session_rules = if action == Action::Ask && !dangerous && mandate.is_none() {
             judged
                 .iter()
                 .filter(|s| s.action == Action::Ask)
-                .map(|s| Rule {
-                    permission: s.permission.clone(),
-                    pattern: if s.permission == "bash" {
+                .map(|s| {
+                    let pattern = if s.permission == "bash" {
                         session_pattern(&s.value)
                     } else {
                         "*".to_owned()
-                    },
-                    action: Action::Allow,
-                    origin: SESSION_ORIGIN.to_owned(),
+                    };
+                    Rule::for_session(s.permission.clone(), pattern)
                 })
                 .collect()
         } else {
@@ -329,7 +386,8 @@ impl Policy {
             dangers: found.dangers,
             subjects: judged,
             rule,
-            managed,
+            source,
+            mandate,
             clobbers: found.clobbers,
             confinement,
             unconfined,
@@ -471,7 +529,8 @@ impl Policy {
                 permission: "*".to_owned(),
                 pattern: "*".to_owned(),
                 action: Action::Ask,
-                origin: "no rule matched".to_owned(),
+                source: Source::Unmatched,
+                key: String::new(),
             },
         };
         // The managed file only tightens; on a tie its rule is the one
@@ -486,7 +545,8 @@ impl Policy {
             permission: subject.keys[0].clone(),
             value: subject.value.clone(),
             action: chosen.action,
-            rule: chosen.origin,
+            rule: chosen.origin(),
+            source: chosen.source,
         }
     }
 }

@@ -257,8 +257,10 @@ pub struct ToolCallEndEvent {
     pub call_id: String,
     /// The tool's name.
     pub name: String,
-    /// False when the tool failed or was refused.
-    pub ok: bool,
+    /// How it ended; on the wire `outcome`, and `ok` for readers that
+    /// only tell success from the rest.
+    #[serde(flatten, with = "outcome_wire")]
+    pub outcome: CallOutcome,
     /// One line for progress displays.
     pub summary: String,
     /// What the model receives.
@@ -266,6 +268,132 @@ pub struct ToolCallEndEvent {
     /// A richer form for the UI (diffs), never sent to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<ToolDisplay>,
+}
+
+/// How a tool call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The tool ran and succeeded.
+    Ok,
+    /// The tool ran (or was called wrongly) and failed.
+    Failed,
+    /// The call was not run: the policy or a person refused it.
+    Refused,
+    /// The user aborted the turn while the call ran.
+    Aborted,
+}
+
+impl CallOutcome {
+    /// Whether the call succeeded.
+    pub fn ok(self) -> bool {
+        self == Self::Ok
+    }
+}
+
+/// [`CallOutcome`] as `"ok": bool` and `"outcome"`; a line with only
+/// `ok` (the first format) reads as ok or failed.
+mod outcome_wire {
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    use super::CallOutcome;
+
+    #[derive(Serialize, Deserialize)]
+    struct Wire {
+        ok: bool,
+        #[serde(default)]
+        outcome: Option<CallOutcome>,
+    }
+
+    #[expect(
+        clippy::trivially_copy_pass_by_ref,
+        reason = "serde's `with` passes a reference"
+    )]
+    pub fn serialize<S: Serializer>(outcome: &CallOutcome, to: S) -> Result<S::Ok, S::Error> {
+        Wire {
+            ok: outcome.ok(),
+            outcome: Some(*outcome),
+        }
+        .serialize(to)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<CallOutcome, D::Error> {
+        let wire = Wire::deserialize(from)?;
+        Ok(wire.outcome.unwrap_or(if wire.ok {
+            CallOutcome::Ok
+        } else {
+            CallOutcome::Failed
+        }))
+    }
+}
+
+/// Why a question needs a person's answer whatever the rules, `--yes` or
+/// session approvals say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mandate {
+    /// A managed policy rule asks.
+    ManagedPolicy,
+    /// The command asks to run outside the sandbox.
+    Unconfined,
+    /// Commands cannot be confined on this machine, so each one asks.
+    NoConfinement,
+}
+
+/// An optional [`Mandate`] as `"<flag>": bool` (the first format's
+/// field) and `"mandate"` when there is one.
+macro_rules! mandate_wire {
+    ($module:ident, $flag:literal) => {
+        #[doc = concat!("An optional [`Mandate`] as `\"", $flag, "\": bool` and `\"mandate\"`.")]
+        pub mod $module {
+            use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+            use super::Mandate;
+
+            #[derive(Serialize, Deserialize)]
+            struct Wire {
+                #[serde(rename = $flag, default)]
+                flag: bool,
+                #[serde(default, skip_serializing_if = "Option::is_none")]
+                mandate: Option<Mandate>,
+            }
+
+            pub fn serialize<S: Serializer>(
+                mandate: &Option<Mandate>,
+                to: S,
+            ) -> Result<S::Ok, S::Error> {
+                Wire {
+                    flag: mandate.is_some(),
+                    mandate: *mandate,
+                }
+                .serialize(to)
+            }
+
+            pub fn deserialize<'de, D: Deserializer<'de>>(
+                from: D,
+            ) -> Result<Option<Mandate>, D::Error> {
+                let wire = Wire::deserialize(from)?;
+                // A first-format `true` came from the managed policy.
+                Ok(wire.mandate.or(wire.flag.then_some(Mandate::ManagedPolicy)))
+            }
+        }
+    };
+}
+mandate_wire!(mandatory_wire, "mandatory");
+mandate_wire!(managed_wire, "managed");
+
+/// Who decided whether a tool call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decider {
+    /// The permission rules.
+    Policy,
+    /// A person, asked in the UI.
+    User,
+    /// A rule the user allowed for this session.
+    Session,
+    /// A headless run's answer (`--yes` or its refusal).
+    Headless,
 }
 
 /// How a front end can show a tool result beyond its text.
@@ -342,10 +470,6 @@ pub struct FileDiff {
 
 /// Payload of [`EventMsg::ApprovalRequest`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[expect(
-    clippy::struct_excessive_bools,
-    reason = "flat data, serialised as it is"
-)]
 pub struct ApprovalRequestEvent {
     /// The call to approve.
     pub call_id: String,
@@ -370,9 +494,10 @@ pub struct ApprovalRequestEvent {
     /// Why it is dangerous, one line per finding.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dangers: Vec<String>,
-    /// The managed policy demands the question: never answered by `--yes`.
-    #[serde(default)]
-    pub mandatory: bool,
+    /// Who demands a person's answer, if anyone: never answered by
+    /// `--yes` or for the session.
+    #[serde(flatten, with = "mandatory_wire")]
+    pub mandate: Option<Mandate>,
     /// For bash: how the command would run (confined and what it may
     /// write, or unconfined and why).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -395,8 +520,8 @@ pub struct PermissionDecisionEvent {
     pub tool: String,
     /// The outcome.
     pub decision: ApprovalDecision,
-    /// Who decided: `policy`, `user`, `session` or `headless`.
-    pub by: String,
+    /// Who decided.
+    pub by: Decider,
     /// The rule or reason behind it.
     pub rule: String,
 }
@@ -441,5 +566,91 @@ pub fn format_tokens(n: u64) -> String {
             format!("{}.{}k", tenths / 10, tenths % 10)
         }
         _ => format!("{}k", (n + 500) / 1_000),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn end(outcome: CallOutcome) -> ToolCallEndEvent {
+        ToolCallEndEvent {
+            call_id: "c1".into(),
+            name: "bash".into(),
+            outcome,
+            summary: String::new(),
+            output: String::new(),
+            display: None,
+        }
+    }
+
+    #[test]
+    fn a_call_outcome_keeps_ok_on_the_wire_and_reads_the_first_format() {
+        let refused = serde_json::to_value(end(CallOutcome::Refused)).unwrap();
+        assert_eq!(refused["ok"], false);
+        assert_eq!(refused["outcome"], "refused");
+        assert_eq!(
+            serde_json::to_value(end(CallOutcome::Ok)).unwrap()["ok"],
+            true
+        );
+        for outcome in [
+            CallOutcome::Ok,
+            CallOutcome::Failed,
+            CallOutcome::Refused,
+            CallOutcome::Aborted,
+        ] {
+            let text = serde_json::to_string(&end(outcome)).unwrap();
+            let back: ToolCallEndEvent = serde_json::from_str(&text).unwrap();
+            assert_eq!(back.outcome, outcome);
+        }
+        let first =
+            json!({"call_id": "c", "name": "read", "ok": false, "summary": "", "output": ""});
+        let read: ToolCallEndEvent = serde_json::from_value(first).unwrap();
+        assert_eq!(read.outcome, CallOutcome::Failed);
+    }
+
+    #[test]
+    fn a_mandate_keeps_mandatory_on_the_wire() {
+        let mut request = ApprovalRequestEvent {
+            call_id: "c".into(),
+            tool: "bash".into(),
+            arguments: json!({"command": "ls"}),
+            reason: None,
+            rule: "r".into(),
+            session_allowed: false,
+            session_rules: Vec::new(),
+            dangerous: false,
+            dangers: Vec::new(),
+            mandate: Some(Mandate::NoConfinement),
+            confinement: None,
+            unconfined: false,
+            preview: None,
+        };
+        let value = serde_json::to_value(&request).unwrap();
+        assert_eq!(value["mandatory"], true);
+        assert_eq!(value["mandate"], "no_confinement");
+        let back: ApprovalRequestEvent = serde_json::from_value(value).unwrap();
+        assert_eq!(back, request);
+        request.mandate = None;
+        let value = serde_json::to_value(&request).unwrap();
+        assert_eq!(value["mandatory"], false);
+        assert!(value.get("mandate").is_none());
+        assert_eq!(
+            serde_json::from_value::<ApprovalRequestEvent>(value).unwrap(),
+            request
+        );
+    }
+
+    #[test]
+    fn deciders_are_written_as_before() {
+        for (decider, text) in [
+            (Decider::Policy, "policy"),
+            (Decider::User, "user"),
+            (Decider::Session, "session"),
+            (Decider::Headless, "headless"),
+        ] {
+            assert_eq!(serde_json::to_value(decider).unwrap(), text);
+        }
     }
 }

@@ -46,7 +46,7 @@ impl From<&crate::cli::SessionArgs> for Start {
 pub fn prepare(
     environment: &Environment,
     start: &Start,
-    approver: &'static str,
+    approver: crate::protocol::Decider,
 ) -> Result<AgentSetup, Failure> {
     let flags = Flags {
         model: start.model.clone(),

@@ -38,7 +38,7 @@ pub fn run(environment: &Environment, start: &startup::Start) -> Result<u8, Fail
     if terminal {
         ask_trust(environment)?;
     }
-    let setup = startup::prepare(environment, start, "user")?;
+    let setup = startup::prepare(environment, start, crate::protocol::Decider::User)?;
     let colour = std::io::stdout().is_terminal()
         && environment.var("NO_COLOR").is_none()
         && environment.var("OFFCODE_NO_COLOR").is_none();

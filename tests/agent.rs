@@ -42,7 +42,7 @@ fn start_with(server: &MockServer, adjust: impl FnOnce(&mut offcode::config::Con
         shell: crate::support::confined_shell(&root),
         sandbox: Arc::new(offcode::sandbox::Sandbox::new(&root).unwrap()),
         policy: built_in_policy(&root),
-        approver: "user",
+        approver: offcode::protocol::Decider::User,
         context: offcode::context::Assembly::default(),
         servers: offcode::servers::ServerCache::default(),
     });
@@ -395,7 +395,7 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
         shell: crate::support::confined_shell(&harness.root),
         sandbox: Arc::new(offcode::sandbox::Sandbox::new(&harness.root).unwrap()),
         policy: built_in_policy(&harness.root),
-        approver: "user",
+        approver: offcode::protocol::Decider::User,
         context: offcode::context::Assembly::default(),
         servers: offcode::servers::ServerCache::default(),
     });
@@ -966,7 +966,11 @@ async fn lifting_the_sandbox_takes_its_own_answer_and_holds_for_one_command() {
         asks[0].confinement
     );
     // Lifting is its own, mandatory question, never for the session.
-    assert!(asks[1].unconfined && asks[1].mandatory && !asks[1].session_allowed);
+    assert!(
+        asks[1].unconfined
+            && asks[1].mandate == Some(offcode::protocol::Mandate::Unconfined)
+            && !asks[1].session_allowed
+    );
     assert!(
         asks[1]
             .confinement

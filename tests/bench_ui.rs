@@ -126,7 +126,7 @@ fn main() {
         session_rules: Vec::new(),
         dangerous: false,
         dangers: Vec::new(),
-        mandatory: false,
+        mandate: None,
         confinement: None,
         unconfined: false,
         preview: Some(ToolDisplay::Diff {

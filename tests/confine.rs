@@ -379,7 +379,11 @@ fn without_landlock_every_bash_call_asks_and_no_rule_allows_it() {
     });
     let decision = policy.decide("bash", &json!({"command": "ls"}), &[]);
     assert_eq!(decision.action, offcode::policy::Action::Ask);
-    assert!(decision.managed, "--yes must not answer it");
+    assert_eq!(
+        decision.mandate,
+        Some(offcode::protocol::Mandate::NoConfinement),
+        "--yes must not answer it"
+    );
     assert!(decision.session_rules.is_empty());
     assert!(
         decision.rule.contains("cannot be confined"),

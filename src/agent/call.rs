@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use super::turn::AgentState;
 use crate::cancel::Cancel;
-use crate::protocol::{EventMsg, SubmissionId, ToolCallBeginEvent, ToolCallEndEvent, TurnState};
+use crate::protocol::{
+    CallOutcome, EventMsg, SubmissionId, ToolCallBeginEvent, ToolCallEndEvent, TurnState,
+};
 use crate::session::ToolCall;
 use crate::tools::{ToolContext, ToolOutput, parse_argument_text};
 
@@ -44,21 +46,27 @@ impl AgentState {
                 };
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.
-                let output = tokio::select! {
-                    output = self.tools.call(&call.name, &call.arguments, &context) => output,
-                    () = cancel.cancelled() => ToolOutput::error("Aborted by the user"),
+                let (output, outcome) = tokio::select! {
+                    output = self.tools.call(&call.name, &call.arguments, &context) => {
+                        let outcome = if output.ok { CallOutcome::Ok } else { CallOutcome::Failed };
+                        (output, outcome)
+                    }
+                    () = cancel.cancelled() => {
+                        (ToolOutput::error("Aborted by the user"), CallOutcome::Aborted)
+                    }
                 };
-                self.after_call(&call.name, output)
+                let (output, todos_changed) = self.after_call(&call.name, output);
+                (output, todos_changed, outcome)
             }
-            Err(refusal) => (refusal, false),
+            Err(refusal) => (refusal, false, CallOutcome::Refused),
         };
-        let (output, todos_changed) = output;
+        let (output, todos_changed, outcome) = output;
         self.emit(
             id,
             EventMsg::ToolCallEnd(ToolCallEndEvent {
                 call_id: call.id.clone(),
                 name: call.name.clone(),
-                ok: output.ok,
+                outcome,
                 summary: output.summary.clone(),
                 output: output.output.clone(),
                 display: output.display.clone(),

@@ -9,10 +9,10 @@ use tokio::sync::oneshot;
 use super::lock;
 use super::turn::AgentState;
 use crate::cancel::Cancel;
-use crate::policy::{Action, Decision, Policy, SESSION_ORIGIN};
+use crate::policy::{Action, Decision, Policy, Source};
 use crate::protocol::{
-    ApprovalDecision, ApprovalRequestEvent, EventMsg, PermissionDecisionEvent, SubmissionId,
-    TurnState,
+    ApprovalDecision, ApprovalRequestEvent, Decider, EventMsg, PermissionDecisionEvent,
+    SubmissionId, TurnState,
 };
 use crate::session::{AllowedRule, EntryBody, ToolCall};
 use crate::tools::{ToolContext, ToolOutput};
@@ -43,7 +43,7 @@ impl AgentState {
                     summary: summarize(&call.name, &arguments),
                     dangerous: false,
                     decision: ApprovalDecision::Deny,
-                    by: "policy".to_owned(),
+                    by: Decider::Policy,
                     rule: format!("the policy could not be loaded: {problem}"),
                     allowed: Vec::new(),
                 };
@@ -55,14 +55,14 @@ impl AgentState {
         self.doom_loop(&policy, call, &mut decision);
         let summary = summarize(&call.name, &arguments);
         let (answer, reason, by) = match decision.action {
-            Action::Allow if decision.rule == SESSION_ORIGIN => {
-                (ApprovalDecision::AllowOnce, None, "session")
+            Action::Allow if decision.source == Source::Session => {
+                (ApprovalDecision::AllowOnce, None, Decider::Session)
             }
-            Action::Allow => (ApprovalDecision::AllowOnce, None, "policy"),
+            Action::Allow => (ApprovalDecision::AllowOnce, None, Decider::Policy),
             Action::Deny => (
                 ApprovalDecision::Deny,
                 Some(format!("denied by the rule {}", decision.rule)),
-                "policy",
+                Decider::Policy,
             ),
             Action::Ask => {
                 let (answer, reason) = self.ask(id, call, arguments, &decision, cancel).await;
@@ -88,20 +88,20 @@ impl AgentState {
             summary,
             dangerous: decision.dangerous,
             decision: answer,
-            by: by.to_owned(),
+            by,
             rule: decision.rule.clone(),
             allowed,
         };
         self.record(id, entry)
             .map_err(|_| ToolOutput::error("not run: the session could not be written"))?;
-        if by != "policy" || answer == ApprovalDecision::Deny {
+        if by != Decider::Policy || answer == ApprovalDecision::Deny {
             self.emit(
                 id,
                 EventMsg::PermissionDecision(PermissionDecisionEvent {
                     call_id: call.id.clone(),
                     tool: call.name.clone(),
                     decision: answer,
-                    by: by.to_owned(),
+                    by,
                     rule: decision.rule.clone(),
                 }),
             );
@@ -114,7 +114,7 @@ impl AgentState {
             ApprovalDecision::Deny => {
                 let why = match (reason, by) {
                     (Some(reason), _) => reason,
-                    (None, "policy") => format!("denied by the rule {}", decision.rule),
+                    (None, Decider::Policy) => format!("denied by the rule {}", decision.rule),
                     (None, _) => "the user declined".to_owned(),
                 };
                 Err(ToolOutput::error(format!(
@@ -171,7 +171,7 @@ impl AgentState {
                     .iter()
                     .map(|d| format!("{}: {}", d.command, d.why))
                     .collect(),
-                mandatory: decision.managed,
+                mandate: decision.mandate,
                 confinement: decision.confinement.clone(),
                 unconfined: decision.unconfined,
                 preview,
@@ -209,7 +209,8 @@ impl AgentState {
                 "{} (the same `{}` call {repeats} times in a row)",
                 doom.rule, call.name
             );
-            decision.managed = doom.managed;
+            decision.mandate = doom.mandate;
+            decision.source = doom.source;
             decision.session_rules = Vec::new();
         }
     }

@@ -16,7 +16,7 @@ use crate::cancel::Cancel;
 use crate::client::wire::{ChatRequest, ToolSpec};
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
-use crate::policy::{Action, PolicySource, Rule, SESSION_ORIGIN};
+use crate::policy::{PolicySource, Rule};
 use crate::protocol::{
     AssistantMessageEvent, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent, SubmissionId,
     TokenUsage, TurnCompleteEvent, TurnState, TurnStatus,
@@ -78,7 +78,7 @@ pub(super) struct AgentState {
     /// Rules the user allowed for the rest of the session.
     pub(super) session_rules: Vec<Rule>,
     /// Who answers approval requests (`user`, `headless`).
-    pub(super) approver: &'static str,
+    pub(super) approver: crate::protocol::Decider,
     /// The last call asked for and how many times in a row.
     pub(super) last_call: Option<(String, String)>,
     pub(super) repeats: u32,
@@ -119,12 +119,7 @@ impl AgentState {
                 .session
                 .allowed
                 .iter()
-                .map(|a| Rule {
-                    permission: a.permission.clone(),
-                    pattern: a.pattern.clone(),
-                    action: Action::Allow,
-                    origin: SESSION_ORIGIN.to_owned(),
-                })
+                .map(|a| Rule::for_session(a.permission.clone(), a.pattern.clone()))
                 .collect(),
             session: setup.session,
             policy: setup.policy,

@@ -50,7 +50,7 @@ pub fn policy_check(args: &PolicyCheckArgs, environment: &Environment) -> Result
     if let Some(how) = &decision.confinement {
         let _ = writeln!(text, "Runs:     {how}");
     }
-    if decision.managed {
+    if decision.mandate.is_some() {
         let _ = writeln!(
             text,
             "          set by the managed policy; it cannot be waived"

@@ -57,12 +57,12 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
                 EXIT_FAILED,
             ));
         }
-        Action::Ask if decision.dangerous || decision.managed => {
+        Action::Ask if decision.dangerous || decision.mandate.is_some() => {
             return Err(
                 Failure::message(format!("Not run: {}", decision.rule), EXIT_FAILED).with_hint(
                     if decision.dangerous {
                         "Dangerous calls need a person's approval; --yes does not approve them"
-                    } else if decision.rule.starts_with("managed ") {
+                    } else if decision.mandate == Some(crate::protocol::Mandate::ManagedPolicy) {
                         "The managed policy asks for a person's approval; --yes does not give it"
                     } else {
                         "This needs a person's answer in the interactive UI; --yes does not give it"

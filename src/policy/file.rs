@@ -6,22 +6,25 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::{Action, ExtraFile, Rule};
+use super::{Action, ExtraFile, Rule, Source};
 
-/// Turns a `permission` value into rules, in file order.
-pub fn rules_from(value: &Value, origin: &str) -> Result<Vec<Rule>, String> {
+/// Turns a `permission` value written in `source` into rules, in file
+/// order; the error names the key but not the file.
+pub fn rules_from(value: &Value, source: &Source) -> Result<Vec<Rule>, String> {
     let mut rules = Vec::new();
     let action = |value: &Value, key: &str| -> Result<Action, String> {
-        value.as_str().and_then(Action::parse).ok_or_else(|| {
-            format!("{origin}: `{key}` must be \"allow\", \"ask\" or \"deny\", found {value}")
-        })
+        value
+            .as_str()
+            .and_then(Action::parse)
+            .ok_or_else(|| format!("`{key}` must be \"allow\", \"ask\" or \"deny\", found {value}"))
     };
     match value {
         Value::String(_) => rules.push(Rule {
             permission: "*".to_owned(),
             pattern: "*".to_owned(),
             action: action(value, "permission")?,
-            origin: format!("{origin} permission"),
+            source: source.clone(),
+            key: "permission".to_owned(),
         }),
         Value::Object(keys) => {
             for (key, value) in keys {
@@ -32,7 +35,8 @@ pub fn rules_from(value: &Value, origin: &str) -> Result<Vec<Rule>, String> {
                                 permission: key.clone(),
                                 pattern: pattern.clone(),
                                 action: action(value, &format!("permission.{key}[\"{pattern}\"]"))?,
-                                origin: format!("{origin} permission.{key}[\"{pattern}\"]"),
+                                source: source.clone(),
+                                key: format!("permission.{key}[\"{pattern}\"]"),
                             });
                         }
                     }
@@ -40,14 +44,15 @@ pub fn rules_from(value: &Value, origin: &str) -> Result<Vec<Rule>, String> {
                         permission: key.clone(),
                         pattern: "*".to_owned(),
                         action: action(other, &format!("permission.{key}"))?,
-                        origin: format!("{origin} permission.{key}"),
+                        source: source.clone(),
+                        key: format!("permission.{key}"),
                     }),
                 }
             }
         }
         other => {
             return Err(format!(
-                "{origin}: `permission` must be an action or an object, found {other}"
+                "`permission` must be an action or an object, found {other}"
             ));
         }
     }
@@ -131,10 +136,12 @@ pub fn read_managed(path: &Path) -> Result<Option<Managed>, Error> {
             message,
         }
     })?;
-    let origin = format!("managed {}", path.display());
+    let source = Source::Managed(path.to_path_buf());
     let rules = match &file.permission {
         // Validated while parsing, so this cannot fail.
-        Some(permission) => rules_from(&permission.0, &origin).map_err(Error::Rule)?,
+        Some(permission) => {
+            rules_from(&permission.0, &source).map_err(|e| Error::Rule(format!("{source}: {e}")))?
+        }
         None => Vec::new(),
     };
     let extra = file.dangerous.map(|d| d.extra).unwrap_or_default();
@@ -166,7 +173,7 @@ impl<'de> Deserialize<'de> for PermissionValue {
             Shape::One(text) => Value::String(text),
             Shape::Keys(map) => Value::Object(map),
         };
-        rules_from(&value, "permission")
+        rules_from(&value, &Source::Unmatched)
             .map(|_| Self(value))
             .map_err(serde::de::Error::custom)
     }

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::protocol::{ApprovalDecision, TodoItem, TokenUsage, TurnStatus};
+use crate::protocol::{ApprovalDecision, Decider, TodoItem, TokenUsage, TurnStatus};
 
 /// One line of a session file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -41,8 +41,8 @@ pub enum EntryBody {
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         dangerous: bool,
         decision: ApprovalDecision,
-        /// `user`, `session`, `policy` or `headless`.
-        by: String,
+        /// Who decided.
+        by: Decider,
         rule: String,
         /// Rules an "allow for this session" answer added.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -455,7 +455,8 @@ impl<'a> App<'a> {
             session: session.map(str::to_owned),
             resume_latest: false,
         };
-        let prepared = crate::startup::prepare(self.environment, &start, "user");
+        let prepared =
+            crate::startup::prepare(self.environment, &start, crate::protocol::Decider::User);
         let setup = match prepared {
             Ok(setup) => setup,
             Err(failure) => {

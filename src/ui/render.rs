@@ -10,7 +10,7 @@ pub use super::line::{
 };
 
 use crate::protocol::{
-    ContextReport, FileDiff, TodoItem, TodoStatus, ToolCallEndEvent, ToolDisplay,
+    CallOutcome, ContextReport, FileDiff, TodoItem, TodoStatus, ToolCallEndEvent, ToolDisplay,
 };
 
 /// `TOOL name  subject`: a call starting.
@@ -34,7 +34,7 @@ pub const FOLD_LINES: usize = 4;
 pub fn tool_end(end: &ToolCallEndEvent, width: usize, number: usize) -> Vec<Line> {
     let room = width.saturating_sub(4);
     let expand = |more: String| format!("{more} · /expand {number}");
-    if end.ok {
+    if end.outcome.ok() {
         let mut lines = vec![
             Line::new()
                 .with(Role::Ok, "  ✓ ")
@@ -60,7 +60,7 @@ pub fn tool_end(end: &ToolCallEndEvent, width: usize, number: usize) -> Vec<Line
         }
         return lines;
     }
-    let refused = end.output.starts_with("Error: Permission denied");
+    let refused = end.outcome == CallOutcome::Refused;
     let (mark, role) = if refused {
         ("  ⊘ ", Role::Warning)
     } else {
@@ -293,7 +293,7 @@ mod tests {
             session_rules: vec!["bash `cargo test *`".into()],
             dangerous: false,
             dangers: Vec::new(),
-            mandatory: false,
+            mandate: None,
             confinement: None,
             unconfined: false,
             preview: None,
@@ -356,7 +356,7 @@ mod tests {
         let failed = ToolCallEndEvent {
             call_id: "c".into(),
             name: "bash".into(),
-            ok: false,
+            outcome: crate::protocol::CallOutcome::Failed,
             summary: String::new(),
             output: "Error: line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n".into(),
             display: None,
@@ -369,7 +369,7 @@ mod tests {
         let output: String = (1..=15).fold(String::new(), |text, n| text + &format!("out {n}\n"))
             + "\n[exit code: 0]";
         let ran = ToolCallEndEvent {
-            ok: true,
+            outcome: crate::protocol::CallOutcome::Ok,
             summary: "exit code: 0, 15 lines of output".into(),
             output,
             ..failed.clone()
@@ -380,12 +380,22 @@ mod tests {
              … 9 more lines · /expand 4\n    out 13\n    out 14\n    out 15\n"
         );
         let denied = ToolCallEndEvent {
+            outcome: crate::protocol::CallOutcome::Refused,
             output: "Error: Permission denied: `bash` was not run (the user declined)".into(),
             ..failed.clone()
         };
         let lines = tool_end(&denied, 80, 2);
         assert_eq!(lines[0].0[0].role, Role::Warning);
         assert!(lines[0].plain().starts_with("  ⊘ Permission denied"));
+        // The outcome decides, not the wording: a command that failed
+        // printing the same words is a failure.
+        let lookalike = ToolCallEndEvent {
+            output: denied.output.clone(),
+            ..failed.clone()
+        };
+        let lines = tool_end(&lookalike, 80, 2);
+        assert_eq!(lines[0].0[0].role, Role::Error);
+        assert!(lines[0].plain().starts_with("  ✗ Permission denied"));
         // What the model was told is shown whole, wrapped, at any width.
         let narrow: String = tool_end(&denied, 30, 2)
             .iter()
@@ -397,7 +407,7 @@ mod tests {
         );
         assert!(!narrow.contains('…'), "{narrow}");
         let written = ToolCallEndEvent {
-            ok: true,
+            outcome: crate::protocol::CallOutcome::Ok,
             summary: "src/main.rs: updated, +2 -1".into(),
             output: String::new(),
             display: Some(ToolDisplay::Diff {

@@ -340,7 +340,7 @@ impl View {
         self.outputs.push((end.name.clone(), end.output.clone()));
         if self.shell && end.output.contains("[exit code:") {
             // The user's own command: its output, failed or not.
-            let (mark, role) = if end.ok {
+            let (mark, role) = if end.outcome.ok() {
                 ("  ✓ ", Role::Ok)
             } else {
                 ("  ✗ ", Role::Error)

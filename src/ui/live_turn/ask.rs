@@ -204,7 +204,7 @@ mod tests {
             session_rules: Vec::new(),
             dangerous: !session_allowed,
             dangers: Vec::new(),
-            mandatory: false,
+            mandate: None,
             confinement: None,
             unconfined: false,
             preview: None,

@@ -5,7 +5,7 @@
 use unicode_width::UnicodeWidthStr;
 
 use super::{Line, Role, diff_excerpt, word_wrap, wrap};
-use crate::protocol::{ApprovalRequestEvent, ToolDisplay};
+use crate::protocol::{ApprovalRequestEvent, Mandate, ToolDisplay};
 
 /// Lines of diff shown in an approval prompt.
 pub const PROMPT_DIFF_LINES: usize = 12;
@@ -67,7 +67,7 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
         };
         lines.extend(prose("  runs: ", how, role, width));
     }
-    if request.mandatory && request.rule.starts_with("managed ") {
+    if request.mandate == Some(Mandate::ManagedPolicy) {
         lines.push(Line::new().with(Role::Warning, "  required by the managed policy"));
     }
     lines.extend(keys(request, width));
@@ -292,7 +292,7 @@ mod tests {
             json!({"command": "pip install requests", "unconfined": true}),
         );
         ask.unconfined = true;
-        ask.mandatory = true;
+        ask.mandate = Some(Mandate::Unconfined);
         ask.session_allowed = false;
         ask.rule = "asks to run outside the sandbox".into();
         ask.confinement = Some(

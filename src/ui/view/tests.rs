@@ -175,7 +175,7 @@ fn a_failing_bang_command_shows_its_output() {
     view.event(&EventMsg::ToolCallEnd(crate::protocol::ToolCallEndEvent {
         call_id: "shell_0".into(),
         name: "bash".into(),
-        ok: false,
+        outcome: crate::protocol::CallOutcome::Failed,
         summary: "exit code: 2, 25 lines of output".into(),
         output: format!("{output}\n[exit code: 2]"),
         display: None,
@@ -258,7 +258,7 @@ fn expand_shows_a_calls_whole_output_by_its_number() {
         view.event(&EventMsg::ToolCallEnd(crate::protocol::ToolCallEndEvent {
             call_id: format!("c{n}"),
             name: "bash".into(),
-            ok: true,
+            outcome: crate::protocol::CallOutcome::Ok,
             summary: "exit code: 0".into(),
             output: (*output).to_owned(),
             display: None,
