@@ -9,6 +9,7 @@
 mod call;
 mod compact;
 mod permit;
+mod request;
 mod shell;
 mod startup;
 mod textcalls;

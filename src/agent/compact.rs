@@ -130,11 +130,102 @@ pub fn request_history(messages: &[Message], compaction: Option<&Compaction>) ->
     out
 }
 
+/// A session's context budget: the model's context length, and how far
+/// offcode's estimates run below the server's counts.
+#[derive(Debug)]
+pub(super) struct Budget {
+    /// The model's context length, once known.
+    limit: Option<u64>,
+    /// Whether the server was asked for it.
+    limit_asked: bool,
+    /// The server's prompt count of the last request over offcode's
+    /// estimate of it (1 until usage arrives).
+    calibration: f64,
+    /// The estimate of the request in flight.
+    sent_estimate: u64,
+    /// Prompt tokens of the last request, as the server counted them.
+    last_prompt: Option<u64>,
+    /// The server cannot count tokens (`/tokenize` failed once).
+    tokenize_unsupported: bool,
+    /// A context-length error was answered by compacting in this step.
+    overflow_retried: bool,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            limit: None,
+            limit_asked: false,
+            calibration: 1.0,
+            sent_estimate: 0,
+            last_prompt: None,
+            tokenize_unsupported: false,
+            overflow_retried: false,
+        }
+    }
+}
+
+impl Budget {
+    /// Starts over for a server and model; `known` is the context length
+    /// learned earlier, if any. Another model may tokenize differently.
+    pub(super) fn adopt(&mut self, known: Option<u64>) {
+        self.limit = known;
+        self.limit_asked = false;
+        self.calibration = 1.0;
+    }
+
+    /// A request estimated at `estimate` tokens went out.
+    pub(super) fn sent(&mut self, estimate: u64) {
+        self.sent_estimate = estimate;
+    }
+
+    /// The server counted the request just sent: later estimates are
+    /// corrected by how far this one was off, only ever upwards (a low
+    /// count, a proxy counting uncached tokens only, must not undo a
+    /// correction; [`Budget::scale`] caps it).
+    pub(super) fn counted(&mut self, prompt_tokens: u64) {
+        self.last_prompt = Some(prompt_tokens);
+        if prompt_tokens > 0 && self.sent_estimate > 0 {
+            self.calibration = self
+                .calibration
+                .max(ratio(prompt_tokens, self.sent_estimate));
+        }
+    }
+
+    /// Prompt tokens of the last request, as the server counted them.
+    pub(super) fn last_prompt(&self) -> Option<u64> {
+        self.last_prompt
+    }
+
+    /// A step got its answer: a later overflow may be retried again.
+    pub(super) fn answered(&mut self) {
+        self.overflow_retried = false;
+    }
+
+    /// A context-length error, which said the limit when `limit` is
+    /// some: true when this step may compact and retry (once).
+    pub(super) fn overflowed(&mut self, limit: Option<u64>) -> bool {
+        if self.overflow_retried {
+            return false;
+        }
+        self.overflow_retried = true;
+        if limit.is_some() {
+            self.limit = limit;
+        }
+        true
+    }
+
+    /// The correction applied to estimates.
+    fn scale(&self) -> f64 {
+        self.calibration.clamp(1.0, MAX_SCALE)
+    }
+}
+
 impl AgentState {
     /// Tokens the next request would carry, estimated.
     pub(super) fn request_estimate(&self, compaction: Option<&Compaction>) -> u64 {
         let history = request_history(&self.session.messages, compaction);
-        estimate_request(&self.wire_messages(&history), &self.specs)
+        estimate_request(&self.request.messages(&history), self.request.specs())
     }
 
     /// The model's context length: the config's, else the server's.
@@ -142,20 +233,20 @@ impl AgentState {
         if let Some(limit) = self.config.context_limit {
             return Some(limit);
         }
-        if self.limit.is_none() && !self.limit_asked {
-            self.limit_asked = true;
+        if self.budget.limit.is_none() && !self.budget.limit_asked {
+            self.budget.limit_asked = true;
             let client = std::sync::Arc::clone(&self.client);
             let model = self.session.model.clone();
             let found = tokio::task::spawn_blocking(move || client.context_length(Some(&model)))
                 .await
                 .ok()
                 .flatten();
-            self.limit = found;
+            self.budget.limit = found;
             if let Some(limit) = found {
                 self.remember(0, |known| known.max_model_len = Some(limit));
             }
         }
-        self.limit
+        self.budget.limit
     }
 
     /// Why `text`, a new message, cannot be sent at all: alone with the
@@ -163,7 +254,7 @@ impl AgentState {
     /// free. Compaction cannot help such a message, so it is refused
     /// before it is recorded, saying by how much and what helps.
     pub(super) async fn too_big(&mut self, text: &str) -> Option<String> {
-        let scale = self.calibration.clamp(1.0, MAX_SCALE);
+        let scale = self.budget.scale();
         let tokens = scale_tokens(estimate_tokens(text), scale);
         if self.config.context_limit.is_none() && tokens < ASK_LIMIT_FROM {
             return None;
@@ -171,7 +262,7 @@ impl AgentState {
         let limit = self.context_limit().await?;
         let reserve = self.config.compaction.reserve.min(limit / 4);
         let base = scale_tokens(
-            estimate_request(&self.wire_messages(&[]), &self.specs),
+            estimate_request(&self.request.messages(&[]), self.request.specs()),
             scale,
         );
         let room = limit.saturating_sub(reserve).saturating_sub(base);
@@ -199,7 +290,7 @@ impl AgentState {
         // last request was above it (never below: an estimate that runs
         // high only compacts early).
         let raw = self.request_estimate(current.as_ref());
-        let mut scale = self.calibration.clamp(1.0, MAX_SCALE);
+        let mut scale = self.budget.scale();
         let mut before = scale_tokens(raw, scale);
         // Small requests fit any model worth coding with; the server is
         // asked for its limit only once the conversation grows.
@@ -291,24 +382,24 @@ impl AgentState {
     /// The server's count of the next request under `compaction` (and its
     /// context length, when still unknown); `None` when it cannot count.
     async fn exact_count(&mut self, compaction: Option<&Compaction>) -> Option<u64> {
-        if self.tokenize_unsupported {
+        if self.budget.tokenize_unsupported {
             return None;
         }
         let history = request_history(&self.session.messages, compaction);
-        let messages = self.wire_messages(&history);
+        let messages = self.request.messages(&history);
         let client = std::sync::Arc::clone(&self.client);
         let model = self.session.model.clone();
-        let specs = self.specs.clone();
+        let specs = self.request.specs().to_vec();
         let counted =
             tokio::task::spawn_blocking(move || client.tokenize(&model, &messages, &specs)).await;
         let Ok(Ok(Some(response))) = counted else {
-            self.tokenize_unsupported = true;
+            self.budget.tokenize_unsupported = true;
             return None;
         };
         if self.config.context_limit.is_none()
             && let Some(limit) = response.max_model_len
         {
-            self.limit = Some(limit);
+            self.budget.limit = Some(limit);
         }
         Some(response.count)
     }
@@ -477,97 +568,4 @@ fn scale_tokens(tokens: u64, scale: f64) -> u64 {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn status(message: &str) -> client::Error {
-        client::Error::Status {
-            status: 400,
-            message: message.to_owned(),
-            code: None,
-            retry_after: None,
-        }
-    }
-
-    #[test]
-    fn every_vllm_and_llama_cpp_wording_is_recognised_with_its_numbers() {
-        for (message, limit, prompt) in [
-            (
-                "This model's maximum context length is 32768 tokens. However, you requested 33000 tokens (32000 in the messages, 1000 in the completion). Please reduce the length of the messages or completion.",
-                Some(32768),
-                Some(32000),
-            ),
-            (
-                "This model's maximum context length is 32768 tokens. However, you requested 40000 tokens in the messages, Please reduce the length of the messages.",
-                Some(32768),
-                Some(40000),
-            ),
-            (
-                "This model's maximum context length is 8192 tokens. However, your request has 9000 input tokens. Please reduce the length of the input messages.",
-                Some(8192),
-                Some(9000),
-            ),
-            (
-                "You passed 31000 input tokens and requested 4096 output tokens. However, the model's context length is only 32768 tokens, resulting in a maximum input length of 28672 tokens. Please reduce the length of the input prompt. (parameter=input_tokens, value=31000)",
-                Some(32768),
-                Some(31000),
-            ),
-            (
-                "This model's maximum context length is 32768 tokens. However, you requested 1024 output tokens and your prompt contains at least 32769 input tokens, for a total of at least 33793 tokens. Please reduce the length of the input prompt or the number of requested output tokens. (parameter=input_tokens, value=32769)",
-                Some(32768),
-                Some(32769),
-            ),
-            // llama.cpp's llama-server.
-            (
-                "request (13392 tokens) exceeds the available context size (8192 tokens), try increasing it",
-                Some(8192),
-                Some(13392),
-            ),
-        ] {
-            assert_eq!(
-                overflow(&status(message)),
-                Some(Overflow { limit, prompt }),
-                "{message}"
-            );
-        }
-        assert_eq!(overflow(&status("model not found")), None);
-        let coded = client::Error::InBand {
-            message: "too long".into(),
-            code: Some("context_length_exceeded".into()),
-        };
-        assert!(overflow(&coded).is_some());
-    }
-
-    #[test]
-    fn the_summary_stands_in_for_old_messages_and_old_outputs_are_pruned() {
-        let user = |c: &str| Message::User { content: c.into() };
-        let tool = |c: &str| Message::Tool {
-            tool_call_id: "t".into(),
-            name: "read".into(),
-            content: c.into(),
-            is_error: false,
-        };
-        let messages = vec![
-            user("old"),
-            tool("big old output"),
-            user("now"),
-            tool("fresh"),
-        ];
-        let compaction = Compaction {
-            summary: Some("S".into()),
-            keep_from: 2,
-            prune_before: 4,
-        };
-        let history = request_history(&messages, Some(&compaction));
-        assert_eq!(
-            history,
-            vec![
-                user(
-                    "[Summary of the conversation so far, written when the context filled up]\nS\n\nnow"
-                ),
-                tool(PRUNED),
-            ]
-        );
-        assert_eq!(request_history(&messages, None), messages);
-    }
-}
+mod tests;

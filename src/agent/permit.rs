@@ -9,13 +9,89 @@ use tokio::sync::oneshot;
 use super::lock;
 use super::turn::AgentState;
 use crate::cancel::Cancel;
-use crate::policy::{Action, Decision, Policy, Source};
+use crate::policy::{Action, Decision, Policy, PolicySource, Rule, Source};
 use crate::protocol::{
     ApprovalDecision, ApprovalRequestEvent, Decider, EventMsg, PermissionDecisionEvent,
     SubmissionId, TurnState,
 };
 use crate::session::{AllowedRule, EntryBody, ToolCall};
 use crate::tools::{ToolContext, ToolOutput};
+
+/// What decides whether a call runs: the policy, the rules the user
+/// allowed for the session, who answers questions, and the run of
+/// identical calls the doom-loop check counts. One per agent.
+pub(super) struct Permits {
+    policy: Arc<PolicySource>,
+    /// Rules the user allowed for the rest of the session.
+    session_rules: Vec<Rule>,
+    /// Who answers approval requests.
+    approver: Decider,
+    /// The last call asked for and how many times in a row.
+    last_call: Option<(String, String)>,
+    repeats: u32,
+}
+
+impl Permits {
+    /// `allowed` are the session's earlier "allow for this session" rules.
+    pub(super) fn new(
+        policy: Arc<PolicySource>,
+        allowed: &[AllowedRule],
+        approver: Decider,
+    ) -> Self {
+        Self {
+            policy,
+            session_rules: allowed
+                .iter()
+                .map(|a| Rule::for_session(a.permission.clone(), a.pattern.clone()))
+                .collect(),
+            approver,
+            last_call: None,
+            repeats: 0,
+        }
+    }
+
+    /// Something other than the model's calls happened (a user message, a
+    /// command the user ran): the run of identical calls is broken.
+    pub(super) fn break_repeats(&mut self) {
+        self.last_call = None;
+    }
+
+    /// How many times in a row this exact call has now been asked for.
+    fn count_repeat(&mut self, call: &ToolCall) -> u32 {
+        let key = (call.name.clone(), call.arguments.clone());
+        if self.last_call.as_ref() == Some(&key) {
+            self.repeats += 1;
+        } else {
+            self.last_call = Some(key);
+            self.repeats = 1;
+        }
+        self.repeats
+    }
+
+    /// The same call asked for again and again is matched as `doom_loop`
+    /// too, and the stricter answer stands.
+    fn doom_loop(&mut self, policy: &Policy, call: &ToolCall, decision: &mut Decision) {
+        let repeats = self.count_repeat(call);
+        if repeats < DOOM_LOOP_REPEATS {
+            return;
+        }
+        let doom = policy.decide(
+            "doom_loop",
+            &Value::String(call.name.clone()),
+            &self.session_rules,
+        );
+        if doom.action > decision.action {
+            decision.action = doom.action;
+            decision.rule = format!(
+                "{} (the same `{}` call {repeats} times in a row)",
+                doom.rule, call.name
+            );
+            decision.mandate = doom.mandate;
+            decision.source = doom.source;
+            decision.session_rules = Vec::new();
+        }
+    }
+}
 
 impl AgentState {
     /// `Ok` with how to run it when the call may run; otherwise the result
@@ -30,7 +106,7 @@ impl AgentState {
         if self.tools.get(&call.name).is_none() {
             return Ok(Permit::default()); // the registry reports the unknown tool
         }
-        let policy = match self.policy.current() {
+        let policy = match self.permits.policy.current() {
             Ok(policy) => policy,
             Err(problem) => {
                 let message = format!(
@@ -51,8 +127,8 @@ impl AgentState {
                 return Err(ToolOutput::error(message));
             }
         };
-        let mut decision = policy.decide(&call.name, &arguments, &self.session_rules);
-        self.doom_loop(&policy, call, &mut decision);
+        let mut decision = policy.decide(&call.name, &arguments, &self.permits.session_rules);
+        self.permits.doom_loop(&policy, call, &mut decision);
         let summary = summarize(&call.name, &arguments);
         let (answer, reason, by) = match decision.action {
             Action::Allow if decision.source == Source::Session => {
@@ -66,12 +142,12 @@ impl AgentState {
             ),
             Action::Ask => {
                 let (answer, reason) = self.ask(id, call, arguments, &decision, cancel).await;
-                (answer, reason, self.approver)
+                (answer, reason, self.permits.approver)
             }
         };
         let allowed = if answer == ApprovalDecision::AllowSession {
             let rules = std::mem::take(&mut decision.session_rules);
-            self.session_rules.extend(rules.iter().cloned());
+            self.permits.session_rules.extend(rules.iter().cloned());
             rules
                 .into_iter()
                 .map(|r| AllowedRule {
@@ -189,42 +265,6 @@ impl AgentState {
             }
             answer => answer,
         }
-    }
-
-    /// The same call asked for again and again is matched as `doom_loop`
-    /// too, and the stricter answer stands.
-    fn doom_loop(&mut self, policy: &Policy, call: &ToolCall, decision: &mut Decision) {
-        let repeats = self.count_repeat(call);
-        if repeats < DOOM_LOOP_REPEATS {
-            return;
-        }
-        let doom = policy.decide(
-            "doom_loop",
-            &Value::String(call.name.clone()),
-            &self.session_rules,
-        );
-        if doom.action > decision.action {
-            decision.action = doom.action;
-            decision.rule = format!(
-                "{} (the same `{}` call {repeats} times in a row)",
-                doom.rule, call.name
-            );
-            decision.mandate = doom.mandate;
-            decision.source = doom.source;
-            decision.session_rules = Vec::new();
-        }
-    }
-
-    /// How many times in a row this exact call has now been asked for.
-    fn count_repeat(&mut self, call: &ToolCall) -> u32 {
-        let key = (call.name.clone(), call.arguments.clone());
-        if self.last_call.as_ref() == Some(&key) {
-            self.repeats += 1;
-        } else {
-            self.last_call = Some(key);
-            self.repeats = 1;
-        }
-        self.repeats
     }
 }
 

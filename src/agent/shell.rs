@@ -61,13 +61,13 @@ impl AgentState {
             return;
         }
         // The user's own command is not one of the model's repeats.
-        self.last_call = None;
+        self.permits.break_repeats();
         let output = if cancel.is_cancelled() {
             ToolOutput::error("not run: aborted")
         } else {
             self.run_call(id, &call, false, cancel).await
         };
-        self.last_call = None;
+        self.permits.break_repeats();
         let reply = if output.output.contains("[exit code:") {
             format!(
                 "The user ran `{command}` in the workspace:\n```\n{}\n```",

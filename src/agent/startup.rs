@@ -8,7 +8,7 @@ impl AgentState {
     /// instructions and skills, an untrusted project config, how commands
     /// run, the server's facts and skipped session lines.
     pub(super) fn startup_warnings(&mut self) {
-        for warning in self.context.warnings.clone() {
+        for warning in self.request.context().warnings.clone() {
             self.warn(0, &warning);
         }
         if self.config.tls.insecure_skip_verify && self.config.base_url.starts_with("https") {

@@ -1,26 +1,14 @@
 //! The agent's side of servers that do not parse tool calls or reasoning:
-//! switching a session to text tool calls, the request in that mode, and
+//! switching a session to text tool calls and back, and
 //! applying what [`InlineParser`] finds in the streamed text.
 
-use crate::client::inline::{InlineParser, Out, describe_tools};
-use crate::client::wire::WireMessage;
+use crate::client::inline::{InlineParser, Out};
 use crate::client::{self, AssembledCall};
 use crate::config::ToolCallMode;
-use crate::context::{build_messages, build_text_messages};
 use crate::protocol::{EventMsg, SubmissionId};
 use crate::servers::ToolSupport;
-use crate::session::Message;
 
 use super::turn::AgentState;
-
-/// How tool calls and reasoning travel with the session's server.
-#[derive(Debug, Clone, Copy, Default)]
-pub(super) struct Shape {
-    /// Tools are described in the prompt and calls read from the text.
-    pub(super) text_tools: bool,
-    /// The model's responses open inside a think block.
-    pub(super) think_open: bool,
-}
 
 /// A step's streamed text, split by the inline parser.
 #[derive(Debug, Default)]
@@ -70,45 +58,27 @@ impl AgentState {
     /// else from the cache of earlier runs.
     pub(super) fn adopt_server_facts(&mut self, id: SubmissionId) {
         let known = self.servers.get(&self.config.base_url, &self.session.model);
-        self.shape.think_open = known.think_open;
-        self.limit = known.max_model_len;
-        // Another model may tokenize differently.
-        self.calibration = 1.0;
-        self.limit_asked = false;
+        self.request.set_think_open(known.think_open);
+        self.budget.adopt(known.max_model_len);
         let text = match self.config.tool_calls {
             ToolCallMode::Text => true,
             ToolCallMode::Native => false,
             ToolCallMode::Auto => known.tool_calls == Some(ToolSupport::Text),
         };
-        if text && self.config.tool_calls == ToolCallMode::Auto && !self.tool_specs.is_empty() {
+        if text && self.config.tool_calls == ToolCallMode::Auto && !self.request.tools().is_empty()
+        {
             self.warn(
                 id,
                 "This server did not parse tool calls last time, so tools are described in the prompt and calls read from the text (`offcode doctor` checks again)",
             );
         }
-        self.set_text_tools(text);
-    }
-
-    /// Sends tools natively or describes them in the system prompt.
-    fn set_text_tools(&mut self, text: bool) {
-        self.shape.text_tools = text && !self.tool_specs.is_empty();
-        if self.shape.text_tools {
-            self.specs = Vec::new();
-            self.system = format!(
-                "{}\n\n{}",
-                self.base_system,
-                describe_tools(&self.tool_specs)
-            );
-        } else {
-            self.specs.clone_from(&self.tool_specs);
-            self.system.clone_from(&self.base_system);
-        }
+        self.request.set_text_tools(text);
     }
 
     /// The server refused `tools`: the session goes on with text calls,
     /// and the next start knows.
     pub(super) fn switch_to_text_tools(&mut self, id: SubmissionId) {
-        self.set_text_tools(true);
+        self.request.set_text_tools(true);
         self.warn(
             id,
             &format!(
@@ -128,24 +98,6 @@ impl AgentState {
         {
             self.warn(id, &format!("Could not update the server cache: {error}"));
         }
-    }
-
-    /// The request's messages in the session's tool-call mode.
-    pub(super) fn wire_messages(&self, history: &[Message]) -> Vec<WireMessage> {
-        if self.shape.text_tools {
-            build_text_messages(&self.system, history)
-        } else {
-            build_messages(&self.system, history)
-        }
-    }
-
-    /// A parser for the next response's text.
-    pub(super) fn inline_parser(&self) -> InlineParser {
-        InlineParser::new(
-            &self.tool_specs,
-            self.shape.think_open,
-            self.shape.text_tools,
-        )
     }
 
     /// The end of a response: held text is decided, the calls read from
@@ -180,12 +132,13 @@ impl AgentState {
         response.content = std::mem::take(&mut text.content);
         let reasoning = std::mem::take(&mut text.reasoning);
         response.reasoning = (!reasoning.is_empty()).then_some(reasoning);
-        if parser.saw_lone_close() && !self.shape.think_open {
-            self.shape.think_open = true;
+        let think_open = self.request.shape().think_open;
+        if parser.saw_lone_close() && !think_open {
+            self.request.set_think_open(true);
             self.remember(id, |known| known.think_open = true);
-        } else if self.shape.think_open && !parser.saw_reasoning() {
+        } else if think_open && !parser.saw_reasoning() {
             // Presumed reasoning that never closed: thinking is off now.
-            self.shape.think_open = false;
+            self.request.set_think_open(false);
             self.remember(id, |known| known.think_open = false);
         }
         recovered

@@ -9,14 +9,16 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
+use super::compact::Budget;
+use super::permit::Permits;
+use super::request::Request;
 use super::textcalls::StepText;
 use super::{Queued, Shared, lock};
 
 use crate::cancel::Cancel;
-use crate::client::wire::{ChatRequest, ToolSpec};
+use crate::client::wire::ChatRequest;
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
-use crate::policy::{PolicySource, Rule};
 use crate::protocol::{
     AssistantMessageEvent, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent, SubmissionId,
     TokenUsage, TurnCompleteEvent, TurnState, TurnStatus,
@@ -35,53 +37,25 @@ enum Step {
     End(TurnStatus),
 }
 
-/// The core's state, owned by the turn runner task.
+/// The core's state, owned by the turn runner task: handles on what the
+/// session works with, and one owner per concern.
 pub(super) struct AgentState {
     pub(super) client: Arc<Client>,
     pub(super) session: Session,
     pub(super) tools: Registry,
-    /// The tool definitions sent with requests (none in text mode).
-    pub(super) specs: Vec<ToolSpec>,
-    /// Every tool offered, however it reaches the model.
-    pub(super) tool_specs: Vec<ToolSpec>,
-    /// How tool calls and reasoning travel with this server and model.
-    pub(super) shape: super::textcalls::Shape,
     /// What earlier runs learned about servers.
     pub(super) servers: crate::servers::ServerCache,
     pub(super) config: Config,
     pub(super) sandbox: Arc<Sandbox>,
     pub(super) shell: Arc<crate::confine::Shell>,
-    /// The system prompt as sent (with the tools, in text mode).
-    pub(super) system: String,
-    /// The system prompt without tool descriptions.
-    pub(super) base_system: String,
-    /// The system prompt's parts, for context reports.
-    pub(super) context: crate::context::Assembly,
-    /// Prompt tokens of the last request, as the server counted them.
-    pub(super) last_prompt: Option<u64>,
-    /// The model's context length, once known.
-    pub(super) limit: Option<u64>,
-    /// Whether the server was asked for it.
-    pub(super) limit_asked: bool,
-    /// The server's prompt count of the last request over offcode's
-    /// estimate of it (1 until usage arrives).
-    pub(super) calibration: f64,
-    /// The estimate of the request in flight.
-    pub(super) sent_estimate: u64,
-    /// The server cannot count tokens (`/tokenize` failed once).
-    pub(super) tokenize_unsupported: bool,
-    /// A context-length error was answered by compacting in this step.
-    pub(super) overflow_retried: bool,
     pub(super) events: mpsc::UnboundedSender<Event>,
     pub(super) shared: Arc<Shared>,
-    pub(super) policy: Arc<PolicySource>,
-    /// Rules the user allowed for the rest of the session.
-    pub(super) session_rules: Vec<Rule>,
-    /// Who answers approval requests (`user`, `headless`).
-    pub(super) approver: crate::protocol::Decider,
-    /// The last call asked for and how many times in a row.
-    pub(super) last_call: Option<(String, String)>,
-    pub(super) repeats: u32,
+    /// What every request carries besides the history.
+    pub(super) request: Request,
+    /// The context budget.
+    pub(super) budget: Budget,
+    /// Whether each call may run.
+    pub(super) permits: Permits,
 }
 
 impl AgentState {
@@ -90,42 +64,20 @@ impl AgentState {
         events: mpsc::UnboundedSender<Event>,
         shared: Arc<Shared>,
     ) -> Self {
-        let specs = setup.tools.specs();
         setup.tools.set_todos(setup.session.todos.clone());
-        let system = setup.context.system_prompt();
         Self {
-            base_system: system.clone(),
-            system,
-            tool_specs: specs.clone(),
-            shape: super::textcalls::Shape::default(),
+            request: Request::new(setup.context, setup.tools.specs()),
+            budget: Budget::default(),
+            permits: Permits::new(setup.policy, &setup.session.allowed, setup.approver),
             servers: setup.servers,
-            context: setup.context,
-            last_prompt: None,
-            limit: None,
-            limit_asked: false,
-            tokenize_unsupported: false,
-            calibration: 1.0,
-            sent_estimate: 0,
-            overflow_retried: false,
             client: setup.client,
             tools: setup.tools,
-            specs,
             config: setup.config,
             sandbox: setup.sandbox,
             shell: setup.shell,
             events,
             shared,
-            session_rules: setup
-                .session
-                .allowed
-                .iter()
-                .map(|a| Rule::for_session(a.permission.clone(), a.pattern.clone()))
-                .collect(),
             session: setup.session,
-            policy: setup.policy,
-            approver: setup.approver,
-            last_call: None,
-            repeats: 0,
         }
     }
 
@@ -215,7 +167,7 @@ impl AgentState {
                     self.end_turn(id, status, None, &cancel);
                 }
                 Op::Context { limit } => {
-                    let last_prompt = self.last_prompt;
+                    let last_prompt = self.budget.last_prompt();
                     let history = super::compact::request_history(
                         &self.session.messages,
                         self.session.compaction.as_ref(),
@@ -223,8 +175,8 @@ impl AgentState {
                     // Tools count however they travel (schemas, or
                     // described in the prompt in text mode).
                     let report = crate::context::report(
-                        &self.context,
-                        &self.tool_specs,
+                        self.request.context(),
+                        self.request.tools(),
                         &history,
                         &self.session.id,
                         limit.or(self.config.context_limit),
@@ -242,7 +194,7 @@ impl AgentState {
     async fn run_turn(&mut self, id: SubmissionId, text: String, cancel: &Cancel) {
         self.emit(id, EventMsg::TurnStarted { text: text.clone() });
         // A user message breaks a run of identical calls.
-        self.last_call = None;
+        self.permits.break_repeats();
         let (status, last_message) = self.turn(id, text, cancel).await;
         self.end_turn(id, status, last_message, cancel);
     }
@@ -332,11 +284,13 @@ impl AgentState {
             &self.session.messages,
             self.session.compaction.as_ref(),
         );
-        let messages = self.wire_messages(&history);
+        let messages = self.request.messages(&history);
         let model = self.session.model.clone();
-        let request = ChatRequest::streaming(&model, &messages, &self.specs, &self.config);
-        self.sent_estimate = super::compact::estimate_request(&messages, &self.specs);
-        let mut parser = self.inline_parser();
+        let specs = self.request.specs();
+        let request = ChatRequest::streaming(&model, &messages, specs, &self.config);
+        self.budget
+            .sent(super::compact::estimate_request(&messages, specs));
+        let mut parser = self.request.inline_parser();
         let mut text = StepText::default();
         let mut generating = false;
         let emit = self.emitter(id);
@@ -365,7 +319,7 @@ impl AgentState {
             .await;
         match result {
             Ok(mut response) => {
-                self.overflow_retried = false;
+                self.budget.answered();
                 let recovered = self.finish_text(id, &mut parser, &mut text, &mut response);
                 self.finish_step(id, response, recovered, cancel).await
             }
@@ -405,7 +359,7 @@ impl AgentState {
             return Step::End(TurnStatus::Aborted);
         }
         if error.refuses_tools()
-            && !self.shape.text_tools
+            && !self.request.shape().text_tools
             && self.config.tool_calls == crate::config::ToolCallMode::Auto
         {
             self.switch_to_text_tools(id);
@@ -413,11 +367,9 @@ impl AgentState {
         }
         // Too long for the model: compact and try once more.
         if let Some(overflow) = super::compact::overflow(&error)
-            && !self.overflow_retried
+            && self.budget.overflowed(overflow.limit)
         {
-            self.overflow_retried = true;
             if let Some(limit) = overflow.limit {
-                self.limit = Some(limit);
                 self.remember(id, |known| known.max_model_len = Some(limit));
             }
             if self.fit(id, cancel, true).await {
@@ -453,13 +405,7 @@ impl AgentState {
                 completion_tokens: usage.completion_tokens,
                 total_tokens: usage.total_tokens,
             };
-            self.last_prompt = Some(usage.prompt_tokens);
-            if usage.prompt_tokens > 0 && self.sent_estimate > 0 {
-                // Only ever upwards: a low count (a proxy counting uncached
-                // tokens only) must not undo a correction; `fit` caps it.
-                let ratio = super::compact::ratio(usage.prompt_tokens, self.sent_estimate);
-                self.calibration = self.calibration.max(ratio);
-            }
+            self.budget.counted(usage.prompt_tokens);
             self.emit(id, EventMsg::TokenUsage(usage));
             if let Err(status) = self.record(id, EntryBody::Usage(usage)) {
                 return Step::End(status);

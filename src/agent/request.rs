@@ -1,0 +1,140 @@
+//! What every request of a session carries besides the history: the
+//! system prompt, the tools and how they travel. The prompt and the tools
+//! sent are worked out from the parts and the [`Shape`] each time, never
+//! kept in a second copy that could fall out of step.
+
+use std::borrow::Cow;
+
+use crate::client::inline::{InlineParser, describe_tools};
+use crate::client::wire::{ToolSpec, WireMessage};
+use crate::context::{Assembly, build_messages, build_text_messages};
+use crate::session::Message;
+
+/// How tool calls and reasoning travel with the session's server.
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct Shape {
+    /// Tools are described in the prompt and calls read from the text.
+    pub(super) text_tools: bool,
+    /// The model's responses open inside a think block.
+    pub(super) think_open: bool,
+}
+
+/// The request's fixed parts and their shape.
+pub(super) struct Request {
+    /// The system prompt's parts, for the prompt and context reports.
+    context: Assembly,
+    /// The system prompt without tool descriptions.
+    base_system: String,
+    /// Every tool offered, however it reaches the model.
+    tools: Vec<ToolSpec>,
+    /// How tools and reasoning travel.
+    shape: Shape,
+}
+
+impl Request {
+    pub(super) fn new(context: Assembly, tools: Vec<ToolSpec>) -> Self {
+        Self {
+            base_system: context.system_prompt(),
+            context,
+            tools,
+            shape: Shape::default(),
+        }
+    }
+
+    /// The system prompt's parts.
+    pub(super) fn context(&self) -> &Assembly {
+        &self.context
+    }
+
+    /// Every tool offered, however it travels.
+    pub(super) fn tools(&self) -> &[ToolSpec] {
+        &self.tools
+    }
+
+    /// How tools and reasoning travel now.
+    pub(super) fn shape(&self) -> Shape {
+        self.shape
+    }
+
+    /// Tools described in the prompt (`true`, when there are any) or sent
+    /// as definitions.
+    pub(super) fn set_text_tools(&mut self, text: bool) {
+        self.shape.text_tools = text && !self.tools.is_empty();
+    }
+
+    /// Whether the model's responses open inside a think block.
+    pub(super) fn set_think_open(&mut self, open: bool) {
+        self.shape.think_open = open;
+    }
+
+    /// The tool definitions sent with a request (none in text mode).
+    pub(super) fn specs(&self) -> &[ToolSpec] {
+        if self.shape.text_tools {
+            &[]
+        } else {
+            &self.tools
+        }
+    }
+
+    /// The system prompt as sent: with the tools described in text mode.
+    pub(super) fn system(&self) -> Cow<'_, str> {
+        if self.shape.text_tools {
+            Cow::Owned(format!(
+                "{}\n\n{}",
+                self.base_system,
+                describe_tools(&self.tools)
+            ))
+        } else {
+            Cow::Borrowed(&self.base_system)
+        }
+    }
+
+    /// The request's messages for `history`.
+    pub(super) fn messages(&self, history: &[Message]) -> Vec<WireMessage> {
+        if self.shape.text_tools {
+            build_text_messages(&self.system(), history)
+        } else {
+            build_messages(&self.system(), history)
+        }
+    }
+
+    /// A parser for the next response's text.
+    pub(super) fn inline_parser(&self) -> InlineParser {
+        InlineParser::new(&self.tools, self.shape.think_open, self.shape.text_tools)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::wire::FunctionSpec;
+
+    fn spec(name: &str) -> ToolSpec {
+        ToolSpec {
+            kind: "function",
+            function: FunctionSpec {
+                name: name.to_owned(),
+                description: format!("The {name} tool"),
+                parameters: serde_json::json!({"type": "object"}),
+            },
+        }
+    }
+
+    #[test]
+    fn the_prompt_and_the_tools_sent_follow_the_shape() {
+        let mut request = Request::new(Assembly::default(), vec![spec("read")]);
+        let base = request.system().into_owned();
+        assert_eq!(request.specs().len(), 1);
+        request.set_text_tools(true);
+        assert!(request.specs().is_empty());
+        assert!(request.system().starts_with(&base));
+        assert!(request.system().contains("The read tool"));
+        request.set_text_tools(false);
+        assert_eq!(request.system(), base);
+        assert_eq!(request.specs().len(), 1);
+        // Without tools there is nothing to describe.
+        let mut toolless = Request::new(Assembly::default(), Vec::new());
+        toolless.set_text_tools(true);
+        assert!(!toolless.shape().text_tools);
+    }
+}
