@@ -3,7 +3,8 @@
 //!
 //! Front ends talk to it only through [`Op`]s and [`Event`]s. A router task
 //! handles `Interrupt` and `Approve` at once, even while a turn runs; every
-//! other op is queued for the turn runner, in order.
+//! other op is queued for the turn runner, in order. Queries of the server
+//! (`ListModels`) are answered in the background, whenever it answers.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod call;
@@ -91,6 +92,11 @@ struct Shared {
     cancels: Mutex<Vec<Cancel>>,
     /// Approval requests waiting for an answer, by call id.
     approvals: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    /// The server's last answer to a model list.
+    listing: Mutex<Option<Arc<crate::client::Listing>>>,
+    /// The session's model now, for a model list that arrives after a
+    /// switch.
+    model: Mutex<String>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -144,7 +150,8 @@ async fn route(
             Op::UserTurn { .. }
             | Op::Shell { .. }
             | Op::SetModel { .. }
-            | Op::Context { .. }
+            | Op::Context
+            | Op::ListModels
             | Op::Compact
             | Op::Shutdown => {
                 let cancel = Cancel::default();

@@ -13,7 +13,7 @@ pub mod net;
 pub mod sse;
 pub mod wire;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub use assemble::{Assembled, AssembledCall, Piece};
@@ -248,7 +248,76 @@ impl Client {
     }
 }
 
+/// What the server says about its models: the list, and llama.cpp's
+/// context size when the list gives none.
+#[derive(Debug)]
+pub struct Listing {
+    /// `GET /models`.
+    pub models: Result<Vec<ModelCard>, Error>,
+    /// llama.cpp's `/props` context size, asked only when no model in
+    /// the list has a length.
+    pub props: Option<u64>,
+}
+
+impl Listing {
+    /// The context length the server gives for `model`: its card's, else
+    /// the server-wide one.
+    pub fn context_length(&self, model: &str) -> Option<u64> {
+        let models = self.models.as_ref().ok()?;
+        wire::context_length(models, model).or(self.props)
+    }
+}
+
+/// The calls the core makes, run off the runtime's thread so a slow server
+/// never blocks it; front ends and commands that talk to the server once
+/// use the blocking forms.
 impl Client {
+    /// [`Client::listing`], off the runtime's thread.
+    pub async fn fetch_listing(self: Arc<Self>) -> Listing {
+        tokio::task::spawn_blocking(move || self.listing())
+            .await
+            .unwrap_or_else(|e| Listing {
+                models: Err(Error::Read(std::io::Error::other(e.to_string()))),
+                props: None,
+            })
+    }
+
+    /// [`Client::context_length`] of `model`, off the runtime's thread.
+    pub async fn fetch_context_length(self: Arc<Self>, model: String) -> Option<u64> {
+        tokio::task::spawn_blocking(move || self.context_length(Some(&model)))
+            .await
+            .ok()
+            .flatten()
+    }
+
+    /// [`Client::tokenize`], off the runtime's thread.
+    pub async fn count_tokens(
+        self: Arc<Self>,
+        model: String,
+        messages: Vec<wire::WireMessage>,
+        tools: Vec<wire::ToolSpec>,
+    ) -> Result<Option<wire::TokenizeResponse>, Error> {
+        tokio::task::spawn_blocking(move || self.tokenize(&model, &messages, &tools))
+            .await
+            .unwrap_or_else(|e| Err(Error::Read(std::io::Error::other(e.to_string()))))
+    }
+}
+
+impl Client {
+    /// The model list, and llama.cpp's context size when it gives none.
+    pub fn listing(&self) -> Listing {
+        let models = self.list_models();
+        let no_lengths = models
+            .as_ref()
+            .is_ok_and(|models| models.iter().all(|m| m.max_model_len.is_none()));
+        let props = if no_lengths {
+            self.props_context()
+        } else {
+            None
+        };
+        Listing { models, props }
+    }
+
     /// The context length a request to `model` may use: `max_model_len`
     /// from `GET /models` (vLLM, `SGLang`), else llama.cpp's `GET /props`
     /// (`default_generation_settings.n_ctx`, per slot), else `None`.

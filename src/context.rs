@@ -517,4 +517,12 @@ mod tests {
         );
         assert!(system_prompt(Path::new("/w")).contains("directory /w"));
     }
+
+    #[test]
+    fn tool_schemas_and_system_prompt_fit_in_10_kb() {
+        let specs = serde_json::to_string(&crate::tools::Registry::default().specs()).unwrap();
+        let prompt = system_prompt(std::path::Path::new("/home/user/project"));
+        let total = specs.len() + prompt.len();
+        assert!(total < 10 * 1024, "{total} bytes");
+    }
 }

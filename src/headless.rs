@@ -356,7 +356,7 @@ impl TextPrinter {
                 retry.reason,
                 s.reset
             )),
-            EventMsg::ModelChanged { model } => {
+            EventMsg::ModelChanged { model, .. } => {
                 self.progress(&format!("{}model: {model}{}", s.dim, s.reset));
             }
             EventMsg::TodoUpdated { items } => {
@@ -376,6 +376,7 @@ impl TextPrinter {
             | EventMsg::StateChanged { .. }
             | EventMsg::ApprovalRequest(_)
             | EventMsg::ContextReport(_)
+            | EventMsg::ModelList(_)
             | EventMsg::TokenUsage(_) => {}
         }
     }

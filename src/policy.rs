@@ -445,11 +445,12 @@ impl Policy {
                 found.clobbers = verdict.clobbers;
                 found.dangers.extend(verdict.dangers);
             }
-            "write" | "edit" | "patch" => {
-                let paths = if tool == "patch" {
-                    patch_paths(&text_arg("patch").unwrap_or_default())
-                } else {
-                    vec![text_arg("path").unwrap_or_default()]
+            tool if crate::tools::changes_files(tool) => {
+                // The file the call's subject names; a patch, which has
+                // none, names its files inside.
+                let paths = match crate::tools::subject_key(tool) {
+                    Some(key) => vec![text_arg(key).unwrap_or_default()],
+                    None => patch_paths(&text_arg("patch").unwrap_or_default()),
                 };
                 for path in paths {
                     if self.is_own_config(&self.root.join(&path)) {

@@ -37,11 +37,10 @@ pub enum Op {
     Compact,
     /// Report what a request carries now; answered by
     /// [`EventMsg::ContextReport`].
-    Context {
-        /// The model's context length, if the front end knows it.
-        #[serde(default)]
-        limit: Option<u64>,
-    },
+    Context,
+    /// Ask the server which models it serves; answered, once the server
+    /// has, by [`EventMsg::ModelList`] (turns go on meanwhile).
+    ListModels,
     /// Finish the running turn's bookkeeping and stop the core.
     Shutdown,
 }
@@ -168,7 +167,14 @@ pub enum EventMsg {
     /// A request failed and will be retried after a delay.
     Retry(RetryEvent),
     /// The active model changed.
-    ModelChanged { model: String },
+    ModelChanged {
+        model: String,
+        /// Its context length, when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        limit: Option<u64>,
+    },
+    /// The answer to [`Op::ListModels`].
+    ModelList(ModelListEvent),
     /// The agent's todo list changed.
     TodoUpdated { items: Vec<TodoItem> },
     /// The answer to [`Op::Context`].
@@ -537,6 +543,30 @@ pub struct RetryEvent {
     pub delay_ms: u64,
     /// What failed.
     pub reason: String,
+}
+
+/// Payload of [`EventMsg::ModelList`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelListEvent {
+    /// The served models; empty when the server did not answer.
+    pub models: Vec<ModelInfo>,
+    /// Why the server did not list them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// The active model's context length: the config's, else the
+    /// server's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u64>,
+}
+
+/// One served model.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ModelInfo {
+    /// The id to request it by.
+    pub id: String,
+    /// Its context length, when the server says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<u64>,
 }
 
 /// Payload of [`EventMsg::TurnComplete`].

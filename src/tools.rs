@@ -23,15 +23,36 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use bash::kill_running;
 
 use crate::cancel::Cancel;
-use crate::client::wire::{FunctionSpec, ToolSpec};
 use crate::protocol::ToolDisplay;
 use crate::sandbox::Sandbox;
+
+/// A tool definition as the model sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSpec {
+    /// Always `function`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// The function.
+    pub function: FunctionSpec,
+}
+
+/// The function part of a [`ToolSpec`].
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FunctionSpec {
+    /// The tool's name.
+    pub name: String,
+    /// What it does, for the model.
+    pub description: String,
+    /// JSON schema of the arguments.
+    pub parameters: Value,
+}
 
 /// What a tool run needs from its surroundings.
 #[derive(Debug, Clone)]
@@ -125,14 +146,53 @@ pub enum Error {
 /// the pattern), for one-line displays; `None` for other tools or when it
 /// is missing.
 pub fn subject<'a>(tool: &str, arguments: &'a Value) -> Option<&'a str> {
-    let key = match tool {
-        "bash" => "command",
-        "read" | "list" | "write" | "edit" => "path",
-        "grep" | "glob" => "pattern",
-        "skill" => "name",
-        _ => return None,
-    };
-    arguments.get(key).and_then(Value::as_str)
+    arguments.get(subject_key(tool)?).and_then(Value::as_str)
+}
+
+/// The argument naming what a call of `tool` acts on ([`Tool::SUBJECT`]).
+pub fn subject_key(tool: &str) -> Option<&'static str> {
+    built_in(tool)?.subject
+}
+
+/// Whether calls of `tool` change files in the workspace (the `edit`
+/// permission covers them).
+pub fn changes_files(tool: &str) -> bool {
+    built_in(tool).is_some_and(|kind| kind.changes_files)
+}
+
+/// What a built-in tool is, from its [`Tool`] constants, for code that
+/// has a call's name but no registry (the policy, front ends, logs).
+struct Kind {
+    name: &'static str,
+    subject: Option<&'static str>,
+    changes_files: bool,
+}
+
+const fn kind<T: Tool>() -> Kind {
+    Kind {
+        name: T::NAME,
+        subject: T::SUBJECT,
+        changes_files: T::CHANGES_FILES,
+    }
+}
+
+/// Every built-in tool.
+const BUILT_IN: &[Kind] = &[
+    kind::<read::Read>(),
+    kind::<write::Write>(),
+    kind::<edit::Edit>(),
+    kind::<patch::Patch>(),
+    kind::<list::List>(),
+    kind::<grep::Grep>(),
+    kind::<glob::Glob>(),
+    kind::<bash::Bash>(),
+    kind::<todo::TodoWrite>(),
+    kind::<todo::TodoRead>(),
+    kind::<skill::Load>(),
+];
+
+fn built_in(tool: &str) -> Option<&'static Kind> {
+    BUILT_IN.iter().find(|kind| kind.name == tool)
 }
 
 /// A boxed future, so tools can live in one registry.
@@ -145,6 +205,12 @@ pub trait Tool: Send + Sync {
     const NAME: &'static str;
     /// A short description for the model.
     const DESCRIPTION: &'static str;
+    /// The argument naming what a call acts on (`command`, `path`,
+    /// `pattern`): shown on the call's line and in the session log.
+    const SUBJECT: Option<&'static str> = None;
+    /// Calls change files in the workspace: the `edit` permission covers
+    /// them, and the first one starts a todo list.
+    const CHANGES_FILES: bool = false;
     /// The arguments, deserialised from the model's JSON.
     type Arguments: DeserializeOwned + Send;
     /// JSON schema of the arguments.
@@ -176,6 +242,8 @@ pub trait DynTool: Send + Sync {
     fn description(&self) -> &'static str;
     /// [`Tool::parameters`].
     fn parameters(&self) -> Value;
+    /// [`Tool::CHANGES_FILES`].
+    fn changes_files(&self) -> bool;
     /// Parses `arguments` and runs the tool.
     fn call<'a>(
         &'a self,
@@ -201,6 +269,10 @@ impl<T: Tool> DynTool for T {
 
     fn parameters(&self) -> Value {
         Tool::parameters(self)
+    }
+
+    fn changes_files(&self) -> bool {
+        T::CHANGES_FILES
     }
 
     fn call<'a>(
@@ -296,6 +368,11 @@ impl Registry {
             .map(AsRef::as_ref)
     }
 
+    /// Whether calls of the tool called `name` change files.
+    pub fn changes_files(&self, name: &str) -> bool {
+        self.get(name).is_some_and(DynTool::changes_files)
+    }
+
     /// Every tool's name.
     pub fn names(&self) -> Vec<&'static str> {
         self.tools.iter().map(|tool| tool.name()).collect()
@@ -380,6 +457,31 @@ mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
     use serde_json::json;
+
+    #[test]
+    fn what_the_tools_are_is_known_by_name_as_the_registry_knows_it() {
+        let skills = vec![crate::skills::Skill {
+            name: "s".into(),
+            description: "d".into(),
+            source: "s/SKILL.md".into(),
+            body: "b".into(),
+        }];
+        let registry = Registry::default().with_skills(skills);
+        let names = registry.names();
+        assert_eq!(names.len(), BUILT_IN.len());
+        for name in names {
+            assert_eq!(registry.changes_files(name), changes_files(name), "{name}");
+        }
+        let changing: Vec<_> = BUILT_IN
+            .iter()
+            .filter(|k| k.changes_files)
+            .map(|k| k.name)
+            .collect();
+        assert_eq!(changing, ["write", "edit", "patch"]);
+        assert_eq!(subject("bash", &json!({"command": "ls"})), Some("ls"));
+        assert_eq!(subject("patch", &json!({"path": "decoy"})), None);
+        assert!(!changes_files("mcp_tool"));
+    }
 
     pub(super) fn context() -> (tempfile::TempDir, ToolContext) {
         let dir = tempfile::tempdir().unwrap();
@@ -487,14 +589,6 @@ mod tests {
             output.output,
             "Error: Invalid arguments for `read`: missing field `path`"
         );
-    }
-
-    #[test]
-    fn tool_schemas_and_system_prompt_fit_in_10_kb() {
-        let specs = serde_json::to_string(&Registry::default().specs()).unwrap();
-        let prompt = crate::context::system_prompt(std::path::Path::new("/home/user/project"));
-        let total = specs.len() + prompt.len();
-        assert!(total < 10 * 1024, "{total} bytes");
     }
 
     #[test]

@@ -991,3 +991,82 @@ async fn lifting_the_sandbox_takes_its_own_answer_and_holds_for_one_command() {
     assert!(outputs[2].contains("refused"), "{outputs:?}");
     assert_eq!(std::fs::read_to_string(&outside).unwrap(), "x");
 }
+
+/// The next event answering `id`, within 10 s.
+async fn answer_to(handle: &mut AgentHandle, id: u64) -> EventMsg {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), handle.events.recv())
+            .await
+            .expect("an answer within 10 s")
+            .expect("the core is running");
+        if event.id == id {
+            return event.msg;
+        }
+    }
+}
+
+#[tokio::test]
+async fn model_lists_and_context_lengths_are_core_queries_resolved_in_one_place() {
+    let server = crate::support::demo_mock();
+    let mut harness = start(&server, 5);
+    let asked = harness.handle.ops.submit(Op::ListModels);
+    let EventMsg::ModelList(list) = answer_to(&mut harness.handle, asked).await else {
+        panic!("a model list answers ListModels");
+    };
+    let ids: Vec<_> = list
+        .models
+        .iter()
+        .map(|m| (m.id.as_str(), m.context))
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            ("mock-model", Some(32768)),
+            ("mock-model-large", Some(131_072))
+        ]
+    );
+    assert_eq!((list.limit, list.error), (Some(32768), None));
+    // A switch carries the new model's length, from the same list.
+    let switched = harness.handle.ops.submit(Op::SetModel {
+        model: "mock-model-large".to_owned(),
+    });
+    assert_eq!(
+        answer_to(&mut harness.handle, switched).await,
+        EventMsg::ModelChanged {
+            model: "mock-model-large".to_owned(),
+            limit: Some(131_072)
+        }
+    );
+    let counted = harness.handle.ops.submit(Op::Context);
+    let EventMsg::ContextReport(report) = answer_to(&mut harness.handle, counted).await else {
+        panic!("a report answers Context");
+    };
+    assert_eq!(report.limit, Some(131_072));
+
+    // The config's length wins over the server's, everywhere.
+    let mut configured = start_with(&server, |config| config.context_limit = Some(1000));
+    let asked = configured.handle.ops.submit(Op::ListModels);
+    let EventMsg::ModelList(list) = answer_to(&mut configured.handle, asked).await else {
+        panic!("a model list answers ListModels");
+    };
+    assert_eq!(list.limit, Some(1000));
+    let counted = configured.handle.ops.submit(Op::Context);
+    let EventMsg::ContextReport(report) = answer_to(&mut configured.handle, counted).await else {
+        panic!("a report answers Context");
+    };
+    assert_eq!(report.limit, Some(1000));
+
+    // A server that does not answer is an error in the list, not a hang.
+    let mut closed = start_with(&server, |config| {
+        config.base_url = "http://127.0.0.1:9/v1".to_owned();
+    });
+    let asked = closed.handle.ops.submit(Op::ListModels);
+    let EventMsg::ModelList(list) = answer_to(&mut closed.handle, asked).await else {
+        panic!("a model list answers ListModels");
+    };
+    assert!(list.models.is_empty());
+    assert!(
+        list.error.as_deref().is_some_and(|e| e.contains("connect")),
+        "{list:?}"
+    );
+}

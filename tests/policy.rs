@@ -1164,6 +1164,13 @@ fn policy_check_judges_other_tools_too() {
     );
     assert_eq!(patch["subjects"][0]["value"], "src/main.rs");
     assert_eq!(patch["action"], "ask");
+    // A decoy `path` does not stand in for the files the patch names.
+    let decoy = tool(
+        "patch",
+        r#"{"path": "notes.txt", "patch": "--- a/offcode.jsonc\n+++ b/offcode.jsonc\n@@ -1 +1 @@\n-{}\n+{}\n"}"#,
+    );
+    assert_eq!(decoy["subjects"][0]["value"], "offcode.jsonc", "{decoy}");
+    assert_eq!(decoy["dangerous"], true, "{decoy}");
     let own = tool("write", r#"{"path": "./offcode.jsonc", "content": "{}"}"#);
     assert_eq!(own["action"], "ask");
     assert_eq!(own["dangerous"], true, "{own}");

@@ -8,11 +8,12 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::turn::AgentState;
+use super::{Shared, lock};
 use crate::cancel::Cancel;
 use crate::client::wire::{ChatRequest, WireMessage};
 use crate::client::{self, Update};
 use crate::context::{build_messages, estimate_tokens, text_message};
-use crate::protocol::{EventMsg, SubmissionId};
+use crate::protocol::{EventMsg, ModelInfo, ModelListEvent, SubmissionId};
 use crate::session::{Compaction, EntryBody, Message};
 
 /// Estimated tokens from which the server is asked for the context
@@ -130,6 +131,17 @@ pub fn request_history(messages: &[Message], compaction: Option<&Compaction>) ->
     out
 }
 
+/// The context length the config gives, else the last model list for the
+/// session's model now.
+fn listed_limit(shared: &Shared, configured: Option<u64>) -> Option<u64> {
+    configured.or_else(|| {
+        let model = lock(&shared.model).clone();
+        lock(&shared.listing)
+            .as_ref()
+            .and_then(|listing| listing.context_length(&model))
+    })
+}
+
 /// A session's context budget: the model's context length, and how far
 /// offcode's estimates run below the server's counts.
 #[derive(Debug)]
@@ -228,25 +240,70 @@ impl AgentState {
         estimate_request(&self.request.messages(&history), self.request.specs())
     }
 
-    /// The model's context length: the config's, else the server's.
+    /// The model's context length, asking the server once when nothing
+    /// else tells it.
     pub(super) async fn context_limit(&mut self) -> Option<u64> {
-        if let Some(limit) = self.config.context_limit {
+        if let Some(limit) = self.known_limit() {
             return Some(limit);
         }
-        if self.budget.limit.is_none() && !self.budget.limit_asked {
+        if !self.budget.limit_asked {
             self.budget.limit_asked = true;
             let client = std::sync::Arc::clone(&self.client);
-            let model = self.session.model.clone();
-            let found = tokio::task::spawn_blocking(move || client.context_length(Some(&model)))
-                .await
-                .ok()
-                .flatten();
+            let found = client
+                .fetch_context_length(self.session.model.clone())
+                .await;
             self.budget.limit = found;
             if let Some(limit) = found {
                 self.remember(0, |known| known.max_model_len = Some(limit));
             }
         }
         self.budget.limit
+    }
+
+    /// The model's context length without asking the server: the one
+    /// place it is resolved. The config's wins; then what the server said
+    /// (an overflow error, `/tokenize`, an earlier run), then its model
+    /// list.
+    pub(super) fn known_limit(&self) -> Option<u64> {
+        self.config
+            .context_limit
+            .or(self.budget.limit)
+            .or_else(|| listed_limit(&self.shared, self.config.context_limit))
+    }
+
+    /// Lists the server's models in the background; the answer is an
+    /// event whenever the server gives it, with the context length of the
+    /// model active then.
+    pub(super) fn list_models(&self, id: SubmissionId) {
+        let client = std::sync::Arc::clone(&self.client);
+        let shared = std::sync::Arc::clone(&self.shared);
+        let configured = self.config.context_limit;
+        let emit = self.emitter(id);
+        tokio::spawn(async move {
+            let listing = client.fetch_listing().await;
+            let (models, error) = match &listing.models {
+                Ok(models) => (
+                    models
+                        .iter()
+                        .map(|m| ModelInfo {
+                            id: m.id.clone(),
+                            context: m.max_model_len,
+                        })
+                        .collect(),
+                    None,
+                ),
+                Err(error) => (Vec::new(), Some(client::error_chain(error))),
+            };
+            if error.is_none() {
+                *lock(&shared.listing) = Some(std::sync::Arc::new(listing));
+            }
+            let limit = listed_limit(&shared, configured);
+            emit(EventMsg::ModelList(ModelListEvent {
+                models,
+                error,
+                limit,
+            }));
+        });
     }
 
     /// Why `text`, a new message, cannot be sent at all: alone with the
@@ -388,11 +445,11 @@ impl AgentState {
         let history = request_history(&self.session.messages, compaction);
         let messages = self.request.messages(&history);
         let client = std::sync::Arc::clone(&self.client);
-        let model = self.session.model.clone();
         let specs = self.request.specs().to_vec();
-        let counted =
-            tokio::task::spawn_blocking(move || client.tokenize(&model, &messages, &specs)).await;
-        let Ok(Ok(Some(response))) = counted else {
+        let counted = client
+            .count_tokens(self.session.model.clone(), messages, specs)
+            .await;
+        let Ok(Some(response)) = counted else {
             self.budget.tokenize_unsupported = true;
             return None;
         };

@@ -23,7 +23,7 @@ impl AgentState {
         }
         if tool == "todowrite" {
             return (output, true);
-        } else if matches!(tool, "write" | "edit" | "patch") && self.tools.todos().is_empty() {
+        } else if self.tools.changes_files(tool) && self.tools.todos().is_empty() {
             let item = crate::protocol::TodoItem {
                 id: AUTOMATIC.to_owned(),
                 content: self.task_line(),

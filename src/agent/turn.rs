@@ -65,6 +65,7 @@ impl AgentState {
         shared: Arc<Shared>,
     ) -> Self {
         setup.tools.set_todos(setup.session.todos.clone());
+        (*lock(&shared.model)).clone_from(&setup.session.model);
         Self {
             request: Request::new(setup.context, setup.tools.specs()),
             budget: Budget::default(),
@@ -146,8 +147,10 @@ impl AgentState {
                         )
                         .is_ok()
                     {
-                        self.emit(id, EventMsg::ModelChanged { model });
+                        (*lock(&self.shared.model)).clone_from(&model);
                         self.adopt_server_facts(id);
+                        let limit = self.known_limit();
+                        self.emit(id, EventMsg::ModelChanged { model, limit });
                     }
                 }
                 Op::Compact => {
@@ -166,7 +169,9 @@ impl AgentState {
                     };
                     self.end_turn(id, status, None, &cancel);
                 }
-                Op::Context { limit } => {
+                Op::ListModels => self.list_models(id),
+                Op::Context => {
+                    let limit = self.context_limit().await;
                     let last_prompt = self.budget.last_prompt();
                     let history = super::compact::request_history(
                         &self.session.messages,
@@ -179,7 +184,7 @@ impl AgentState {
                         self.request.tools(),
                         &history,
                         &self.session.id,
-                        limit.or(self.config.context_limit),
+                        limit,
                         last_prompt,
                     );
                     self.emit(id, EventMsg::ContextReport(report));

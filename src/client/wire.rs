@@ -62,26 +62,7 @@ pub struct StreamOptions {
     pub include_usage: bool,
 }
 
-/// A tool definition as the model sees it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ToolSpec {
-    /// Always `function`.
-    #[serde(rename = "type")]
-    pub kind: &'static str,
-    /// The function.
-    pub function: FunctionSpec,
-}
-
-/// The function part of a [`ToolSpec`].
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct FunctionSpec {
-    /// The tool's name.
-    pub name: String,
-    /// What it does, for the model.
-    pub description: String,
-    /// JSON schema of the arguments.
-    pub parameters: Value,
-}
+pub use crate::tools::{FunctionSpec, ToolSpec};
 
 /// A message as sent to the server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -46,6 +46,7 @@ impl Tool for Bash {
 
     const DESCRIPTION: &'static str =
         "Run a bash command in the workspace. Returns combined stdout/stderr and the exit code.";
+    const SUBJECT: Option<&'static str> = Some("command");
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

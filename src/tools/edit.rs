@@ -26,6 +26,8 @@ impl Tool for Edit {
     const NAME: &'static str = "edit";
 
     const DESCRIPTION: &'static str = "Replace old_string with new_string in a file. old_string must match exactly (with indentation) and be unique unless replace_all is true.";
+    const SUBJECT: Option<&'static str> = Some("path");
+    const CHANGES_FILES: bool = true;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -35,6 +35,7 @@ impl Tool for Glob {
     const NAME: &'static str = "glob";
 
     const DESCRIPTION: &'static str = "Find files by glob pattern (e.g. **/*.rs, src/**/mod.rs; a pattern without / matches file names). Newest first unless sort is \"path\".";
+    const SUBJECT: Option<&'static str> = Some("pattern");
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -49,6 +49,7 @@ impl Tool for Grep {
     const NAME: &'static str = "grep";
 
     const DESCRIPTION: &'static str = "Search file contents with a regex (Rust syntax). Output path:line:text. Honours .gitignore; skips hidden and binary files.";
+    const SUBJECT: Option<&'static str> = Some("pattern");
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

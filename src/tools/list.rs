@@ -31,6 +31,7 @@ impl Tool for List {
 
     const DESCRIPTION: &'static str =
         "List a directory's entries (dirs end in /, files show their size). Honours .gitignore.";
+    const SUBJECT: Option<&'static str> = Some("path");
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -31,6 +31,7 @@ impl Tool for Patch {
     const NAME: &'static str = "patch";
 
     const DESCRIPTION: &'static str = "Apply a unified diff (---/+++ headers, @@ hunks with context) to one or more files. Use /dev/null to create or delete a file. All or nothing.";
+    const CHANGES_FILES: bool = true;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -30,6 +30,7 @@ impl Tool for Read {
     const NAME: &'static str = "read";
 
     const DESCRIPTION: &'static str = "Read a text file. Returns numbered lines; use offset (1-based line) and limit for large files.";
+    const SUBJECT: Option<&'static str> = Some("path");
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

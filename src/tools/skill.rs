@@ -24,6 +24,7 @@ impl Tool for Load {
     const DESCRIPTION: &'static str =
         "Load a skill's instructions by name (the skills are listed in the system prompt).";
 
+    const SUBJECT: Option<&'static str> = Some("name");
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

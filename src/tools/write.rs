@@ -23,6 +23,8 @@ impl Tool for Write {
 
     const DESCRIPTION: &'static str =
         "Create or overwrite a file with the given content. Parent directories are created.";
+    const SUBJECT: Option<&'static str> = Some("path");
+    const CHANGES_FILES: bool = true;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

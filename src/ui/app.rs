@@ -16,8 +16,6 @@ use super::complete::COMMANDS;
 use super::render::{self, Line, Palette, Role};
 use super::view::{Status, View, tokens};
 use crate::agent::{self, AgentHandle, AgentSetup};
-use crate::client::Client;
-use crate::client::wire::ModelCard;
 use crate::config::Environment;
 use crate::protocol::{EventMsg, Op, TurnState};
 use crate::sandbox::{Error as SandboxError, Sandbox};
@@ -42,7 +40,7 @@ pub struct App<'a> {
     environment: &'a Environment,
     /// The core.
     pub handle: AgentHandle,
-    client: Arc<Client>,
+    /// The workspace, for `@path` attachments.
     sandbox: Arc<Sandbox>,
     /// The conversation as lines.
     pub view: View,
@@ -51,34 +49,8 @@ pub struct App<'a> {
     /// A new session's file, removed at the end if nothing was typed.
     session_file: Option<String>,
     turns: usize,
-    models: Option<Vec<ModelCard>>,
-    /// `context_limit` from the config: it wins over the server's.
-    configured_limit: Option<u64>,
-    /// The server's context size when its model list has none (llama.cpp's
-    /// `/props`).
-    props_limit: Option<u64>,
-    /// The start-up request for the model list, while it runs: the prompt
-    /// does not wait for it.
-    listing: Option<tokio::task::JoinHandle<Listing>>,
     /// A prompt refused before it was sent, to put back in the editor.
     pub refused: Option<String>,
-}
-
-/// The start-up model list, and llama.cpp's context size when the list
-/// gives none.
-type Listing = (Result<Vec<ModelCard>, crate::client::Error>, Option<u64>);
-
-fn list_models(client: &Client) -> Listing {
-    let models = client.list_models();
-    let no_lengths = models
-        .as_ref()
-        .is_ok_and(|models| models.iter().all(|m| m.max_model_len.is_none()));
-    let props = if no_lengths {
-        client.props_context()
-    } else {
-        None
-    };
-    (models, props)
 }
 
 impl<'a> App<'a> {
@@ -89,9 +61,7 @@ impl<'a> App<'a> {
         palette: Palette,
         width: usize,
     ) -> Self {
-        let client = Arc::clone(&setup.client);
         let sandbox = Arc::clone(&setup.sandbox);
-        let configured_limit = setup.config.context_limit;
         let status = Status {
             agent: "build".to_owned(),
             model: setup.session.model.clone(),
@@ -104,21 +74,17 @@ impl<'a> App<'a> {
         let mut app = Self {
             environment,
             handle: agent::spawn(setup),
-            client,
             sandbox,
             view: View::new(status, width),
             palette,
             session_file: None,
             turns: 0,
-            models: None,
-            configured_limit,
-            props_limit: None,
-            listing: None,
             refused: None,
         };
         app.introduce().await;
-        let client = Arc::clone(&app.client);
-        app.listing = Some(tokio::task::spawn_blocking(move || list_models(&client)));
+        // The answer comes whenever the server gives it: the prompt does
+        // not wait.
+        app.handle.ops.submit(Op::ListModels);
         app
     }
 
@@ -167,76 +133,6 @@ impl<'a> App<'a> {
         self.note("Type a task and press Enter; /help lists the keys and commands.");
     }
 
-    /// Takes in the start-up model list once it has arrived (or, with
-    /// `wait`, waits for it): the context length for the status line, or
-    /// a warning that the server does not answer.
-    pub async fn models_listed(&mut self, wait: bool) {
-        let Some(task) = self.listing.take_if(|task| wait || task.is_finished()) else {
-            return;
-        };
-        let listed = task.await;
-        self.take_listing(listed);
-    }
-
-    /// Waits for the start-up model list to arrive and takes it in; never
-    /// ends when none is on its way. Dropped before it ends, the list is
-    /// still on its way.
-    pub async fn listing_done(&mut self) {
-        let Some(task) = self.listing.as_mut() else {
-            return std::future::pending().await;
-        };
-        let listed = task.await;
-        self.listing = None;
-        self.take_listing(listed);
-    }
-
-    fn take_listing(&mut self, listed: Result<Listing, tokio::task::JoinError>) {
-        let message = match listed {
-            Ok((Ok(models), props)) => {
-                self.models = Some(models);
-                self.props_limit = props;
-                self.update_limit();
-                return;
-            }
-            Ok((Err(error), _)) => crate::client::error_chain(&error),
-            Err(error) => error.to_string(),
-        };
-        self.view.event(&EventMsg::Warning {
-            message: format!(
-                "The server did not list its models ({message}); requests will fail until it \
-                 answers. Set `base_url` in ~/.config/offcode/offcode.jsonc or OFFCODE_BASE_URL."
-            ),
-        });
-    }
-
-    /// Asks the server for its models now (and the active one's context
-    /// length); a failure leaves them as they were and says why.
-    async fn fetch_models(&mut self) -> Result<(), String> {
-        let client = Arc::clone(&self.client);
-        let listed = tokio::task::spawn_blocking(move || list_models(&client)).await;
-        match listed {
-            Ok((Ok(models), props)) => {
-                self.models = Some(models);
-                self.props_limit = props;
-                self.update_limit();
-                Ok(())
-            }
-            Ok((Err(error), _)) => Err(crate::client::error_chain(&error)),
-            Err(error) => Err(error.to_string()),
-        }
-    }
-
-    /// The status line's limit: the config's, else the server's for the
-    /// active model.
-    fn update_limit(&mut self) {
-        let model = &self.view.status.model;
-        let served = self
-            .models
-            .as_ref()
-            .and_then(|models| crate::client::wire::context_length(models, model));
-        self.view.status.limit = self.configured_limit.or(served).or(self.props_limit);
-    }
-
     /// A dim line of our own, wrapped between words to the width.
     pub fn note(&mut self, text: impl Into<String>) {
         let width = self.view.width;
@@ -279,6 +175,13 @@ impl<'a> App<'a> {
         })
     }
 
+    /// Takes in what the core said between turns (a model list).
+    pub fn take_events(&mut self) {
+        while let Ok(event) = self.handle.events.try_recv() {
+            self.view.event(&event.msg);
+        }
+    }
+
     /// Counts a turn (the session is worth keeping).
     pub fn turn_started(&mut self) {
         self.turns += 1;
@@ -317,12 +220,7 @@ impl<'a> App<'a> {
             "/quit" | "/exit" => return Dispatch::Quit,
             "/help" => self.help(),
             "/models" => return self.models_command(argument).await,
-            "/context" => {
-                self.models_listed(true).await;
-                return Dispatch::Turn(Op::Context {
-                    limit: self.view.status.limit,
-                });
-            }
+            "/context" => return Dispatch::Turn(Op::Context),
             "/todo" => self.todo(),
             "/expand" => {
                 let number = if argument.is_empty() {
@@ -377,11 +275,10 @@ impl<'a> App<'a> {
     }
 
     async fn models_command(&mut self, argument: &str) -> Dispatch {
-        self.models_listed(true).await;
-        let fetched = self.fetch_models().await;
+        let fetched = self.list_models().await;
         if argument.is_empty() {
             let current = self.view.status.model.clone();
-            let (Ok(()), Some(models)) = (&fetched, &self.models) else {
+            let (Ok(()), Some(models)) = (&fetched, self.view.models.clone()) else {
                 let why = fetched.err().unwrap_or_default();
                 self.error(format!("Could not list the models: {why}"));
                 return Dispatch::Done;
@@ -394,7 +291,7 @@ impl<'a> App<'a> {
             )];
             lines.extend(models.iter().map(|m| {
                 let mark = if m.id == current { "* " } else { "  " };
-                let context = m.max_model_len.map_or_else(|| "-".to_owned(), tokens);
+                let context = m.context.map_or_else(|| "-".to_owned(), tokens);
                 let pad = " ".repeat(id_width - m.id.width());
                 Line::new()
                     .with(Role::Code, format!("{mark}{}{pad}", m.id))
@@ -406,7 +303,7 @@ impl<'a> App<'a> {
             self.note("Switch with /models ID.");
             return Dispatch::Done;
         }
-        if let Some(models) = &self.models
+        if let Some(models) = &self.view.models
             && !models.iter().any(|m| m.id == argument)
         {
             self.error(format!(
@@ -419,9 +316,21 @@ impl<'a> App<'a> {
         })
     }
 
-    /// After a model switch: the new model's context length.
-    pub fn model_changed(&mut self) {
-        self.update_limit();
+    /// Asks the core for the server's models and waits for the answer;
+    /// what else arrives meanwhile is shown. A server that does not
+    /// answer leaves the last list and says why.
+    async fn list_models(&mut self) -> Result<(), String> {
+        let asked = self.handle.ops.submit(Op::ListModels);
+        while let Some(event) = self.handle.events.recv().await {
+            match &event.msg {
+                EventMsg::ModelList(list) if event.id == asked => {
+                    self.view.model_list(list, false);
+                    return list.error.clone().map_or(Ok(()), Err);
+                }
+                msg => self.view.event(msg),
+            }
+        }
+        Err("the core stopped".to_owned())
     }
 
     fn todo(&mut self) {
@@ -589,7 +498,6 @@ pub async fn settle(app: &mut App<'_>, limit: Duration) {
             event.msg,
             EventMsg::ModelChanged { .. } | EventMsg::ContextReport(_) | EventMsg::Error { .. }
         ) {
-            app.model_changed();
             break;
         }
     }

@@ -294,9 +294,6 @@ impl Turn<'_> {
                 }
                 self.question = Some(Question::new(request.clone(), app.view.width, self.height));
             }
-            if matches!(event.msg, EventMsg::ModelChanged { .. }) {
-                app.model_changed();
-            }
             self.done |= matches!(event.msg, EventMsg::TurnComplete(_));
             if let EventMsg::Error { kind, .. } = &event.msg {
                 self.errors.push(*kind);

@@ -36,7 +36,7 @@ pub async fn run(
     // Ctrl+D during a turn: leave once the queue is done.
     let mut leaving = false;
     loop {
-        app.models_listed(false).await;
+        app.take_events();
         app.print_committed();
         if leaving && queue.is_empty() {
             break;
@@ -92,7 +92,7 @@ pub async fn run(
                 }
                 continue;
             }
-            Dispatch::Turn(op @ (Op::SetModel { .. } | Op::Context { .. })) => {
+            Dispatch::Turn(op @ (Op::SetModel { .. } | Op::Context)) => {
                 app.handle.ops.submit(op);
                 app::settle(&mut app, SETTLE).await;
                 continue;
@@ -138,10 +138,12 @@ fn refresh_width(app: &mut App<'_>, input: &Input) {
     }
 }
 
-/// The editor's next reply. What arrives while it waits (the start-up
-/// model list failing) is printed above it at once, over the status line
-/// the editor drew above its prompt (it draws that again below).
+/// The editor's next reply. What the core says while it waits (the
+/// start-up model list failing) is printed above it at once, over the
+/// status line the editor drew above its prompt (it draws that again
+/// below).
 async fn next_reply(app: &mut App<'_>, input: &mut Input) -> Option<Reply> {
+    let mut core = true;
     loop {
         tokio::select! {
             reply = input.replies.recv() => {
@@ -150,7 +152,12 @@ async fn next_reply(app: &mut App<'_>, input: &mut Input) -> Option<Reply> {
                 refresh_width(app, input);
                 return reply;
             }
-            () = app.listing_done(), if input.terminal => {
+            event = app.handle.events.recv(), if input.terminal && core => {
+                let Some(event) = event else {
+                    core = false;
+                    continue;
+                };
+                app.view.event(&event.msg);
                 let lines: Vec<String> = app
                     .view
                     .take_committed()
@@ -205,7 +212,6 @@ async fn plain_turn(app: &mut App<'_>, input: &mut Input) -> bool {
                     reason,
                 });
             }
-            EventMsg::ModelChanged { .. } => app.model_changed(),
             EventMsg::TurnComplete(_) => return true,
             _ => {}
         }

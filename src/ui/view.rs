@@ -123,6 +123,8 @@ pub struct View {
     deferred: Vec<Line>,
     /// The agent's todo list, as last shown.
     pub todos: Vec<crate::protocol::TodoItem>,
+    /// The server's models, as last listed.
+    pub models: Option<Vec<crate::protocol::ModelInfo>>,
 }
 
 /// `message` (any number of lines, any characters) as lines in `role`.
@@ -156,6 +158,7 @@ impl View {
             shell: false,
             deferred: Vec::new(),
             todos: Vec::new(),
+            models: None,
         }
     }
 
@@ -264,10 +267,12 @@ impl View {
                 self.todos.clone_from(items);
                 self.committed.extend(render::todo(items, width));
             }
-            EventMsg::ModelChanged { model } => {
+            EventMsg::ModelChanged { model, limit } => {
                 self.status.model.clone_from(model);
+                self.status.limit = *limit;
                 self.commit(Line::new().with(Role::Dim, format!("model: {model}")));
             }
+            EventMsg::ModelList(list) => self.model_list(list, true),
             EventMsg::Warning { message } => self.warning(message),
             EventMsg::Error { message, .. } => self.error(message),
             EventMsg::TurnComplete(complete) => {
@@ -282,6 +287,21 @@ impl View {
                 self.status.state = TurnState::Idle;
             }
             EventMsg::PermissionDecision(_) => {}
+        }
+    }
+
+    /// Takes in the server's model list: the models and the status line's
+    /// context length; a server that did not answer keeps the last list
+    /// and, with `warn`, says so.
+    pub fn model_list(&mut self, list: &crate::protocol::ModelListEvent, warn: bool) {
+        self.status.limit = list.limit;
+        match &list.error {
+            None => self.models = Some(list.models.clone()),
+            Some(error) if warn => self.warning(&format!(
+                "The server did not list its models ({error}); requests will fail until it \
+                 answers. Set `base_url` in ~/.config/offcode/offcode.jsonc or OFFCODE_BASE_URL."
+            )),
+            Some(_) => {}
         }
     }
 
