@@ -25,13 +25,16 @@ for bin in target/dist/offcode-*-linux; do
     dir=$work/$arch
     mkdir -p "$dir/project"
     printf 'smoke input\n' > "$dir/project/input.txt"
-    answer=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --yes "read input.txt then write out.txt" 2>"$dir/stderr") || true
-    again=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --continue "hello again" 2>>"$dir/stderr") || true
-    doctor=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" doctor 2>>"$dir/stderr") || true
+    answer=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --yes "read input.txt then write out.txt" 2>"$dir/stderr") && answer_code=0 || answer_code=$?
+    again=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" run --continue "hello again" 2>>"$dir/stderr") && again_code=0 || again_code=$?
+    doctor=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$repo/$bin" doctor 2>>"$dir/stderr") && doctor_code=0 || doctor_code=$?
     # A script that writes outside the workspace: confined, the write
     # fails; under qemu-user (no Landlock) the command is not run at all.
     printf 'echo pwned > "$HOME/outside.txt"\n' > "$dir/project/w.sh"
-    shell=$(cd "$dir/project" && HOME=$dir/home "${runner[@]}" "$repo/$bin" tool --yes bash '{"command": "bash w.sh"}' 2>&1) || true
+    shell=$(cd "$dir/project" && HOME=$dir/home "${runner[@]}" "$repo/$bin" tool --yes bash '{"command": "bash w.sh"}' 2>&1) && shell_code=0 || shell_code=$?
+    # Exit codes: the task and the resume succeed; doctor fails only where
+    # it found a problem; the script fails (confined) or is refused.
+    expected_codes="0 0 0 1"
     if [ -z "${runner[*]}" ]; then
         expected_doctor="No problems found."
         # The read-only mount tree answers EROFS; Landlock alone, EACCES.
@@ -41,9 +44,12 @@ for bin in target/dist/offcode-*-linux; do
         esac
     else
         expected_doctor="shell commands cannot be confined: this kernel has no Landlock"
+        expected_codes="0 0 1 1"
         expected_shell="cannot be confined"
     fi
-    if [ "$answer" = "Done: I read input.txt and wrote out.txt." ] \
+    codes="$answer_code $again_code $doctor_code $shell_code"
+    if [ "$codes" = "$expected_codes" ] \
+        && [ "$answer" = "Done: I read input.txt and wrote out.txt." ] \
         && grep -q 'smoke input' "$dir/project/out.txt" 2>/dev/null \
         && [ "$again" = "Mock model here. You said: hello again" ] \
         && [[ "$doctor" == *"$expected_doctor"* ]] \
@@ -52,6 +58,7 @@ for bin in target/dist/offcode-*-linux; do
         echo "$bin: task, resume, doctor and confinement ok"
     else
         echo "error: $bin failed the smoke task" >&2
+        echo "exit codes (task, resume, doctor, shell): $codes, expected $expected_codes" >&2
         echo "answer: $answer / again: $again / doctor: $doctor / shell: $shell" >&2
         cat "$dir/stderr" >&2
         status=1

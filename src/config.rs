@@ -32,22 +32,30 @@ pub enum Error {
     /// A config file could not be read.
     #[error("Could not read config file `{path}`")]
     Read {
+        /// The file.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
     /// A config file is not valid.
     #[error("Invalid config file `{path}`{}: {message}", position(*.line, *.column))]
     Invalid {
+        /// The file.
         path: PathBuf,
+        /// The line, from 1, when known.
         line: Option<usize>,
+        /// The column, from 1, when known.
         column: Option<usize>,
+        /// What went wrong, in words.
         message: String,
     },
     /// An environment variable or flag has a bad value.
     #[error("Invalid value for {source_name}: {message}")]
     BadValue {
+        /// The variable or flag.
         source_name: String,
+        /// What went wrong, in words.
         message: String,
     },
     /// The merged values do not form a valid config.

@@ -16,12 +16,17 @@ pub type SubmissionId = u64;
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Op {
     /// Start a turn with this user text (queued if a turn is running).
-    UserTurn { text: String },
+    UserTurn {
+        /// What the user typed.
+        text: String,
+    },
     /// Abort the running turn: close the model connection, kill the tool.
     Interrupt,
     /// Answer an [`EventMsg::ApprovalRequest`].
     Approve {
+        /// The call the answer is for.
         call_id: String,
+        /// The answer.
         decision: ApprovalDecision,
         /// For a denial: why, told to the model.
         #[serde(default)]
@@ -30,9 +35,15 @@ pub enum Op {
     /// Run a shell command the user typed (`!cmd`) under the same gate as
     /// the model's `bash` calls; the input and the result are recorded as
     /// a user and an assistant message, so the model sees them next turn.
-    Shell { command: String },
+    Shell {
+        /// The command line.
+        command: String,
+    },
     /// Use this model from the next request on.
-    SetModel { model: String },
+    SetModel {
+        /// The model's id.
+        model: String,
+    },
     /// Compact the context now (`/compact`), as a turn of its own.
     Compact,
     /// Report what a request carries now; answered by

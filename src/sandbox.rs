@@ -33,23 +33,44 @@ const MAX_WRITE_LINKS: usize = 40;
 pub enum Error {
     /// The path leads outside the workspace.
     #[error("outside_workspace: `{path}` is outside the workspace: {reason}")]
-    OutsideWorkspace { path: String, reason: String },
+    OutsideWorkspace {
+        /// The path as given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
     /// The path is malformed.
     #[error("invalid_path: `{path}`: {reason}")]
-    Invalid { path: String, reason: String },
+    Invalid {
+        /// The path as given.
+        path: String,
+        /// Why.
+        reason: String,
+    },
     /// Nothing exists at the path.
     #[error("not_found: `{path}` does not exist")]
-    NotFound { path: String },
+    NotFound {
+        /// The path as given.
+        path: String,
+    },
     /// A directory where a file was needed.
     #[error("is_a_directory: `{path}` is a directory")]
-    IsADirectory { path: String },
+    IsADirectory {
+        /// The path as given.
+        path: String,
+    },
     /// A file where a directory was needed.
     #[error("not_a_directory: `{path}` (or a part of it) is not a directory")]
-    NotADirectory { path: String },
+    NotADirectory {
+        /// The path as given.
+        path: String,
+    },
     /// Any other failure.
     #[error("io_error: `{path}`: {source}")]
     Io {
+        /// The path as given.
         path: String,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },

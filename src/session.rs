@@ -24,23 +24,42 @@ pub enum Error {
     /// A file operation failed.
     #[error("Could not {action} session file `{path}`")]
     Io {
+        /// What was being done (`read`, `create`, ...).
         action: &'static str,
+        /// The file or directory.
         path: PathBuf,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
     /// No session has this id.
     #[error("No session `{id}` in `{dir}`")]
-    NotFound { id: String, dir: PathBuf },
+    NotFound {
+        /// The session's id.
+        id: String,
+        /// Where sessions are kept.
+        dir: PathBuf,
+    },
     /// No session was started in this directory.
     #[error("No earlier session for `{cwd}`")]
-    NoneForDirectory { cwd: PathBuf },
+    NoneForDirectory {
+        /// The directory.
+        cwd: PathBuf,
+    },
     /// Another offcode process has the session open.
     #[error("Session `{id}` is in use by another offcode process")]
-    InUse { id: String },
+    InUse {
+        /// The session's id.
+        id: String,
+    },
     /// The file does not start with a session entry.
     #[error("`{path}` is not a session file: {reason}")]
-    NotASession { path: PathBuf, reason: String },
+    NotASession {
+        /// The file or directory.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
 }
 
 /// Where session files live.

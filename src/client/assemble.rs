@@ -17,7 +17,12 @@ pub enum Piece {
     /// Reasoning text.
     Reasoning(String),
     /// A tool call got its name.
-    ToolCallNamed { index: u32, name: String },
+    ToolCallNamed {
+        /// The call's index in the response.
+        index: u32,
+        /// The tool's name.
+        name: String,
+    },
     /// Token counts.
     Usage(WireUsage),
     /// The server reported an error in the stream.

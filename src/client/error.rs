@@ -18,14 +18,18 @@ pub enum Error {
     /// the server did not answer in time; the message names the phase.
     #[error("{}", connect_message(url, source))]
     Connect {
+        /// The URL requested.
         url: String,
+        /// The underlying error.
         #[source]
         source: ureq::Error,
     },
     /// The server answered with an error status.
     #[error("The server answered HTTP {status}: {message}")]
     Status {
+        /// The HTTP status.
         status: u16,
+        /// What the server said.
         message: String,
         /// The error's `code` (number or string), as text.
         code: Option<String>,
@@ -35,12 +39,19 @@ pub enum Error {
     /// The server reported an error inside the stream.
     #[error("The server reported an error during the response: {message}")]
     InBand {
+        /// What the server said.
         message: String,
+        /// The error's `code` (number or string), as text.
         code: Option<String>,
     },
     /// A chunk could not be understood.
     #[error("The server sent a malformed chunk ({reason}): `{excerpt}`")]
-    Malformed { reason: String, excerpt: String },
+    Malformed {
+        /// Why.
+        reason: String,
+        /// The start of the chunk.
+        excerpt: String,
+    },
     /// The body ended without `[DONE]`.
     #[error("The response ended early: the connection closed before `[DONE]`")]
     Truncated,
@@ -55,7 +66,12 @@ pub enum Error {
     IdleTimeout(Duration),
     /// A response that should be JSON was not.
     #[error("The server's answer to {what} was not understood: {reason}")]
-    BadResponse { what: String, reason: String },
+    BadResponse {
+        /// What was asked.
+        what: String,
+        /// Why.
+        reason: String,
+    },
     /// The connection settings are wrong (`tls.ca_file`, a proxy).
     #[error("{0}")]
     Setup(String),

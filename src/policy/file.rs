@@ -65,9 +65,13 @@ pub enum Error {
     /// The managed policy file exists but cannot be read or is invalid.
     #[error("The managed policy `{path}` is invalid{}: {message}", position(*.line, *.column))]
     Managed {
+        /// The file.
         path: PathBuf,
+        /// The line, from 1, when known.
         line: Option<usize>,
+        /// The column, from 1, when known.
         column: Option<usize>,
+        /// What went wrong, in words.
         message: String,
     },
     /// A rule cannot be used (a bad regex, an empty pattern).

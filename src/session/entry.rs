@@ -25,14 +25,22 @@ pub enum EntryBody {
     /// The first line: what the session is.
     Session(Meta),
     /// A conversation message.
-    Message { message: Message },
+    Message {
+        /// The message.
+        message: Message,
+    },
     /// The model was switched.
-    ModelChange { model: String },
+    ModelChange {
+        /// The model's id.
+        model: String,
+    },
     /// Token counts of one request.
     Usage(TokenUsage),
     /// A permission question and its answer.
     Permission {
+        /// The call.
         call_id: String,
+        /// The tool's name.
         tool: String,
         /// A short form of the arguments (the command line, the path).
         #[serde(default)]
@@ -40,25 +48,36 @@ pub enum EntryBody {
         /// The call was in the dangerous class.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         dangerous: bool,
+        /// The answer.
         decision: ApprovalDecision,
         /// Who decided.
         by: Decider,
+        /// The rule or reason behind it.
         rule: String,
         /// Rules an "allow for this session" answer added.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         allowed: Vec<AllowedRule>,
     },
     /// The todo list as the agent last wrote it.
-    Todo { items: Vec<TodoItem> },
+    Todo {
+        /// The list.
+        items: Vec<TodoItem>,
+    },
     /// The context was compacted: requests from now on carry `summary`
     /// in place of the messages before `keep_from`, and tool outputs of
     /// messages before `prune_before` as a placeholder. The messages
     /// themselves stay in the file.
     Compaction(Compaction),
     /// A turn ended.
-    TurnEnd { status: TurnStatus },
+    TurnEnd {
+        /// How the turn ended.
+        status: TurnStatus,
+    },
     /// An error ended a turn.
-    Error { message: String },
+    Error {
+        /// The message.
+        message: String,
+    },
 }
 
 /// How requests shorten the history; see [`EntryBody::Compaction`].
