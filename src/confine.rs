@@ -108,18 +108,25 @@ pub enum Error {
     #[error(
         "the network cannot be closed: no user namespaces ({namespace}) and no Landlock TCP rules (kernel 6.7 or later)"
     )]
-    Network { namespace: String },
+    Network {
+        /// Why no user namespace could be made.
+        namespace: String,
+    },
     /// A namespace step failed after the namespaces were created.
     #[error("setting up the namespaces failed at {step}: {source}")]
     Namespace {
+        /// The step that failed.
         step: &'static str,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
     /// The command could not be executed.
     #[error("cannot run `{program}`: {source}")]
     Exec {
+        /// The program.
         program: String,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },

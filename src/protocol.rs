@@ -151,18 +151,33 @@ pub enum EventMsg {
     /// The session is open: sent once, before anything else.
     SessionConfigured(SessionConfiguredEvent),
     /// A turn started for a user message.
-    TurnStarted { text: String },
+    TurnStarted {
+        /// What the user typed.
+        text: String,
+    },
     /// The turn's state machine moved.
-    StateChanged { state: TurnState },
+    StateChanged {
+        /// The new state.
+        state: TurnState,
+    },
     /// A piece of assistant text.
-    AssistantDelta { delta: String },
+    AssistantDelta {
+        /// The text that arrived.
+        delta: String,
+    },
     /// A piece of reasoning text (shown dimmed, never sent back).
-    ReasoningDelta { delta: String },
+    ReasoningDelta {
+        /// The text that arrived.
+        delta: String,
+    },
     /// The context was compacted to fit the model.
     Compacted(CompactedEvent),
     /// The text streamed so far in this step was the model's reasoning
     /// (its think block was opened by the prompt); it is moved there.
-    ReasoningRecovered { text: String },
+    ReasoningRecovered {
+        /// What the user typed.
+        text: String,
+    },
     /// The whole text of one model step, once it finished.
     AssistantMessage(AssistantMessageEvent),
     /// A tool call is about to run.
@@ -179,6 +194,7 @@ pub enum EventMsg {
     Retry(RetryEvent),
     /// The active model changed.
     ModelChanged {
+        /// The model's id.
         model: String,
         /// Its context length, when known.
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -187,13 +203,24 @@ pub enum EventMsg {
     /// The answer to [`Op::ListModels`].
     ModelList(ModelListEvent),
     /// The agent's todo list changed.
-    TodoUpdated { items: Vec<TodoItem> },
+    TodoUpdated {
+        /// The todo list.
+        items: Vec<TodoItem>,
+    },
     /// The answer to [`Op::Context`].
     ContextReport(ContextReport),
     /// Something the user should know that did not stop the turn.
-    Warning { message: String },
+    Warning {
+        /// What to tell the user.
+        message: String,
+    },
     /// Something failed; the turn ends with [`TurnStatus::Failed`].
-    Error { message: String, kind: ErrorKind },
+    Error {
+        /// What to tell the user.
+        message: String,
+        /// What kind of failure.
+        kind: ErrorKind,
+    },
     /// The turn is over.
     TurnComplete(TurnCompleteEvent),
 }
@@ -233,8 +260,9 @@ pub struct CompactedEvent {
     /// What was done ("old tool outputs left out", "12 earlier messages
     /// summarised").
     pub what: String,
-    /// Estimated tokens of the next request before and after.
+    /// Estimated tokens of the next request before.
     pub before: u64,
+    /// Estimated tokens of the next request after.
     pub after: u64,
     /// The model's context length.
     pub limit: u64,
@@ -375,6 +403,7 @@ macro_rules! mandate_wire {
                 mandate: Option<Mandate>,
             }
 
+            /// Writes the flag and the mandate.
             pub fn serialize<S: Serializer>(
                 mandate: &Option<Mandate>,
                 to: S,
@@ -386,6 +415,7 @@ macro_rules! mandate_wire {
                 .serialize(to)
             }
 
+            /// Reads the mandate, or a first-format flag.
             pub fn deserialize<'de, D: Deserializer<'de>>(
                 from: D,
             ) -> Result<Option<Mandate>, D::Error> {
@@ -418,9 +448,15 @@ pub enum Decider {
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ToolDisplay {
     /// Files the call changed.
-    Diff { files: Vec<FileDiff> },
+    Diff {
+        /// Each file changed.
+        files: Vec<FileDiff>,
+    },
     /// The todo list after the call.
-    Todo { items: Vec<TodoItem> },
+    Todo {
+        /// The todo list.
+        items: Vec<TodoItem>,
+    },
 }
 
 /// What a request carries, part by part (`/context`, `offcode context`).

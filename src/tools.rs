@@ -118,15 +118,23 @@ impl ToolOutput {
 pub enum Error {
     /// The arguments did not match the schema.
     #[error("Invalid arguments for `{tool}`: {reason}")]
-    InvalidArguments { tool: &'static str, reason: String },
+    InvalidArguments {
+        /// The tool's name.
+        tool: &'static str,
+        /// Why.
+        reason: String,
+    },
     /// A path is not acceptable.
     #[error("{0}")]
     Path(#[from] crate::sandbox::Error),
     /// A process could not be started or waited for.
     #[error("Could not {action} `{path}`: {source}")]
     Io {
+        /// What was being done (`read`, `create`, ...).
         action: &'static str,
+        /// The path as given.
         path: String,
+        /// The underlying error.
         #[source]
         source: std::io::Error,
     },
@@ -408,6 +416,9 @@ impl Registry {
         self.get(name)?.preview(arguments, context)?.ok()
     }
 
+    /// Runs the tool called `name` with `arguments` (JSON text); an unknown
+    /// tool, bad arguments or a failure become an error result for the
+    /// model.
     pub async fn call(&self, name: &str, arguments: &str, context: &ToolContext) -> ToolOutput {
         let Some(tool) = self.get(name) else {
             return ToolOutput::error(format!(

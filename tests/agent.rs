@@ -63,6 +63,26 @@ impl Harness {
         self.collect(answer).await
     }
 
+    /// The next event, within 10 s.
+    async fn next(&mut self) -> Option<Event> {
+        tokio::time::timeout(Duration::from_secs(10), self.handle.events.recv())
+            .await
+            .expect("an event within 10 s")
+    }
+
+    /// Events up to and with the first that `done` says ends the wait.
+    async fn until(&mut self, done: impl Fn(&EventMsg) -> bool) -> Vec<Event> {
+        let mut events = Vec::new();
+        while let Some(event) = self.next().await {
+            let last = done(&event.msg);
+            events.push(event);
+            if last {
+                return events;
+            }
+        }
+        panic!("the core stopped first: {events:?}");
+    }
+
     async fn collect(&mut self, answer: Option<ApprovalDecision>) -> Vec<Event> {
         let mut events = Vec::new();
         loop {
@@ -513,7 +533,10 @@ async fn interrupt_mid_stream_keeps_the_partial_text() {
     harness.handle.ops.submit(Op::UserTurn {
         text: "long answer".into(),
     });
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Interrupted once text is arriving, with most of it still to come.
+    harness
+        .until(|msg| matches!(msg, EventMsg::AssistantDelta { .. }))
+        .await;
     harness.handle.ops.submit(Op::Interrupt);
     let events = harness.collect(None).await;
     assert_eq!(status(&events), TurnStatus::Aborted);
@@ -546,18 +569,17 @@ async fn interrupt_kills_a_running_command() {
     let server = mock();
     server.push(sse(&chunks::tool_answer(
         "",
-        &[("b1", "bash", json!({"command": "sleep 30; echo never"}))],
+        &[(
+            "b1",
+            "bash",
+            json!({"command": "touch started; sleep 1; touch survived"}),
+        )],
     )));
     let mut harness = start(&server, 10);
     harness.handle.ops.submit(Op::UserTurn {
         text: "run it".into(),
     });
-    let mut seen_running = false;
-    while !seen_running {
-        let event = tokio::time::timeout(Duration::from_secs(10), harness.handle.events.recv())
-            .await
-            .unwrap()
-            .unwrap();
+    while let Some(event) = harness.next().await {
         if let EventMsg::ApprovalRequest(request) = &event.msg {
             harness.handle.ops.submit(Op::Approve {
                 call_id: request.call_id.clone(),
@@ -565,19 +587,30 @@ async fn interrupt_kills_a_running_command() {
                 reason: None,
             });
         }
-        seen_running = matches!(
+        if matches!(
             event.msg,
             EventMsg::StateChanged {
                 state: offcode::protocol::TurnState::ToolRunning
             }
-        );
+        ) {
+            break;
+        }
     }
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    let start = std::time::Instant::now();
+    let started = harness.root.join("started");
+    assert!(
+        crate::support::wait_until(Duration::from_secs(10), || started.exists()),
+        "the command never started"
+    );
     harness.handle.ops.submit(Op::Interrupt);
     let events = harness.collect(None).await;
-    assert!(start.elapsed() < Duration::from_secs(2));
     assert_eq!(status(&events), TurnStatus::Aborted);
+    // Had it lived, it would have written its marker a second after it
+    // started.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(
+        !harness.root.join("survived").exists(),
+        "the command outlived the interrupt"
+    );
     let messages = harness.session_messages();
     assert!(
         matches!(messages.last(), Some(Message::Tool { is_error: true, content, .. }) if content.contains("Aborted")),

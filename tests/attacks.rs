@@ -300,9 +300,10 @@ fn every_attack_family_is_refused_and_changes_nothing() {
 #[test]
 fn every_attack_is_dangerous_in_policy_check_with_a_reason() {
     let ws = target();
+    let policy = crate::policy::load(&ws);
     let mut plain = Vec::new();
     for line in attacks(9) {
-        let decision = crate::policy::check(&ws, &line);
+        let decision = crate::policy::decide(&policy, &line);
         let denied = decision["action"] == "deny";
         let dangerous = decision["dangerous"] == true
             && decision["dangers"].as_array().is_some_and(|d| {

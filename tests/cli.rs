@@ -414,18 +414,16 @@ fn sigint_aborts_closes_the_connection_and_keeps_partial_text() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    assert!(wait_until(Duration::from_secs(10), || !server
-        .chat_bodies()
-        .is_empty()));
-    std::thread::sleep(Duration::from_millis(300));
+    // Interrupted once the answer is arriving, with most of it to come.
+    assert!(wait_until(Duration::from_secs(10), || server.parts_sent() >= 3));
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    let sent = Instant::now();
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    // The whole answer takes 10 s; the disconnect comes long before.
     assert!(
-        wait_until(Duration::from_secs(2), || !server.disconnects().is_empty()),
-        "server saw the disconnect"
+        wait_until(Duration::from_secs(5), || !server.disconnects().is_empty()),
+        "the server never saw the disconnect"
     );
-    assert!(server.disconnects()[0].duration_since(sent) < Duration::from_millis(500));
+    assert!(server.parts_sent() < 300, "{}", server.parts_sent());
     let output = child.wait_with_output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);

@@ -985,6 +985,24 @@ pub(crate) fn check(ws: &Workspace, command: &str) -> Value {
         .unwrap_or_else(|e| panic!("{command}: not JSON ({e}): {}", output.stdout))
 }
 
+/// The effective policy in `ws`, loaded in this process the way
+/// `offcode policy check` loads it; the row tables go through it, and
+/// [`the_cli_decides_as_the_policy_does`] checks a sample through the
+/// binary.
+pub(crate) fn load(ws: &Workspace) -> offcode::policy::Policy {
+    let environment = ws.environment("http://127.0.0.1:9/v1");
+    let flags = offcode::config::Flags::default();
+    let loaded = offcode::startup::load_config(&environment, &flags)
+        .unwrap_or_else(|f| panic!("{}", f.message));
+    offcode::startup::load_policy(&environment, &loaded, &ws.root)
+        .unwrap_or_else(|f| panic!("{}", f.message))
+}
+
+/// `policy`'s decision on `command` as `policy check --json` gives it.
+pub(crate) fn decide(policy: &offcode::policy::Policy, command: &str) -> Value {
+    serde_json::to_value(policy.decide("bash", &json!({ "command": command }), &[])).unwrap()
+}
+
 fn action_of(decision: &Value) -> &str {
     decision["action"].as_str().unwrap_or("?")
 }
@@ -1039,11 +1057,12 @@ fn the_tables_are_as_large_as_promised() {
 }
 
 #[test]
-fn every_dangerous_row_holds_through_policy_check() {
+fn every_dangerous_row_holds_in_the_policy() {
     let ws = project();
+    let policy = load(&ws);
     let mut failures = Vec::new();
     for (command, action, why) in dangerous_rows() {
-        if let Some(problem) = dangerous_problem(&check(&ws, &command), action, why) {
+        if let Some(problem) = dangerous_problem(&decide(&policy, &command), action, why) {
             failures.push(format!("{}: {problem}", short(&command)));
         }
     }
@@ -1051,15 +1070,39 @@ fn every_dangerous_row_holds_through_policy_check() {
 }
 
 #[test]
-fn every_ordinary_row_holds_through_policy_check() {
+fn every_ordinary_row_holds_in_the_policy() {
     let ws = project();
+    let policy = load(&ws);
     let mut failures = Vec::new();
     for (command, action, key) in ordinary_rows() {
-        if let Some(problem) = ordinary_problem(&check(&ws, &command), action, key) {
+        if let Some(problem) = ordinary_problem(&decide(&policy, &command), action, key) {
             failures.push(format!("{}: {problem}", short(&command)));
         }
     }
     report(&failures);
+}
+
+/// A sample of the rows through the real binary: `policy check --json`
+/// says what the policy in this process says, field for field.
+#[test]
+fn the_cli_decides_as_the_policy_does() {
+    let ws = project();
+    let policy = load(&ws);
+    let rows: Vec<String> = dangerous_rows()
+        .into_iter()
+        .step_by(25)
+        .chain(ordinary_rows().into_iter().step_by(15))
+        .map(|(command, ..)| command)
+        .collect();
+    assert!(rows.len() >= 10, "{}", rows.len());
+    for command in rows {
+        let mut cli = check(&ws, &command);
+        let object = cli.as_object_mut().unwrap();
+        for added in ["tool", "arguments", "managed_file", "managed_files"] {
+            assert!(object.remove(added).is_some(), "{command}: {added}");
+        }
+        assert_eq!(cli, decide(&policy, &command), "{command}");
+    }
 }
 
 fn short(command: &str) -> String {

@@ -99,6 +99,28 @@ impl Workspace {
         command
     }
 
+    /// The environment [`Workspace::offcode`] gives the binary, for code
+    /// that runs offcode's start-up in this process.
+    pub fn environment(&self, base_url: &str) -> offcode::config::Environment {
+        let vars = [
+            ("HOME", self.home.display().to_string()),
+            ("PATH", std::env::var("PATH").unwrap_or_default()),
+            ("OFFCODE_BASE_URL", base_url.to_owned()),
+            (
+                "OFFCODE_MANAGED_POLICY",
+                self.managed_policy().display().to_string(),
+            ),
+            (
+                "OFFCODE_TEST_SYSTEM_POLICY",
+                self.system_policy().display().to_string(),
+            ),
+        ];
+        offcode::config::Environment {
+            vars: vars.into_iter().map(|(k, v)| (k.to_owned(), v)).collect(),
+            cwd: self.root.clone(),
+        }
+    }
+
     /// What stands in for `/etc/offcode/policy.jsonc` (debug builds only):
     /// absent unless a test writes it, so the machine's own file never
     /// leaks in.
@@ -124,6 +146,7 @@ impl Workspace {
 }
 
 /// Waits up to `limit` for `condition`.
+#[must_use = "a wait that times out must fail the test"]
 pub fn wait_until(limit: Duration, mut condition: impl FnMut() -> bool) -> bool {
     let start = Instant::now();
     while start.elapsed() < limit {

@@ -123,12 +123,18 @@ pub struct Meta {
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     /// What the user typed.
-    User { content: String },
+    User {
+        /// The text.
+        content: String,
+    },
     /// A model step.
     Assistant {
+        /// The text.
         content: String,
+        /// Reasoning that came with it, if any.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reasoning: Option<String>,
+        /// The tools it called.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         tool_calls: Vec<ToolCall>,
         /// The step was cut short by an abort or an error.
@@ -137,9 +143,13 @@ pub enum Message {
     },
     /// A tool's result.
     Tool {
+        /// The call this answers.
         tool_call_id: String,
+        /// The tool's name.
         name: String,
+        /// The text.
         content: String,
+        /// The tool failed or was refused.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
     },

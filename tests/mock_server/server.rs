@@ -158,6 +158,8 @@ struct State {
     requests: Vec<Request>,
     disconnects: Vec<Instant>,
     timing_log: Option<std::fs::File>,
+    /// Pieces of replies written so far.
+    parts_sent: usize,
 }
 
 /// Nanoseconds since the Unix epoch, comparable across processes.
@@ -240,6 +242,11 @@ impl MockServer {
             .collect()
     }
 
+    /// How many pieces of replies (SSE events, body chunks) were written.
+    pub fn parts_sent(&self) -> usize {
+        self.state.lock().unwrap().parts_sent
+    }
+
     /// When clients closed connections in the middle of a reply.
     pub fn disconnects(&self) -> Vec<Instant> {
         self.state.lock().unwrap().disconnects.clone()
@@ -271,7 +278,7 @@ fn serve(stream: TcpStream, state: &Mutex<State>, fallback: &Responder) {
             }
         }
         .unwrap_or_else(|| fallback(&request));
-        let written = write_reply(&mut stream, &reply);
+        let written = write_reply(&mut stream, &reply, state);
         log_timing(state, "response_end");
         match written {
             Ok(true) => {}
@@ -352,7 +359,11 @@ fn wait_watching(stream: &TcpStream, delay: Duration) -> std::io::Result<()> {
 
 /// Writes a reply with chunked framing; `Ok(false)` when the connection
 /// must not be reused.
-fn write_reply(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<bool> {
+fn write_reply(
+    stream: &mut TcpStream,
+    reply: &Reply,
+    state: &Mutex<State>,
+) -> std::io::Result<bool> {
     let reason = match reply.status {
         200 => "OK",
         400 => "Bad Request",
@@ -382,6 +393,7 @@ fn write_reply(stream: &mut TcpStream, reply: &Reply) -> std::io::Result<bool> {
         stream.write_all(&part.bytes)?;
         stream.write_all(b"\r\n")?;
         stream.flush()?;
+        state.lock().unwrap().parts_sent += 1;
     }
     match reply.end {
         End::Complete => {
