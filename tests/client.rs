@@ -346,7 +346,7 @@ async fn silent_server_hits_the_idle_timeout() {
 
 /// The cancel is prompt: the answer would take 10 s, and the call returns
 /// and the connection closes long before (the latency itself is measured
-/// by `cargo bench --bench sse`, not asserted here).
+/// by `cargo bench --bench cancel`, not asserted here).
 #[tokio::test]
 async fn cancel_closes_the_connection_long_before_the_stream_ends() {
     let server = mock();

@@ -8,7 +8,7 @@
     reason = "a benchmark reports on stdout"
 )]
 
-#[path = "bench_support.rs"]
+#[path = "support.rs"]
 mod bench_support;
 
 use std::path::PathBuf;

@@ -9,7 +9,7 @@
     reason = "a benchmark reports on stdout"
 )]
 
-#[path = "bench_support.rs"]
+#[path = "support.rs"]
 mod bench_support;
 
 use offcode::policy::Policy;

@@ -7,7 +7,7 @@
     reason = "a benchmark reports on stdout"
 )]
 
-#[path = "bench_support.rs"]
+#[path = "support.rs"]
 mod bench_support;
 
 use std::fmt::Write as _;
