@@ -15,6 +15,8 @@ pub mod live_turn;
 pub mod markdown;
 pub mod prompt_loop;
 pub mod render;
+#[cfg(test)]
+mod snapshots;
 pub mod view;
 
 use std::io::{IsTerminal, Write};

@@ -87,3 +87,108 @@ fn every_fixture_matches_whole_and_sliced() {
     }
     assert_eq!(checked, 21, "all fixtures were checked");
 }
+
+/// Every file under `dir` (relative path → bytes), directories as empty
+/// markers so a directory left behind counts.
+fn tree(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(next) = pending.pop() {
+        for entry in std::fs::read_dir(&next).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.strip_prefix(dir).unwrap().display().to_string();
+            if path.is_dir() {
+                files.insert(format!("{name}/"), Vec::new());
+                pending.push(path);
+            } else {
+                files.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    for (name, bytes) in tree(from) {
+        let path = to.join(&name);
+        if name.ends_with('/') {
+            std::fs::create_dir_all(path).unwrap();
+        } else {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, bytes).unwrap();
+        }
+    }
+}
+
+/// Every `tests/fixtures/edit/NNN-*/` case: the call on `before/` leaves
+/// exactly `after/`, and nothing beside the workspace.
+#[test]
+fn every_golden_edit_and_patch_case_gives_exactly_its_after() {
+    use std::sync::Arc;
+
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/edit");
+    let mut cases: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 12, "{}", cases.len());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let call: Value =
+            serde_json::from_str(&std::fs::read_to_string(case.join("call.json")).unwrap())
+                .unwrap();
+        let base = tempfile::tempdir().unwrap();
+        let root = base.path().join("project");
+        std::fs::create_dir(&root).unwrap();
+        copy_tree(&case.join("before"), &root);
+        let context = offcode::tools::ToolContext {
+            sandbox: Arc::new(offcode::sandbox::Sandbox::new(&root).unwrap()),
+            cancel: offcode::cancel::Cancel::default(),
+            allow_clobber: false,
+            shell: Arc::new(offcode::confine::Shell::unconfined(
+                offcode::confine::Status::Off,
+            )),
+            unconfined: false,
+        };
+        let output = runtime.block_on(offcode::tools::Registry::default().call(
+            call["tool"].as_str().unwrap(),
+            &call["arguments"].to_string(),
+            &context,
+        ));
+        let expected_after: std::collections::BTreeMap<String, Vec<u8>> = tree(&case.join("after"))
+            .into_iter()
+            .map(|(path, bytes)| (format!("project/{path}"), bytes))
+            .chain([("project/".to_owned(), Vec::new())])
+            .collect();
+        let after = tree(base.path());
+        let contains = call["output_contains"].as_str().unwrap();
+        if output.ok != call["ok"].as_bool().unwrap() || !output.output.contains(contains) {
+            failures.push(format!(
+                "{name}: ok {} (expected {}), output without `{contains}`: {}",
+                output.ok, call["ok"], output.output
+            ));
+        }
+        if after != expected_after {
+            let shown = |files: &std::collections::BTreeMap<String, Vec<u8>>| {
+                files
+                    .iter()
+                    .map(|(p, b)| format!("{p}: {:?}", String::from_utf8_lossy(b)))
+                    .collect::<Vec<_>>()
+                    .join("\n  ")
+            };
+            failures.push(format!(
+                "{name}: the files differ\n expected:\n  {}\n found:\n  {}",
+                shown(&expected_after),
+                shown(&after)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
