@@ -8,6 +8,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod wire;
+pub use wire::managed as managed_wire;
+
 /// Identifies the [`Op`] an [`Event`] answers.
 pub type SubmissionId = u64;
 
@@ -304,7 +307,7 @@ pub struct ToolCallEndEvent {
     pub name: String,
     /// How it ended; on the wire `outcome`, and `ok` for readers that
     /// only tell success from the rest.
-    #[serde(flatten, with = "outcome_wire")]
+    #[serde(flatten, with = "wire::outcome")]
     pub outcome: CallOutcome,
     /// One line for progress displays.
     pub summary: String,
@@ -336,42 +339,6 @@ impl CallOutcome {
     }
 }
 
-/// [`CallOutcome`] as `"ok": bool` and `"outcome"`; a line with only
-/// `ok` (the first format) reads as ok or failed.
-mod outcome_wire {
-    use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    use super::CallOutcome;
-
-    #[derive(Serialize, Deserialize)]
-    struct Wire {
-        ok: bool,
-        #[serde(default)]
-        outcome: Option<CallOutcome>,
-    }
-
-    #[expect(
-        clippy::trivially_copy_pass_by_ref,
-        reason = "serde's `with` passes a reference"
-    )]
-    pub fn serialize<S: Serializer>(outcome: &CallOutcome, to: S) -> Result<S::Ok, S::Error> {
-        Wire {
-            ok: outcome.ok(),
-            outcome: Some(*outcome),
-        }
-        .serialize(to)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(from: D) -> Result<CallOutcome, D::Error> {
-        let wire = Wire::deserialize(from)?;
-        Ok(wire.outcome.unwrap_or(if wire.ok {
-            CallOutcome::Ok
-        } else {
-            CallOutcome::Failed
-        }))
-    }
-}
-
 /// Why a question needs a person's answer whatever the rules, `--yes` or
 /// session approvals say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -384,50 +351,6 @@ pub enum Mandate {
     /// Commands cannot be confined on this machine, so each one asks.
     NoConfinement,
 }
-
-/// An optional [`Mandate`] as `"<flag>": bool` (the first format's
-/// field) and `"mandate"` when there is one.
-macro_rules! mandate_wire {
-    ($module:ident, $flag:literal) => {
-        #[doc = concat!("An optional [`Mandate`] as `\"", $flag, "\": bool` and `\"mandate\"`.")]
-        pub mod $module {
-            use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-            use super::Mandate;
-
-            #[derive(Serialize, Deserialize)]
-            struct Wire {
-                #[serde(rename = $flag, default)]
-                flag: bool,
-                #[serde(default, skip_serializing_if = "Option::is_none")]
-                mandate: Option<Mandate>,
-            }
-
-            /// Writes the flag and the mandate.
-            pub fn serialize<S: Serializer>(
-                mandate: &Option<Mandate>,
-                to: S,
-            ) -> Result<S::Ok, S::Error> {
-                Wire {
-                    flag: mandate.is_some(),
-                    mandate: *mandate,
-                }
-                .serialize(to)
-            }
-
-            /// Reads the mandate, or a first-format flag.
-            pub fn deserialize<'de, D: Deserializer<'de>>(
-                from: D,
-            ) -> Result<Option<Mandate>, D::Error> {
-                let wire = Wire::deserialize(from)?;
-                // A first-format `true` came from the managed policy.
-                Ok(wire.mandate.or(wire.flag.then_some(Mandate::ManagedPolicy)))
-            }
-        }
-    };
-}
-mandate_wire!(mandatory_wire, "mandatory");
-mandate_wire!(managed_wire, "managed");
 
 /// Who decided whether a tool call runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -549,7 +472,7 @@ pub struct ApprovalRequestEvent {
     pub dangers: Vec<String>,
     /// Who demands a person's answer, if anyone: never answered by
     /// `--yes` or for the session.
-    #[serde(flatten, with = "mandatory_wire")]
+    #[serde(flatten, with = "wire::mandatory")]
     pub mandate: Option<Mandate>,
     /// For bash: how the command would run (confined and what it may
     /// write, or unconfined and why).
@@ -647,87 +570,4 @@ pub fn format_tokens(n: u64) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn end(outcome: CallOutcome) -> ToolCallEndEvent {
-        ToolCallEndEvent {
-            call_id: "c1".into(),
-            name: "bash".into(),
-            outcome,
-            summary: String::new(),
-            output: String::new(),
-            display: None,
-        }
-    }
-
-    #[test]
-    fn a_call_outcome_keeps_ok_on_the_wire_and_reads_the_first_format() {
-        let refused = serde_json::to_value(end(CallOutcome::Refused)).unwrap();
-        assert_eq!(refused["ok"], false);
-        assert_eq!(refused["outcome"], "refused");
-        assert_eq!(
-            serde_json::to_value(end(CallOutcome::Ok)).unwrap()["ok"],
-            true
-        );
-        for outcome in [
-            CallOutcome::Ok,
-            CallOutcome::Failed,
-            CallOutcome::Refused,
-            CallOutcome::Aborted,
-        ] {
-            let text = serde_json::to_string(&end(outcome)).unwrap();
-            let back: ToolCallEndEvent = serde_json::from_str(&text).unwrap();
-            assert_eq!(back.outcome, outcome);
-        }
-        let first =
-            json!({"call_id": "c", "name": "read", "ok": false, "summary": "", "output": ""});
-        let read: ToolCallEndEvent = serde_json::from_value(first).unwrap();
-        assert_eq!(read.outcome, CallOutcome::Failed);
-    }
-
-    #[test]
-    fn a_mandate_keeps_mandatory_on_the_wire() {
-        let mut request = ApprovalRequestEvent {
-            call_id: "c".into(),
-            tool: "bash".into(),
-            arguments: json!({"command": "ls"}),
-            reason: None,
-            rule: "r".into(),
-            session_allowed: false,
-            session_rules: Vec::new(),
-            dangerous: false,
-            dangers: Vec::new(),
-            mandate: Some(Mandate::NoConfinement),
-            confinement: None,
-            unconfined: false,
-            preview: None,
-        };
-        let value = serde_json::to_value(&request).unwrap();
-        assert_eq!(value["mandatory"], true);
-        assert_eq!(value["mandate"], "no_confinement");
-        let back: ApprovalRequestEvent = serde_json::from_value(value).unwrap();
-        assert_eq!(back, request);
-        request.mandate = None;
-        let value = serde_json::to_value(&request).unwrap();
-        assert_eq!(value["mandatory"], false);
-        assert!(value.get("mandate").is_none());
-        assert_eq!(
-            serde_json::from_value::<ApprovalRequestEvent>(value).unwrap(),
-            request
-        );
-    }
-
-    #[test]
-    fn deciders_are_written_as_before() {
-        for (decider, text) in [
-            (Decider::Policy, "policy"),
-            (Decider::User, "user"),
-            (Decider::Session, "session"),
-            (Decider::Headless, "headless"),
-        ] {
-            assert_eq!(serde_json::to_value(decider).unwrap(), text);
-        }
-    }
-}
+mod tests;

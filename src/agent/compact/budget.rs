@@ -1,0 +1,178 @@
+//! A session's context budget: the model's context length, resolved in one
+//! place, and how far offcode's estimates run below the server's counts.
+
+use super::{MAX_SCALE, ratio};
+use crate::agent::turn::AgentState;
+use crate::agent::{Shared, lock};
+use crate::client;
+use crate::protocol::{EventMsg, ModelInfo, ModelListEvent, SubmissionId};
+
+/// The context length the config gives, else the last model list for the
+/// session's model now.
+fn listed_limit(shared: &Shared, configured: Option<u64>) -> Option<u64> {
+    configured.or_else(|| {
+        let model = lock(&shared.model).clone();
+        lock(&shared.listing)
+            .as_ref()
+            .and_then(|listing| listing.context_length(&model))
+    })
+}
+
+/// A session's context budget: the model's context length, and how far
+/// offcode's estimates run below the server's counts.
+#[derive(Debug)]
+pub(in crate::agent) struct Budget {
+    /// The model's context length, once known.
+    pub(super) limit: Option<u64>,
+    /// Whether the server was asked for it.
+    pub(super) limit_asked: bool,
+    /// The server's prompt count of the last request over offcode's
+    /// estimate of it (1 until usage arrives).
+    pub(super) calibration: f64,
+    /// The estimate of the request in flight.
+    pub(super) sent_estimate: u64,
+    /// Prompt tokens of the last request, as the server counted them.
+    pub(super) last_prompt: Option<u64>,
+    /// The server cannot count tokens (`/tokenize` failed once).
+    pub(super) tokenize_unsupported: bool,
+    /// A context-length error was answered by compacting in this step.
+    pub(super) overflow_retried: bool,
+}
+
+impl Default for Budget {
+    fn default() -> Self {
+        Self {
+            limit: None,
+            limit_asked: false,
+            calibration: 1.0,
+            sent_estimate: 0,
+            last_prompt: None,
+            tokenize_unsupported: false,
+            overflow_retried: false,
+        }
+    }
+}
+
+impl Budget {
+    /// Starts over for a server and model; `known` is the context length
+    /// learned earlier, if any. Another model may tokenize differently.
+    pub(in crate::agent) fn adopt(&mut self, known: Option<u64>) {
+        self.limit = known;
+        self.limit_asked = false;
+        self.calibration = 1.0;
+    }
+
+    /// A request estimated at `estimate` tokens went out.
+    pub(in crate::agent) fn sent(&mut self, estimate: u64) {
+        self.sent_estimate = estimate;
+    }
+
+    /// The server counted the request just sent: later estimates are
+    /// corrected by how far this one was off, only ever upwards (a low
+    /// count, a proxy counting uncached tokens only, must not undo a
+    /// correction; [`Budget::scale`] caps it).
+    pub(in crate::agent) fn counted(&mut self, prompt_tokens: u64) {
+        self.last_prompt = Some(prompt_tokens);
+        if prompt_tokens > 0 && self.sent_estimate > 0 {
+            self.calibration = self
+                .calibration
+                .max(ratio(prompt_tokens, self.sent_estimate));
+        }
+    }
+
+    /// Prompt tokens of the last request, as the server counted them.
+    pub(in crate::agent) fn last_prompt(&self) -> Option<u64> {
+        self.last_prompt
+    }
+
+    /// A step got its answer: a later overflow may be retried again.
+    pub(in crate::agent) fn answered(&mut self) {
+        self.overflow_retried = false;
+    }
+
+    /// A context-length error, which said the limit when `limit` is
+    /// some: true when this step may compact and retry (once).
+    pub(in crate::agent) fn overflowed(&mut self, limit: Option<u64>) -> bool {
+        if self.overflow_retried {
+            return false;
+        }
+        self.overflow_retried = true;
+        if limit.is_some() {
+            self.limit = limit;
+        }
+        true
+    }
+
+    /// The correction applied to estimates.
+    pub(super) fn scale(&self) -> f64 {
+        self.calibration.clamp(1.0, MAX_SCALE)
+    }
+}
+
+impl AgentState {
+    /// The model's context length, asking the server once when nothing
+    /// else tells it.
+    pub(in crate::agent) async fn context_limit(&mut self) -> Option<u64> {
+        if let Some(limit) = self.known_limit() {
+            return Some(limit);
+        }
+        if !self.budget.limit_asked {
+            self.budget.limit_asked = true;
+            let client = std::sync::Arc::clone(&self.client);
+            let found = client
+                .fetch_context_length(self.session.model.clone())
+                .await;
+            self.budget.limit = found;
+            if let Some(limit) = found {
+                self.remember(0, |known| known.max_model_len = Some(limit));
+            }
+        }
+        self.budget.limit
+    }
+
+    /// The model's context length without asking the server: the one
+    /// place it is resolved. The config's wins; then what the server said
+    /// (an overflow error, `/tokenize`, an earlier run), then its model
+    /// list.
+    pub(in crate::agent) fn known_limit(&self) -> Option<u64> {
+        self.config
+            .context_limit
+            .or(self.budget.limit)
+            .or_else(|| listed_limit(&self.shared, self.config.context_limit))
+    }
+
+    /// Lists the server's models in the background; the answer is an
+    /// event whenever the server gives it, with the context length of the
+    /// model active then.
+    pub(in crate::agent) fn list_models(&self, id: SubmissionId) {
+        let client = std::sync::Arc::clone(&self.client);
+        let shared = std::sync::Arc::clone(&self.shared);
+        let configured = self.config.context_limit;
+        let emit = self.emitter(id);
+        tokio::spawn(async move {
+            let listing = client.fetch_listing().await;
+            let (models, error) = match &listing.models {
+                Ok(models) => (
+                    models
+                        .iter()
+                        .map(|m| ModelInfo {
+                            id: m.id.clone(),
+                            context: m.max_model_len,
+                        })
+                        .collect(),
+                    None,
+                ),
+                Err(error) => (Vec::new(), Some(client::error_chain(error))),
+            };
+            if error.is_none() {
+                *lock(&shared.listing) = Some(std::sync::Arc::new(listing));
+            }
+            let limit = listed_limit(&shared, configured);
+            emit(EventMsg::ModelList(ModelListEvent {
+                models,
+                error,
+                limit,
+            }));
+        });
+    }
+}
