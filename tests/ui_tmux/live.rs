@@ -105,14 +105,17 @@ fn aborting_a_command_kills_everything_it_started() {
     // Started in the background, in a new session, and in the foreground:
     // none of them may outlive the abort.
     let command = "(sleep 3; touch survived.1) & setsid sh -c 'sleep 3; touch survived.2' & \
-                   sleep 3; touch survived.3";
+                   touch started; sleep 3; touch survived.3";
     tmux.send("one", &format!("run `{command}`"));
     // The approval shows before the command starts.
     tmux.wait_for("one", "answer:");
-    std::thread::sleep(Duration::from_millis(400));
-    tmux.keys("one", &["y"]);
+    super::answer_after_grace(&tmux, "one", "y");
     tmux.wait_for("one", "allowed once");
-    std::thread::sleep(Duration::from_millis(500));
+    // Aborted once all three are under way.
+    assert!(wait_until(Duration::from_secs(10), || ws
+        .root
+        .join("started")
+        .exists()));
     tmux.keys("one", &["Escape"]);
     tmux.wait_for("one", "ready");
     std::thread::sleep(Duration::from_secs(4));

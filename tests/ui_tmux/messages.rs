@@ -121,8 +121,8 @@ fn lines_break_between_words_at_40_columns() {
     let tmux = Tmux::new("narrow");
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.wait_for("one", "Type a task");
+    // The width is read when the line is sent.
     tmux.tmux(&["resize-window", "-t", "one", "-x", "40", "-y", "45"]);
-    std::thread::sleep(Duration::from_millis(300));
     tmux.send("one", "/help");
     let screen = tmux.wait_for("one", "Approvals:");
     // Every word whole, descriptions wrapped under themselves.
@@ -156,7 +156,8 @@ fn ctrl_o_at_the_first_prompt_answers_and_keeps_what_was_typed() {
     let tmux = Tmux::new("ctrl-o");
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.wait_for("one", "Type a task");
-    // The model list arrived meanwhile; the status line is still drawn.
+    // The model list arrived meanwhile (nothing shows that it did, so this
+    // waits); the status line is still drawn.
     std::thread::sleep(Duration::from_millis(500));
     tmux.wait_for("one", "build · mock-model · ready");
     tmux.type_text("one", "half typed");
