@@ -90,11 +90,9 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
         None => (Vec::new(), "new".to_owned()),
     };
     let client = command_client(&loaded.config, environment)?;
-    // The limit: the config's, else the server's for the configured model.
-    let limit = loaded
-        .config
-        .context_limit
-        .or_else(|| client.context_length(loaded.config.model.as_deref()));
+    let limit = crate::context::context_limit(loaded.config.context_limit, None, || {
+        client.context_length(loaded.config.model.as_deref())
+    });
     let specs = crate::tools::Registry::default()
         .with_skills(skills)
         .specs();

@@ -235,6 +235,19 @@ pub fn report(
     }
 }
 
+/// The model's context length, in the one order every part of offcode
+/// uses: the config's `context_limit` wins, then what the session learned
+/// from the server (an overflow error, `/tokenize`, an earlier run), then
+/// what the server lists (`max_model_len`, or llama.cpp's `/props`), asked
+/// only when nothing before it knows.
+pub fn context_limit(
+    configured: Option<u64>,
+    learned: Option<u64>,
+    listed: impl FnOnce() -> Option<u64>,
+) -> Option<u64> {
+    configured.or(learned).or_else(listed)
+}
+
 /// Tokens in `text`, estimated when the server cannot count them: an
 /// ASCII character is a quarter of a token, any other character (CJK,
 /// accents, symbols) a whole one.

@@ -7,15 +7,13 @@ use crate::agent::{Shared, lock};
 use crate::client;
 use crate::protocol::{EventMsg, ModelInfo, ModelListEvent, SubmissionId};
 
-/// The context length the config gives, else the last model list for the
-/// session's model now.
-fn listed_limit(shared: &Shared, configured: Option<u64>) -> Option<u64> {
-    configured.or_else(|| {
-        let model = lock(&shared.model).clone();
-        lock(&shared.listing)
-            .as_ref()
-            .and_then(|listing| listing.context_length(&model))
-    })
+/// The context length the last model list gives for the session's model
+/// now.
+fn listed_limit(shared: &Shared) -> Option<u64> {
+    let model = lock(&shared.model).clone();
+    lock(&shared.listing)
+        .as_ref()
+        .and_then(|listing| listing.context_length(&model))
 }
 
 /// A session's context budget: the model's context length, and how far
@@ -135,10 +133,9 @@ impl AgentState {
     /// (an overflow error, `/tokenize`, an earlier run), then its model
     /// list.
     pub(in crate::agent) fn known_limit(&self) -> Option<u64> {
-        self.config
-            .context_limit
-            .or(self.budget.limit)
-            .or_else(|| listed_limit(&self.shared, self.config.context_limit))
+        crate::context::context_limit(self.config.context_limit, self.budget.limit, || {
+            listed_limit(&self.shared)
+        })
     }
 
     /// Lists the server's models in the background; the answer is an
@@ -167,7 +164,7 @@ impl AgentState {
             if error.is_none() {
                 *lock(&shared.listing) = Some(std::sync::Arc::new(listing));
             }
-            let limit = listed_limit(&shared, configured);
+            let limit = crate::context::context_limit(configured, None, || listed_limit(&shared));
             emit(EventMsg::ModelList(ModelListEvent {
                 models,
                 error,
