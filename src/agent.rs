@@ -4,7 +4,8 @@
 //! Front ends talk to it only through [`Op`]s and [`Event`]s. A router task
 //! handles `Interrupt` and `Approve` at once, even while a turn runs; every
 //! other op is queued for the turn runner, in order. Queries of the server
-//! (`ListModels`) are answered in the background, whenever it answers.
+//! (`ListModels`) are asked in the background; the runner takes the answer
+//! in between ops.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod call;
@@ -92,11 +93,6 @@ struct Shared {
     cancels: Mutex<Vec<Cancel>>,
     /// Approval requests waiting for an answer, by call id.
     approvals: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
-    /// The server's last answer to a model list.
-    listing: Mutex<Option<Arc<crate::client::Listing>>>,
-    /// The session's model now, for a model list that arrives after a
-    /// switch.
-    model: Mutex<String>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -112,8 +108,9 @@ pub fn spawn(setup: AgentSetup) -> AgentHandle {
     let (queue_sender, queue_receiver) = mpsc::unbounded_channel();
     let shared = Arc::new(Shared::default());
     tokio::spawn(route(op_receiver, queue_sender, Arc::clone(&shared)));
-    let state = turn::AgentState::new(setup, event_sender, shared);
-    tokio::spawn(state.run(queue_receiver));
+    let (listed_sender, listed_receiver) = mpsc::unbounded_channel();
+    let state = turn::AgentState::new(setup, event_sender, listed_sender, shared);
+    tokio::spawn(state.run(queue_receiver, listed_receiver));
     AgentHandle {
         ops: OpSender {
             sender: op_sender,

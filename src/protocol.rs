@@ -52,8 +52,10 @@ pub enum Op {
     /// Report what a request carries now; answered by
     /// [`EventMsg::ContextReport`].
     Context,
-    /// Ask the server which models it serves; answered, once the server
-    /// has, by [`EventMsg::ModelList`] (turns go on meanwhile).
+    /// Ask the server which models it serves; answered by
+    /// [`EventMsg::ModelList`] once the server has (asked in the
+    /// background: it never holds up a turn, and a turn running when the
+    /// answer comes is finished first).
     ListModels,
     /// Finish the running turn's bookkeeping and stop the core.
     Shutdown,

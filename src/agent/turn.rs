@@ -49,6 +49,8 @@ pub(super) struct AgentState {
     pub(super) sandbox: Arc<Sandbox>,
     pub(super) shell: Arc<crate::confine::Shell>,
     pub(super) events: mpsc::UnboundedSender<Event>,
+    /// Where model lists asked for in the background come back.
+    pub(super) listed: mpsc::UnboundedSender<(SubmissionId, client::Listing)>,
     pub(super) shared: Arc<Shared>,
     /// What every request carries besides the history.
     pub(super) request: Request,
@@ -62,10 +64,10 @@ impl AgentState {
     pub(super) fn new(
         setup: super::AgentSetup,
         events: mpsc::UnboundedSender<Event>,
+        listed: mpsc::UnboundedSender<(SubmissionId, client::Listing)>,
         shared: Arc<Shared>,
     ) -> Self {
         setup.tools.set_todos(setup.session.todos.clone());
-        (*lock(&shared.model)).clone_from(&setup.session.model);
         Self {
             request: Request::new(setup.context, setup.tools.specs()),
             budget: Budget::default(),
@@ -77,6 +79,7 @@ impl AgentState {
             sandbox: setup.sandbox,
             shell: setup.shell,
             events,
+            listed,
             shared,
             session: setup.session,
         }
@@ -116,7 +119,11 @@ impl AgentState {
         })
     }
 
-    pub(super) async fn run(mut self, mut queue: mpsc::UnboundedReceiver<Queued>) {
+    pub(super) async fn run(
+        mut self,
+        mut queue: mpsc::UnboundedReceiver<Queued>,
+        mut listed: mpsc::UnboundedReceiver<(SubmissionId, client::Listing)>,
+    ) {
         self.emit(
             0,
             EventMsg::SessionConfigured(SessionConfiguredEvent {
@@ -133,7 +140,17 @@ impl AgentState {
         // The start-up is told: a front end shows what came before this
         // (the warnings) with the session's introduction.
         self.set_state(0, TurnState::Idle);
-        while let Some((id, op, cancel)) = queue.recv().await {
+        loop {
+            let (id, op, cancel) = tokio::select! {
+                next = queue.recv() => match next {
+                    Some(next) => next,
+                    None => break,
+                },
+                Some((id, listing)) = listed.recv() => {
+                    self.model_list(id, listing);
+                    continue;
+                }
+            };
             match op {
                 Op::UserTurn { text } => self.run_turn(id, text, &cancel).await,
                 Op::Shell { command } => self.run_shell(id, command, &cancel).await,
@@ -147,7 +164,6 @@ impl AgentState {
                         )
                         .is_ok()
                     {
-                        (*lock(&self.shared.model)).clone_from(&model);
                         self.adopt_server_facts(id);
                         let limit = self.known_limit();
                         self.emit(id, EventMsg::ModelChanged { model, limit });

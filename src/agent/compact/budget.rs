@@ -3,18 +3,8 @@
 
 use super::{MAX_SCALE, ratio};
 use crate::agent::turn::AgentState;
-use crate::agent::{Shared, lock};
 use crate::client;
 use crate::protocol::{EventMsg, ModelInfo, ModelListEvent, SubmissionId};
-
-/// The context length the last model list gives for the session's model
-/// now.
-fn listed_limit(shared: &Shared) -> Option<u64> {
-    let model = lock(&shared.model).clone();
-    lock(&shared.listing)
-        .as_ref()
-        .and_then(|listing| listing.context_length(&model))
-}
 
 /// A session's context budget: the model's context length, and how far
 /// offcode's estimates run below the server's counts.
@@ -35,6 +25,8 @@ pub(in crate::agent) struct Budget {
     pub(super) tokenize_unsupported: bool,
     /// A context-length error was answered by compacting in this step.
     pub(super) overflow_retried: bool,
+    /// The server's last model list.
+    pub(super) listed: Option<client::Listing>,
 }
 
 impl Default for Budget {
@@ -47,6 +39,7 @@ impl Default for Budget {
             last_prompt: None,
             tokenize_unsupported: false,
             overflow_retried: false,
+            listed: None,
         }
     }
 }
@@ -134,42 +127,48 @@ impl AgentState {
     /// list.
     pub(in crate::agent) fn known_limit(&self) -> Option<u64> {
         crate::context::context_limit(self.config.context_limit, self.budget.limit, || {
-            listed_limit(&self.shared)
+            let listed = self.budget.listed.as_ref()?;
+            listed.context_length(&self.session.model)
         })
     }
 
-    /// Lists the server's models in the background; the answer is an
-    /// event whenever the server gives it, with the context length of the
-    /// model active then.
+    /// Asks the server for its models in the background; the runner
+    /// takes the answer ([`AgentState::model_list`]) in between ops.
     pub(in crate::agent) fn list_models(&self, id: SubmissionId) {
         let client = std::sync::Arc::clone(&self.client);
-        let shared = std::sync::Arc::clone(&self.shared);
-        let configured = self.config.context_limit;
-        let emit = self.emitter(id);
+        let listed = self.listed.clone();
         tokio::spawn(async move {
-            let listing = client.fetch_listing().await;
-            let (models, error) = match &listing.models {
-                Ok(models) => (
-                    models
-                        .iter()
-                        .map(|m| ModelInfo {
-                            id: m.id.clone(),
-                            context: m.max_model_len,
-                        })
-                        .collect(),
-                    None,
-                ),
-                Err(error) => (Vec::new(), Some(client::error_chain(error))),
-            };
-            if error.is_none() {
-                *lock(&shared.listing) = Some(std::sync::Arc::new(listing));
-            }
-            let limit = crate::context::context_limit(configured, None, || listed_limit(&shared));
-            emit(EventMsg::ModelList(ModelListEvent {
+            let _ = listed.send((id, client.fetch_listing().await));
+        });
+    }
+
+    /// The server's answer to a model list: kept for the context length,
+    /// and told with the active model's length.
+    pub(in crate::agent) fn model_list(&mut self, id: SubmissionId, listing: client::Listing) {
+        let (models, error) = match &listing.models {
+            Ok(models) => (
+                models
+                    .iter()
+                    .map(|m| ModelInfo {
+                        id: m.id.clone(),
+                        context: m.max_model_len,
+                    })
+                    .collect(),
+                None,
+            ),
+            Err(error) => (Vec::new(), Some(client::error_chain(error))),
+        };
+        if error.is_none() {
+            self.budget.listed = Some(listing);
+        }
+        let limit = self.known_limit();
+        self.emit(
+            id,
+            EventMsg::ModelList(ModelListEvent {
                 models,
                 error,
                 limit,
-            }));
-        });
+            }),
+        );
     }
 }
