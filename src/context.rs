@@ -1,8 +1,12 @@
 //! Request assembly: the system prompt and the conversation, in a fixed
 //! order, so each request's messages start with the previous request's.
 //!
-//! The system prompt holds no clock or random values: vLLM's prefix cache
-//! then serves every request of a session from the first one's prefix.
+//! The system message is the same for every session in every directory
+//! (offcode's base prompt; in text mode the tools after it), and holds no
+//! path, date, rules or random values: a server's prefix cache then serves
+//! the base prompt and the tool schemas to every new session and user. What
+//! belongs to the workspace (its path, the rules, instructions and the
+//! skills index) opens the first user message instead.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::path::Path;
@@ -10,17 +14,27 @@ use std::path::Path;
 use crate::client::wire::{WireFunctionCall, WireMessage, WireToolCall};
 use crate::session::Message;
 
-/// The base system prompt; `{root}` is the workspace.
+/// The base system prompt, the same everywhere.
 const SYSTEM_PROMPT: &str = "You are offcode, a coding agent in a terminal. You work in the \
-directory {root} and change it only with your tools. Read files before you edit them, keep \
-changes small and correct, and run commands to check your work when that helps. When the task \
-is done, answer briefly with what you did. Reply in the language the user writes in. For a \
-task of more than one step, keep a todo list with `todowrite` and update it as you go.";
+directory named in the workspace block at the start of the conversation and change it only \
+with your tools. Read files before you edit them, keep changes small and correct, and run \
+commands to check your work when that helps. When the task is done, answer briefly with what \
+you did. Reply in the language the user writes in. For a task of more than one step, keep a \
+todo list with `todowrite` and update it as you go.";
 
-/// The system prompt for a workspace.
-pub fn system_prompt(root: &Path) -> String {
-    SYSTEM_PROMPT.replace("{root}", &root.display().to_string())
+/// The base system prompt, the same for every workspace.
+pub fn system_prompt() -> &'static str {
+    SYSTEM_PROMPT
 }
+
+/// The workspace line of the workspace block.
+fn workspace_line(root: &Path) -> String {
+    format!("You work in the directory {}.", root.display())
+}
+
+/// The workspace block's opening and closing tags.
+const WORKSPACE_OPEN: &str = "<workspace>\n";
+const WORKSPACE_CLOSE: &str = "\n</workspace>\n\n";
 
 /// Bytes of one rules or instructions file put in the system prompt.
 pub const MAX_RULES_BYTES: usize = 32 * 1024;
@@ -35,6 +49,10 @@ pub struct Part {
     pub source: String,
     /// The text as sent.
     pub text: String,
+    /// The same for every session and directory: it goes in the system
+    /// message, which a server's prefix cache shares. The rest opens the
+    /// first user message.
+    pub shared: bool,
 }
 
 /// The system prompt in its parts, in their fixed order: the base prompt,
@@ -50,14 +68,42 @@ pub struct Assembly {
 }
 
 impl Assembly {
-    /// The system prompt: the parts' texts, joined.
+    /// The system message: the shared parts' texts, joined.
     pub fn system_prompt(&self) -> String {
+        self.joined(true)
+    }
+
+    /// The workspace block's text: the other parts' texts, joined.
+    pub fn workspace(&self) -> String {
+        self.joined(false)
+    }
+
+    fn joined(&self, shared: bool) -> String {
         self.parts
             .iter()
+            .filter(|p| p.shared == shared)
             .map(|p| p.text.as_str())
             .collect::<Vec<_>>()
             .join("\n\n")
     }
+}
+
+/// `messages` with the workspace block opening the first user message (one
+/// is added when there is none), so it stays put while the conversation
+/// grows and the system message stays the same everywhere.
+pub fn with_workspace(mut messages: Vec<WireMessage>, workspace: &str) -> Vec<WireMessage> {
+    if workspace.is_empty() {
+        return messages;
+    }
+    let block = format!("{WORKSPACE_OPEN}{workspace}{WORKSPACE_CLOSE}");
+    if let Some(first) = messages.iter_mut().find(|m| m.role == "user") {
+        let text = first.content.take().unwrap_or_default();
+        first.content = Some(block + &text);
+    } else {
+        let at = usize::from(messages.first().is_some_and(|m| m.role == "system"));
+        messages.insert(at, text_message("user", block.trim_end()));
+    }
+    messages
 }
 
 /// Assembles the system prompt for the workspace `sandbox`, with global
@@ -72,7 +118,14 @@ pub fn assemble(
     assembly.parts.push(Part {
         name: "system prompt",
         source: "built in".to_owned(),
-        text: system_prompt(sandbox.root()),
+        text: system_prompt().to_owned(),
+        shared: true,
+    });
+    assembly.parts.push(Part {
+        name: "workspace",
+        source: sandbox.root().display().to_string(),
+        text: workspace_line(sandbox.root()),
+        shared: false,
     });
     if let Some(dir) = config_dir {
         let path = dir.join("AGENTS.md");
@@ -84,6 +137,7 @@ pub fn assemble(
                     name: "global rules",
                     text: format!("Global rules (from {source}):\n{text}"),
                     source,
+                    shared: false,
                 });
             }
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => {}
@@ -101,6 +155,7 @@ pub fn assemble(
                  these take precedence):\n{}",
                 cut(&bytes)
             ),
+            shared: false,
         });
     }
     for path in instruction_files(sandbox.root(), instructions, &mut assembly.warnings) {
@@ -109,6 +164,7 @@ pub fn assemble(
                 name: "instructions",
                 text: format!("Instructions (from {path}):\n{}", cut(&bytes)),
                 source: path,
+                shared: false,
             }),
             Err(error) => assembly
                 .warnings
@@ -131,6 +187,7 @@ impl Assembly {
                     n => format!("{n} skills"),
                 },
                 text: crate::skills::index(skills),
+                shared: false,
             });
         }
     }
@@ -487,10 +544,12 @@ mod tests {
             .map(|p| (p.name, p.source.as_str()))
             .collect();
         let global = config.join("AGENTS.md").display().to_string();
+        let root = sandbox.root().display().to_string();
         assert_eq!(
             parts,
             [
                 ("system prompt", "built in"),
+                ("workspace", root.as_str()),
                 ("global rules", global.as_str()),
                 ("project rules", "AGENTS.md"),
                 ("instructions", "STYLE.md"),
@@ -498,19 +557,21 @@ mod tests {
                 ("instructions", "docs/rules/b.md"),
             ]
         );
-        let prompt = assembly.system_prompt();
+        let prompt = assembly.workspace();
         assert!(
             prompt.contains("these take precedence):\nUse spaces. 用中文回答。"),
             "{prompt}"
         );
         assert!(!prompt.contains("secret"));
+        // The system message holds nothing of the workspace.
+        assert_eq!(assembly.system_prompt(), system_prompt());
         assert_eq!(assembly.warnings.len(), 2, "{:?}", assembly.warnings);
         assert!(assembly.warnings[0].contains("`none/*.md` matches no file"));
         assert!(assembly.warnings[1].contains("`../outside.md` were not read: outside_workspace"));
         // The same files give the same bytes: the prefix cache holds.
         assert_eq!(
-            assemble(&sandbox, Some(&config), &["docs/rules/*.md".into()]).system_prompt(),
-            assemble(&sandbox, Some(&config), &["docs/rules/*.md".into()]).system_prompt()
+            assemble(&sandbox, Some(&config), &["docs/rules/*.md".into()]).workspace(),
+            assemble(&sandbox, Some(&config), &["docs/rules/*.md".into()]).workspace()
         );
     }
 
@@ -523,18 +584,36 @@ mod tests {
     }
 
     #[test]
-    fn system_prompt_is_stable() {
+    fn the_workspace_block_opens_the_first_user_message() {
+        let history = [
+            Message::User {
+                content: "fix it".into(),
+            },
+            Message::User {
+                content: "and test".into(),
+            },
+        ];
+        let messages = with_workspace(build_messages(system_prompt(), &history), "W");
+        assert_eq!(messages[0].content.as_deref(), Some(system_prompt()));
         assert_eq!(
-            system_prompt(Path::new("/w")),
-            system_prompt(Path::new("/w"))
+            messages[1].content.as_deref(),
+            Some("<workspace>\nW\n</workspace>\n\nfix it")
         );
-        assert!(system_prompt(Path::new("/w")).contains("directory /w"));
+        assert_eq!(messages[2].content.as_deref(), Some("and test"));
+        // No conversation yet: the block stands alone, after the system.
+        let alone = with_workspace(build_messages(system_prompt(), &[]), "W");
+        assert_eq!(alone.len(), 2);
+        assert_eq!(alone[1].role, "user");
+        assert_eq!(
+            alone[1].content.as_deref(),
+            Some("<workspace>\nW\n</workspace>")
+        );
     }
 
     #[test]
     fn tool_schemas_and_system_prompt_fit_in_10_kb() {
         let specs = serde_json::to_string(&crate::tools::Registry::default().specs()).unwrap();
-        let prompt = system_prompt(std::path::Path::new("/home/user/project"));
+        let prompt = system_prompt();
         let total = specs.len() + prompt.len();
         assert!(total < 10 * 1024, "{total} bytes");
     }

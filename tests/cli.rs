@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use pretty_assertions::assert_eq;
 use serde_json::Value;
 
+use crate::support::demo::without_workspace;
 use crate::support::{
     End, Reply, Workspace, chunks, demo_mock, mock, run, run_with_stdin, sse, wait_until,
 };
@@ -153,7 +154,7 @@ fn continue_and_session_resume_the_history() {
             .as_array()
             .unwrap()
             .iter()
-            .map(|m| m["content"].as_str().unwrap_or("").to_owned())
+            .map(|m| without_workspace(m["content"].as_str().unwrap_or("")).to_owned())
             .collect()
     };
     let last = server.chat_bodies().pop().unwrap();
@@ -398,7 +399,7 @@ fn kill_9_mid_stream_then_continue_resumes() {
         .unwrap()
         .iter()
         .filter(|m| m["role"] == "user")
-        .map(|m| m["content"].clone())
+        .map(|m| Value::from(without_workspace(m["content"].as_str().unwrap())))
         .collect();
     assert_eq!(users, ["first task", "second task"]);
 }
@@ -691,15 +692,19 @@ fn rules_and_instructions_reach_the_model_and_context_shows_them() {
         "{}",
         out.stderr
     );
-    let system = server.chat_bodies()[0]["messages"][0]["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let global = system.find("Global: be brief.").expect("global rules");
-    let project = system.find("Project: 用中文回答。").expect("project rules");
-    let style = system.find("Style: tabs.").expect("instructions");
-    assert!(global < project && project < style, "{system}");
-    assert!(system.contains("these take precedence"), "{system}");
+    // The rules open the first user message; the system message is the
+    // same in every workspace, so a server's prefix cache shares it.
+    let messages = server.chat_bodies()[0]["messages"].clone();
+    let system = messages[0]["content"].as_str().unwrap();
+    assert!(!system.contains("Global: be brief."), "{system}");
+    let first = messages[1]["content"].as_str().unwrap().to_owned();
+    assert!(first.starts_with("<workspace>\n"), "{first}");
+    let global = first.find("Global: be brief.").expect("global rules");
+    let project = first.find("Project: 用中文回答。").expect("project rules");
+    let style = first.find("Style: tabs.").expect("instructions");
+    assert!(global < project && project < style, "{first}");
+    assert!(first.contains("these take precedence"), "{first}");
+    assert!(first.ends_with("</workspace>\n\nhello"), "{first}");
 
     let report = run(ws.offcode(&server.base_url(), &["context", "--json", "--continue"]));
     assert_eq!(report.code, 0, "{}", report.stderr);
@@ -710,15 +715,16 @@ fn rules_and_instructions_reach_the_model_and_context_shows_them() {
         .iter()
         .map(|p| (p["name"].as_str().unwrap(), p["source"].as_str().unwrap()))
         .collect();
-    assert_eq!(names[1].0, "global rules");
+    assert_eq!(names[1].0, "workspace");
+    assert_eq!(names[2].0, "global rules");
     assert!(
-        names[1].1.ends_with(".config/offcode/AGENTS.md"),
+        names[2].1.ends_with(".config/offcode/AGENTS.md"),
         "{names:?}"
     );
-    assert_eq!(names[2], ("project rules", "AGENTS.md"));
-    assert_eq!(names[3], ("instructions", "notes/style.md"));
-    assert_eq!(names[4], ("tool schemas", "10 tools"));
-    assert!(names[5].1.ends_with(", 2 messages"), "{names:?}");
+    assert_eq!(names[3], ("project rules", "AGENTS.md"));
+    assert_eq!(names[4], ("instructions", "notes/style.md"));
+    assert_eq!(names[5], ("tool schemas", "10 tools"));
+    assert!(names[6].1.ends_with(", 2 messages"), "{names:?}");
     assert_eq!(report["limit"], 16000);
     let sum: u64 = report["parts"]
         .as_array()
@@ -783,9 +789,12 @@ fn skills_are_indexed_loaded_on_request_and_hidden_when_denied() {
         out.stderr
     );
     let bodies = server.chat_bodies();
-    let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
-    assert!(system.contains("\n- release: Cut a release"), "{system}");
-    assert!(!system.contains("secret"), "{system}");
+    let workspace = bodies[0]["messages"][1]["content"].as_str().unwrap();
+    assert!(
+        workspace.contains("\n- release: Cut a release"),
+        "{workspace}"
+    );
+    assert!(!workspace.contains("secret"), "{workspace}");
     let tools: Vec<&str> = bodies[0]["tools"]
         .as_array()
         .unwrap()
@@ -805,4 +814,41 @@ fn skills_are_indexed_loaded_on_request_and_hidden_when_denied() {
         report.stdout
     );
     assert!(report.stdout.contains("1 skill "), "{}", report.stdout);
+}
+
+/// Two sessions in two directories (with different rules) send the same
+/// system message and tools, so a server's prefix cache serves the base
+/// prompt and the schemas to both; the workspaces differ only after them.
+#[test]
+fn sessions_in_different_directories_share_the_request_prefix() {
+    for mode in ["native", "text"] {
+        let server = demo_mock();
+        let mut bodies = Vec::new();
+        for rules in ["Project: be brief.", "项目：用中文回答。"] {
+            let ws = Workspace::new();
+            std::fs::write(ws.root.join("AGENTS.md"), rules).unwrap();
+            std::fs::write(
+                ws.home.join(".config/offcode/offcode.jsonc"),
+                format!("{{ tool_calls: '{mode}' }}"),
+            )
+            .unwrap();
+            let out = run(ws.offcode(&server.base_url(), &["run", "--model", "mock-model", "hi"]));
+            assert_eq!(out.code, 0, "{}", out.stderr);
+            let body = server.chat_bodies().pop().unwrap();
+            let first = body["messages"][1]["content"].as_str().unwrap().to_owned();
+            assert!(
+                first.contains(&ws.root.display().to_string()) && first.contains(rules),
+                "{mode}: {first}"
+            );
+            bodies.push(body);
+        }
+        assert_eq!(bodies[0]["messages"][0], bodies[1]["messages"][0], "{mode}");
+        assert_eq!(bodies[0]["tools"], bodies[1]["tools"], "{mode}");
+        let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
+        match mode {
+            "native" => assert_eq!(bodies[0]["tools"].as_array().map(Vec::len), Some(10)),
+            _ => assert!(system.contains("<tool_call>"), "{system}"),
+        }
+        assert_ne!(bodies[0]["messages"][1], bodies[1]["messages"][1], "{mode}");
+    }
 }

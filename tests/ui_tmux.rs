@@ -6,6 +6,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
 
+use crate::support::demo::without_workspace;
 use crate::support::{Workspace, demo_mock, wait_until};
 
 mod approval;
@@ -367,7 +368,10 @@ fn a_bang_command_runs_under_the_gate_and_the_model_sees_it() {
     let messages = bodies[0]["messages"].as_array().unwrap();
     let texts: Vec<String> = messages
         .iter()
-        .map(|m| format!("{}: {}", m["role"], m["content"].as_str().unwrap_or("")))
+        .map(|m| {
+            let content = m["content"].as_str().unwrap_or("");
+            format!("{}: {}", m["role"], without_workspace(content))
+        })
         .collect();
     let user = texts
         .iter()
@@ -515,10 +519,10 @@ fn tab_completes_commands_and_workspace_paths_and_at_path_attaches() {
     tmux.keys("one", &["Enter"]);
     tmux.wait_for("one", "<file path=\"docs/说明书.md\">");
     let body = server.chat_bodies().pop().unwrap();
-    let prompt = body["messages"].as_array().unwrap().last().unwrap()["content"]
+    let content = body["messages"].as_array().unwrap().last().unwrap()["content"]
         .as_str()
-        .unwrap()
-        .to_owned();
+        .unwrap();
+    let prompt = without_workspace(content);
     assert!(
         prompt.starts_with("summarise @docs/说明书.md\n\n<file"),
         "{prompt}"
@@ -561,11 +565,10 @@ fn a_large_paste_arrives_whole() {
         .len()
         == 1));
     let body = server.chat_bodies().pop().expect("one request");
-    let prompt = body["messages"].as_array().unwrap().last().unwrap()["content"]
+    let content = body["messages"].as_array().unwrap().last().unwrap()["content"]
         .as_str()
-        .unwrap()
-        .to_owned();
-    assert_eq!(prompt, block);
+        .unwrap();
+    assert_eq!(without_workspace(content), block);
 }
 
 #[test]

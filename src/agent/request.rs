@@ -1,5 +1,6 @@
 //! What every request of a session carries besides the history: the
-//! system prompt, the tools and how they travel. The prompt and the tools
+//! system prompt (the same everywhere), the workspace block, the tools and
+//! how they travel. The prompt and the tools
 //! sent are worked out from the parts and the [`Shape`] each time, never
 //! kept in a second copy that could fall out of step.
 
@@ -7,7 +8,7 @@ use std::borrow::Cow;
 
 use crate::client::inline::{InlineParser, describe_tools};
 use crate::client::wire::{ToolSpec, WireMessage};
-use crate::context::{Assembly, build_messages, build_text_messages};
+use crate::context::{Assembly, build_messages, build_text_messages, with_workspace};
 use crate::session::Message;
 
 /// How tool calls and reasoning travel with the session's server.
@@ -23,8 +24,10 @@ pub(super) struct Shape {
 pub(super) struct Request {
     /// The system prompt's parts, for the prompt and context reports.
     context: Assembly,
-    /// The system prompt without tool descriptions.
+    /// The system prompt without tool descriptions: the same everywhere.
     base_system: String,
+    /// The workspace block that opens the first user message.
+    workspace: String,
     /// Every tool offered, however it reaches the model.
     tools: Vec<ToolSpec>,
     /// How tools and reasoning travel.
@@ -35,6 +38,7 @@ impl Request {
     pub(super) fn new(context: Assembly, tools: Vec<ToolSpec>) -> Self {
         Self {
             base_system: context.system_prompt(),
+            workspace: context.workspace(),
             context,
             tools,
             shape: Shape::default(),
@@ -89,13 +93,15 @@ impl Request {
         }
     }
 
-    /// The request's messages for `history`.
+    /// The request's messages for `history`: the system message, then
+    /// the conversation with the workspace block opening it.
     pub(super) fn messages(&self, history: &[Message]) -> Vec<WireMessage> {
-        if self.shape.text_tools {
+        let messages = if self.shape.text_tools {
             build_text_messages(&self.system(), history)
         } else {
             build_messages(&self.system(), history)
-        }
+        };
+        with_workspace(messages, &self.workspace)
     }
 
     /// A parser for the next response's text.

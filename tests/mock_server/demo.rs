@@ -208,6 +208,15 @@ fn is_prompt(message: &Value) -> bool {
             .is_some_and(|c| c.starts_with("<tool_response>"))
 }
 
+/// What the user typed: the workspace block that opens a conversation's
+/// first message is offcode's, not the user's.
+pub fn without_workspace(content: &str) -> &str {
+    content
+        .strip_prefix("<workspace>\n")
+        .and_then(|rest| rest.split_once("\n</workspace>\n\n"))
+        .map_or(content, |(_, text)| text)
+}
+
 /// The newest tool result, native or as text.
 fn last_tool_result(messages: &[Value]) -> &str {
     messages
@@ -260,7 +269,7 @@ pub fn respond(request: &Request) -> Reply {
     let prompt = messages
         .get(last_user)
         .and_then(|m| m["content"].as_str())
-        .unwrap_or("");
+        .map_or("", without_workspace);
     let step = messages[last_user..]
         .iter()
         .filter(|m| m["role"] == "assistant")
