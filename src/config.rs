@@ -169,7 +169,9 @@ pub struct Config {
     pub model: Option<String>,
     /// Sent as a bearer token when set.
     pub api_key: Option<String>,
-    /// Cap on generated tokens per request; sent only when set.
+    /// Cap on generated tokens per response; unset, the compaction
+    /// reserve (a quarter of the context at most). Always sent, never more
+    /// than the context leaves.
     pub max_tokens: Option<u32>,
     /// Sampling temperature; sent only when set.
     pub temperature: Option<f64>,

@@ -1103,3 +1103,39 @@ async fn model_lists_and_context_lengths_are_core_queries_resolved_in_one_place(
         "{list:?}"
     );
 }
+
+#[tokio::test]
+async fn every_request_caps_the_answer_and_a_rejected_cap_is_lowered_not_compacted() {
+    let server = mock();
+    // vLLM refuses a request whose answer room does not fit what the
+    // context leaves; it says the length and the prompt's size.
+    let too_much = json!({"object": "error", "message": "This model's maximum context length is 6000 tokens. However, you requested 7000 tokens (2904 in the messages, 4096 in the completion). Please reduce the length of the messages or completion.", "type": "BadRequestError", "code": 400});
+    server.push(Reply::json(400, &too_much));
+    server.push(sse(&chunks::text_answer("fits now")));
+    let mut harness = start(&server, 5);
+    let events = harness.turn("hello", None).await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 2, "no summary request: nothing was compacted");
+    // The default room is the compaction reserve.
+    assert_eq!(bodies[0]["max_tokens"], 4096);
+    let lowered = bodies[1]["max_tokens"].as_u64().unwrap();
+    assert!(lowered + 2904 <= 6000, "{lowered}");
+    assert!(lowered >= 1000, "{lowered}");
+
+    // A configured cap is sent as it is.
+    let server = mock();
+    server.push(sse(&chunks::text_answer("short")));
+    let mut harness = start_with(&server, |config| config.max_tokens = Some(512));
+    let events = harness.turn("hello", None).await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    assert_eq!(server.chat_bodies()[0]["max_tokens"], 512);
+
+    // A known small context leaves a quarter for the answer at most.
+    let server = mock();
+    server.push(sse(&chunks::text_answer("small")));
+    let mut harness = start_with(&server, |config| config.context_limit = Some(8_000));
+    let events = harness.turn("hello", None).await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    assert_eq!(server.chat_bodies()[0]["max_tokens"], 2000);
+}

@@ -305,12 +305,16 @@ impl AgentState {
             &self.session.messages,
             self.session.compaction.as_ref(),
         );
+        // Known without asking: a server that rejects the answer's room
+        // says its length, and the retry asks for less.
+        let limit = self.known_limit();
         let messages = self.request.messages(&history);
         let model = self.session.model.clone();
         let specs = self.request.specs();
-        let request = ChatRequest::streaming(&model, &messages, specs, &self.config);
-        self.budget
-            .sent(super::compact::estimate_request(&messages, specs));
+        let estimate = super::compact::estimate_request(&messages, specs);
+        let mut request = ChatRequest::streaming(&model, &messages, specs, &self.config);
+        request.max_tokens = Some(self.budget.answer_room(&self.config, limit, estimate));
+        self.budget.sent(estimate);
         let mut parser = self.request.inline_parser();
         let mut text = StepText::default();
         let mut generating = false;
@@ -393,7 +397,15 @@ impl AgentState {
             if let Some(limit) = overflow.limit {
                 self.remember(id, |known| known.max_model_len = Some(limit));
             }
-            if self.fit(id, cancel, true).await {
+            // Only the room asked for the answer was too big: the retry
+            // asks for what the context leaves, with nothing compacted.
+            let answer_only = match (overflow.limit, overflow.prompt) {
+                (Some(limit), Some(prompt)) => {
+                    prompt + self.config.compaction.reserve.min(limit / 4) <= limit
+                }
+                _ => false,
+            };
+            if answer_only || self.fit(id, cancel, true).await {
                 return Step::Continue;
             }
         }

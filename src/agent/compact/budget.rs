@@ -1,9 +1,10 @@
 //! A session's context budget: the model's context length, resolved in one
 //! place, and how far offcode's estimates run below the server's counts.
 
-use super::{MAX_SCALE, ratio};
+use super::{MAX_SCALE, ratio, scale_tokens};
 use crate::agent::turn::AgentState;
 use crate::client;
+use crate::config::Config;
 use crate::protocol::{EventMsg, ModelInfo, ModelListEvent, SubmissionId};
 
 /// A session's context budget: the model's context length, and how far
@@ -92,6 +93,33 @@ impl Budget {
             self.limit = limit;
         }
         true
+    }
+
+    /// The most a response may take (`max_tokens`): the config's, else
+    /// the room compaction keeps free for the answer (a quarter of the
+    /// context at most); never more than `limit` leaves after a request
+    /// of `estimate` tokens, less a margin for the estimate's error. Sent
+    /// with every request, so no model generates until the context is
+    /// full.
+    pub(in crate::agent) fn answer_room(
+        &self,
+        config: &Config,
+        limit: Option<u64>,
+        estimate: u64,
+    ) -> u32 {
+        let reserve = config.compaction.reserve;
+        let wanted = config.max_tokens.map_or_else(
+            || limit.map_or(reserve, |limit| reserve.min(limit / 4)),
+            u64::from,
+        );
+        let room = limit.map_or(wanted, |limit| {
+            let request = scale_tokens(estimate, self.scale());
+            limit
+                .saturating_sub(request)
+                .saturating_sub(limit / 32)
+                .min(wanted)
+        });
+        u32::try_from(room.max(1)).unwrap_or(u32::MAX)
     }
 
     /// The correction applied to estimates.
