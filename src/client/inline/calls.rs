@@ -3,6 +3,7 @@
 //! must pass against the offered tool's schema.
 
 use std::collections::HashMap;
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
@@ -10,7 +11,8 @@ use super::{FENCE, MISTRAL, TextCall};
 use crate::client::wire::ToolSpec;
 
 /// `{"name": …, "arguments": …}` (or `parameters`); arguments may be an
-/// object or JSON text. Returns the name and the arguments object.
+/// object or JSON text (repaired like the call). Returns the name and the
+/// arguments object.
 fn name_and_arguments(value: &Value) -> Option<(String, Value)> {
     let object = value.as_object()?;
     let function = object.get("function").filter(|f| f.is_object());
@@ -21,9 +23,7 @@ fn name_and_arguments(value: &Value) -> Option<(String, Value)> {
     }
     let arguments = match source.get("arguments").or_else(|| source.get("parameters")) {
         None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(Value::String(text)) => {
-            serde_json::from_str(text).unwrap_or_else(|_| Value::String(text.clone()))
-        }
+        Some(Value::String(text)) => repaired(text).unwrap_or_else(|| Value::String(text.clone())),
         Some(other) => other.clone(),
     };
     Some((name, arguments))
@@ -47,10 +47,9 @@ pub(super) fn parse_tagged(body: &str, schemas: &HashMap<String, Value>) -> Opti
         return parse_xml_call(body, schemas);
     }
     let body = strip_fence(body);
-    // Some servers drop the last brace (vLLM with speculative decoding).
-    let value: Value = ["", "}", "}}"]
-        .iter()
-        .find_map(|end| serde_json::from_str(&format!("{body}{end}")).ok())?;
+    // Some servers drop the last brace (vLLM with speculative decoding);
+    // small models write raw TABs and trailing commas.
+    let value = repaired(body)?;
     let (name, arguments) = name_and_arguments(&value)?;
     Some(call(name, &arguments))
 }
@@ -122,16 +121,166 @@ pub(super) fn parse_mistral(raw: &str) -> Option<Vec<TextCall>> {
     (!calls.is_empty()).then_some(calls)
 }
 
+/// Bare JSON, fenced or on lines of its own: one object, several in a row
+/// (a model that writes its calls together), or an array of them. Each
+/// must be a call ([`bare_call`]); if one is not, none is.
+pub(super) fn parse_bare(inner: &str, schemas: &HashMap<String, Value>) -> Option<Vec<TextCall>> {
+    let values = match repaired(inner.trim()) {
+        Some(Value::Array(items)) => items,
+        Some(value) => vec![value],
+        None => objects(inner)?
+            .into_iter()
+            .map(repaired)
+            .collect::<Option<Vec<_>>>()?,
+    };
+    if values.is_empty() {
+        return None;
+    }
+    values
+        .iter()
+        .map(|value| bare_call(value, schemas))
+        .collect()
+}
+
+/// The top-level objects of `text`, in order, when it holds nothing else
+/// but whitespace and commas between them.
+fn objects(text: &str) -> Option<Vec<&str>> {
+    let mut found = Vec::new();
+    let mut rest = text.trim_start();
+    while !rest.is_empty() {
+        if !rest.starts_with('{') {
+            return None;
+        }
+        let end = object_end(rest)?;
+        found.push(&rest[..end]);
+        rest = rest[end..].trim_start_matches(|c: char| c.is_whitespace() || c == ',');
+    }
+    (found.len() > 1).then_some(found)
+}
+
+/// Just past the brace that closes the object `text` starts with.
+fn object_end(text: &str) -> Option<usize> {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for (at, c) in text.char_indices() {
+        match c {
+            _ if in_string && escaped => escaped = false,
+            '\\' if in_string => escaped = true,
+            '"' => in_string = !in_string,
+            '{' | '[' if !in_string => depth += 1,
+            '}' | ']' if !in_string => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(at + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `text` as JSON, repaired where the repair is unambiguous: control
+/// characters written raw inside strings (a TAB, a newline), a comma
+/// before a closing bracket, closing brackets missing at the end, and the
+/// doubled braces of a template's example (`{{"name": …}}`).
+pub(super) fn repaired(text: &str) -> Option<Value> {
+    if let Ok(value) = serde_json::from_str(text) {
+        return Some(value);
+    }
+    let undoubled;
+    let text = if text.starts_with("{{") && text.ends_with("}}") {
+        undoubled = undouble(text);
+        &undoubled
+    } else {
+        text
+    };
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut open = Vec::new();
+    let (mut in_string, mut escaped) = (false, false);
+    for c in text.chars() {
+        if in_string {
+            match c {
+                _ if escaped => {
+                    escaped = false;
+                    out.push(c);
+                }
+                '\\' => {
+                    escaped = true;
+                    out.push(c);
+                }
+                '"' => {
+                    in_string = false;
+                    out.push(c);
+                }
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => {
+                    let _ = write!(out, "\\u{:04x}", u32::from(c));
+                }
+                c => out.push(c),
+            }
+            continue;
+        }
+        match c {
+            '"' => in_string = true,
+            '{' => open.push('}'),
+            '[' => open.push(']'),
+            '}' | ']' => {
+                if open.pop() != Some(c) {
+                    return None;
+                }
+                // A comma right before a closing bracket goes.
+                let trimmed = out.trim_end().len();
+                if out[..trimmed].ends_with(',') {
+                    out.truncate(trimmed - 1);
+                }
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    if in_string {
+        return None;
+    }
+    while let Some(close) = open.pop() {
+        out.push(close);
+    }
+    serde_json::from_str(&out).ok()
+}
+
+/// `{{` and `}}` outside strings made single.
+fn undouble(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    let (mut in_string, mut escaped) = (false, false);
+    while let Some(c) = chars.next() {
+        if in_string {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                '"' => in_string = false,
+                _ => {}
+            }
+        } else if c == '"' {
+            in_string = true;
+        } else if matches!(c, '{' | '}') && chars.peek() == Some(&c) {
+            chars.next();
+        }
+        out.push(c);
+    }
+    out
+}
+
 /// A bare JSON object is a call only with a known tool, nothing but the
 /// call's keys and arguments that fit the tool's schema.
-pub(super) fn parse_bare(inner: &str, schemas: &HashMap<String, Value>) -> Option<TextCall> {
-    let value: Value = serde_json::from_str(inner.trim()).ok()?;
+fn bare_call(value: &Value, schemas: &HashMap<String, Value>) -> Option<TextCall> {
     let object = value.as_object()?;
     let allowed = ["name", "arguments", "parameters", "id", "type", "function"];
     if object.keys().any(|k| !allowed.contains(&k.as_str())) {
         return None;
     }
-    let (name, arguments) = name_and_arguments(&value)?;
+    let (name, arguments) = name_and_arguments(value)?;
     let schema = schemas.get(&name)?;
     fits_schema(arguments.as_object()?, schema).then(|| call(name, &arguments))
 }

@@ -187,7 +187,15 @@ impl InlineParser {
                 self.line_start = true;
                 return true;
             }
-            if end || self.buf.len() > MAX_HOLD {
+            if end {
+                // The response ended inside the object: a call whose last
+                // braces were never written is still one.
+                let raw = std::mem::take(&mut self.buf);
+                self.mode = Mode::Text;
+                self.bare(raw, out);
+                return true;
+            }
+            if self.buf.len() > MAX_HOLD {
                 self.give_up(out);
                 return true;
             }
@@ -228,7 +236,7 @@ impl InlineParser {
         };
         let info = self.buf[FENCE.len()..newline].trim().to_ascii_lowercase();
         let json_fence = matches!(info.as_str(), "" | "json" | "jsonc" | "json5" | "tool_call");
-        if first != '{' || !json_fence {
+        if !matches!(first, '{' | '[') || !json_fence {
             // An ordinary code block: its text is shown as it comes.
             self.mode = Mode::Text;
             self.in_code = true;
@@ -270,13 +278,18 @@ impl InlineParser {
         self.bare_with(raw, &inner, out);
     }
 
-    /// A bare JSON call candidate: held until the text after it decides.
+    /// A bare JSON call candidate (or several): held until the text after
+    /// it decides. The raw text rides with the last, so it is shown once if
+    /// they turn out to be an example.
     fn bare_with(&mut self, raw: String, inner: &str, out: &mut Vec<Out>) {
         let alone = self.text_mode || self.visible.trim().is_empty();
         match parse_bare(inner, &self.schemas).filter(|_| alone) {
-            Some(call) => {
+            Some(mut calls) => {
                 self.line_start = true;
-                self.tentative.push((call, raw));
+                let last = calls.pop();
+                self.tentative
+                    .extend(calls.into_iter().map(|call| (call, String::new())));
+                self.tentative.extend(last.map(|call| (call, raw)));
             }
             None => self.content(&raw, out),
         }

@@ -415,3 +415,64 @@ fn long_held_text_is_scanned_once() {
     let got = run(&chunks, false);
     assert_eq!(got.content, json, "an unknown tool's object is text");
 }
+
+#[test]
+fn calls_small_models_write_together_or_slightly_broken_are_read() {
+    let read = ("read", json!({"path": "hello.txt"}));
+    let run_ls = ("bash", json!({"command": "ls\tx"}));
+    // Several pretty-printed objects in one fence, as Qwen2.5-Coder 1.5B
+    // writes them.
+    sweep(
+        "```json\n{\n  \"name\": \"read\",\n  \"arguments\": {\n    \"path\": \"hello.txt\"\n  }\n}\n{\n  \"name\": \"bash\",\n  \"arguments\": {\"command\": \"ls\\tx\"}\n}\n```",
+        false,
+        &expect("", "", &[read.clone(), run_ls.clone()]),
+    );
+    // An array of calls.
+    sweep(
+        "```json\n[{\"name\": \"read\", \"arguments\": {\"path\": \"hello.txt\"}}]\n```",
+        false,
+        &expect("", "", std::slice::from_ref(&read)),
+    );
+    // A raw TAB inside a string, and a trailing comma.
+    sweep(
+        "{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\tx\",}}\n",
+        false,
+        &expect("", "", std::slice::from_ref(&run_ls)),
+    );
+    // The last braces never written.
+    sweep(
+        "{\"name\": \"read\", \"arguments\": {\"path\": \"hello.txt\"",
+        false,
+        &expect("", "", std::slice::from_ref(&read)),
+    );
+    // The doubled braces of the template's example.
+    sweep(
+        "{{\"name\": \"read\", \"arguments\": {{\"path\": \"hello.txt\"}}}}\n",
+        false,
+        &expect("", "", std::slice::from_ref(&read)),
+    );
+    // Inside <tool_call> too.
+    sweep(
+        "<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\tx\",},}\n</tool_call>",
+        false,
+        &expect("", "", &[run_ls]),
+    );
+}
+
+#[test]
+fn repairs_never_make_a_mention_a_call() {
+    let cases = [
+        // One of several is not a call: none is.
+        "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\n{\"name\": \"delete_all\", \"arguments\": {}}\n```",
+        // Broken beyond an unambiguous repair.
+        "{\"name\": \"read\", \"arguments\": {\"path\": \"a\"]}\n",
+        "{\"name\": \"read\", \"arguments\": {\"path\": \"unterminated}}\n",
+        // A repaired call followed by prose is an example.
+        "{\"name\": \"read\", \"arguments\": {\"path\": \"a\",}}\nbut not now.",
+        // Text between objects.
+        "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a\"}}\nthen\n{\"name\": \"read\", \"arguments\": {\"path\": \"b\"}}\n```",
+    ];
+    for input in cases {
+        sweep_as(input, false, false, &expect(input, "", &[]));
+    }
+}
