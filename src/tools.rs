@@ -165,7 +165,28 @@ pub fn subject_key(tool: &str) -> Option<&'static str> {
 /// Whether calls of `tool` change files in the workspace (the `edit`
 /// permission covers them).
 pub fn changes_files(tool: &str) -> bool {
-    built_in(tool).is_some_and(|kind| kind.changes_files)
+    effect(tool) == Effect::ChangesFiles
+}
+
+/// What calls of `tool` do to the workspace ([`Tool::EFFECT`]); `None`
+/// for a tool that is not built in.
+pub fn effect(tool: &str) -> Effect {
+    built_in(tool).map_or(Effect::None, |kind| kind.effect)
+}
+
+/// What a tool's calls do to the workspace, for code that judges or
+/// orders calls by what they are rather than by their names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing a later call could depend on (the todo list, a skill).
+    None,
+    /// Tells what the files hold (read, list, grep, glob).
+    ReadsFiles,
+    /// Changes files (write, edit, patch): the `edit` permission covers
+    /// them.
+    ChangesFiles,
+    /// Runs commands, which may read and change anything (bash).
+    RunsCommands,
 }
 
 /// What a built-in tool is, from its [`Tool`] constants, for code that
@@ -173,14 +194,14 @@ pub fn changes_files(tool: &str) -> bool {
 struct Kind {
     name: &'static str,
     subject: Option<&'static str>,
-    changes_files: bool,
+    effect: Effect,
 }
 
 const fn kind<T: Tool>() -> Kind {
     Kind {
         name: T::NAME,
         subject: T::SUBJECT,
-        changes_files: T::CHANGES_FILES,
+        effect: T::EFFECT,
     }
 }
 
@@ -216,9 +237,9 @@ pub trait Tool: Send + Sync {
     /// The argument naming what a call acts on (`command`, `path`,
     /// `pattern`): shown on the call's line and in the session log.
     const SUBJECT: Option<&'static str> = None;
-    /// Calls change files in the workspace: the `edit` permission covers
-    /// them, and the first one starts a todo list.
-    const CHANGES_FILES: bool = false;
+    /// What calls do to the workspace: a tool that changes files is
+    /// covered by the `edit` permission and starts a todo list.
+    const EFFECT: Effect = Effect::None;
     /// The arguments, deserialised from the model's JSON.
     type Arguments: DeserializeOwned + Send;
     /// JSON schema of the arguments.
@@ -250,7 +271,7 @@ pub trait DynTool: Send + Sync {
     fn description(&self) -> &'static str;
     /// [`Tool::parameters`].
     fn parameters(&self) -> Value;
-    /// [`Tool::CHANGES_FILES`].
+    /// Whether [`Tool::EFFECT`] is changing files.
     fn changes_files(&self) -> bool;
     /// Parses `arguments` and runs the tool.
     fn call<'a>(
@@ -280,7 +301,7 @@ impl<T: Tool> DynTool for T {
     }
 
     fn changes_files(&self) -> bool {
-        T::CHANGES_FILES
+        T::EFFECT == Effect::ChangesFiles
     }
 
     fn call<'a>(

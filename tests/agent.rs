@@ -1139,3 +1139,44 @@ async fn every_request_caps_the_answer_and_a_rejected_cap_is_lowered_not_compact
     assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
     assert_eq!(server.chat_bodies()[0]["max_tokens"], 2000);
 }
+
+#[tokio::test]
+async fn a_write_written_with_the_read_it_needs_waits_for_the_result() {
+    let server = mock();
+    // A model without a working tool parser writes both calls at once,
+    // guessing what the read returns.
+    server.push(sse(&chunks::text_answer(
+        "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"hello.txt\"}}\n{\"name\": \"write\", \"arguments\": {\"path\": \"out.txt\", \"content\": \"GUESSED\"}}\n```",
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w1",
+            "write",
+            json!({"path": "out.txt", "content": "HELLO WORLD\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let mut harness = start(&server, 5);
+    std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
+    let events = harness
+        .turn(
+            "read hello.txt and write it in upper case to out.txt",
+            Some(ApprovalDecision::AllowOnce),
+        )
+        .await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    let bodies = server.chat_bodies();
+    let results = tool_results(&bodies[1]);
+    assert_eq!(results.len(), 2, "{results:?}");
+    assert!(results[0].1.contains("hello world"), "{results:?}");
+    assert!(
+        results[1].1.contains("Not run yet") && results[1].1.contains("`read`"),
+        "{results:?}"
+    );
+    // The guess was never written; the call made with the result was.
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("out.txt")).unwrap(),
+        "HELLO WORLD\n"
+    );
+}

@@ -11,7 +11,7 @@ use crate::protocol::{
     CallOutcome, EventMsg, SubmissionId, ToolCallBeginEvent, ToolCallEndEvent, TurnState,
 };
 use crate::session::ToolCall;
-use crate::tools::{ToolContext, ToolOutput, parse_argument_text};
+use crate::tools::{Effect, ToolContext, ToolOutput, parse_argument_text};
 
 impl AgentState {
     /// Asks for approval when the policy says so, runs the tool and reports;
@@ -76,5 +76,94 @@ impl AgentState {
             self.todos_changed(id);
         }
         output
+    }
+
+    /// A call not run because it was written before the results of
+    /// `earlier` were seen: it is shown, and the model is told to call it
+    /// again with what they returned.
+    pub(super) fn not_yet(
+        &mut self,
+        id: SubmissionId,
+        call: &ToolCall,
+        earlier: &[ToolCall],
+    ) -> ToolOutput {
+        let arguments = parse_argument_text(&call.arguments)
+            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+        self.emit(
+            id,
+            EventMsg::ToolCallBegin(ToolCallBeginEvent {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments,
+                recovered: true,
+            }),
+        );
+        let names: Vec<String> = earlier.iter().map(|c| format!("`{}`", c.name)).collect();
+        let output = ToolOutput::error(format!(
+            "Not run yet: this call was written together with {}, before their results could be seen, and may depend on them. Their results are above; call `{}` again now, with what they returned.",
+            names.join(", "),
+            call.name
+        ));
+        self.emit(
+            id,
+            EventMsg::ToolCallEnd(ToolCallEndEvent {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                outcome: CallOutcome::Failed,
+                summary: "not run yet: it may depend on the calls before it".to_owned(),
+                output: output.output.clone(),
+                display: None,
+            }),
+        );
+        output
+    }
+}
+
+/// Among calls the model wrote as text all at once, the first that may
+/// depend on an earlier one's result, which the model could not have seen:
+/// any call after a command, and a call that changes files after one that
+/// read them (a write of what a read was to return).
+pub(super) fn first_dependent(calls: &[ToolCall]) -> Option<usize> {
+    let (mut read, mut ran) = (false, false);
+    for (index, call) in calls.iter().enumerate() {
+        let effect = crate::tools::effect(&call.name);
+        if ran || (read && effect == Effect::ChangesFiles) {
+            return Some(index);
+        }
+        match effect {
+            Effect::RunsCommands => ran = true,
+            Effect::ReadsFiles => read = true,
+            Effect::ChangesFiles | Effect::None => {}
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn calls(names: &[&str]) -> Vec<ToolCall> {
+        names
+            .iter()
+            .map(|name| ToolCall {
+                id: String::new(),
+                name: (*name).to_owned(),
+                arguments: "{}".to_owned(),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn calls_written_before_an_earlier_result_was_seen_wait() {
+        let first = |names: &[&str]| first_dependent(&calls(names));
+        assert_eq!(first(&["read", "edit", "write"]), Some(1));
+        assert_eq!(first(&["grep", "read", "patch"]), Some(2));
+        assert_eq!(first(&["bash", "read"]), Some(1));
+        assert_eq!(first(&["write", "bash", "todowrite"]), Some(2));
+        // Independent reads, or writes that read nothing first, all run.
+        assert_eq!(first(&["read", "read", "list", "glob"]), None);
+        assert_eq!(first(&["todowrite", "write", "edit"]), None);
+        assert_eq!(first(&["write", "bash"]), None);
     }
 }

@@ -484,11 +484,20 @@ impl AgentState {
         if tool_calls.is_empty() {
             return Step::Final(response.content);
         }
+        // Calls written as text all at once may guess what an earlier one
+        // returns: those run next step, with the results seen.
+        let waiting = if recovered {
+            super::call::first_dependent(&tool_calls)
+        } else {
+            None
+        };
         // After an abort the remaining calls still get a result, so the
         // history stays a valid request.
-        for call in &tool_calls {
+        for (index, call) in tool_calls.iter().enumerate() {
             let output = if cancel.is_cancelled() {
                 ToolOutput::error("not run: the turn was aborted")
+            } else if let Some(first) = waiting.filter(|&first| index >= first) {
+                self.not_yet(id, call, &tool_calls[..first])
             } else {
                 self.run_call(id, call, recovered, cancel).await
             };

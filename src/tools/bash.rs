@@ -11,7 +11,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
-use super::{Error, Tool, ToolContext, ToolOutput};
+use super::{Effect, Error, Tool, ToolContext, ToolOutput};
 use crate::confine::protect::Snapshot;
 
 /// Seconds a command may run when the model gives no timeout.
@@ -47,6 +47,7 @@ impl Tool for Bash {
     const DESCRIPTION: &'static str =
         "Run a bash command in the workspace. Returns combined stdout/stderr and the exit code.";
     const SUBJECT: Option<&'static str> = Some("command");
+    const EFFECT: Effect = Effect::RunsCommands;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::write::{preview_write, write_file};
-use super::{Error, Tool, ToolContext, ToolOutput};
+use super::{Effect, Error, Tool, ToolContext, ToolOutput};
 use crate::protocol::ToolDisplay;
 
 /// The `edit` tool.
@@ -27,7 +27,7 @@ impl Tool for Edit {
 
     const DESCRIPTION: &'static str = "Replace old_string with new_string in a file. old_string must match exactly (with indentation) and be unique unless replace_all is true.";
     const SUBJECT: Option<&'static str> = Some("path");
-    const CHANGES_FILES: bool = true;
+    const EFFECT: Effect = Effect::ChangesFiles;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{builder, more_marker, relative};
-use super::{Error, Tool, ToolContext, ToolOutput};
+use super::{Effect, Error, Tool, ToolContext, ToolOutput};
 
 /// Paths returned when no limit is given, and the most a call may ask for.
 const DEFAULT_LIMIT: usize = 100;
@@ -36,6 +36,7 @@ impl Tool for Glob {
 
     const DESCRIPTION: &'static str = "Find files by glob pattern (e.g. **/*.rs, src/**/mod.rs; a pattern without / matches file names). Newest first unless sort is \"path\".";
     const SUBJECT: Option<&'static str> = Some("pattern");
+    const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::walk::{builder, relative};
-use super::{Error, Tool, ToolContext, ToolOutput};
+use super::{Effect, Error, Tool, ToolContext, ToolOutput};
 use crate::sandbox::Sandbox;
 
 const DEFAULT_MATCHES: usize = 100;
@@ -50,6 +50,7 @@ impl Tool for Grep {
 
     const DESCRIPTION: &'static str = "Search file contents with a regex (Rust syntax). Output path:line:text. Honours .gitignore; skips hidden and binary files.";
     const SUBJECT: Option<&'static str> = Some("pattern");
+    const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -10,7 +10,7 @@ use ignore::gitignore::{Gitignore, GitignoreBuilder};
 use rustix::fs::{AtFlags, Dir, FileType, OFlags, readlinkat, statat};
 
 use super::walk::more_marker;
-use super::{Error, Tool, ToolContext, ToolOutput};
+use super::{Effect, Error, Tool, ToolContext, ToolOutput};
 use crate::sandbox::Sandbox;
 
 /// Entries listed at most.
@@ -32,6 +32,7 @@ impl Tool for List {
     const DESCRIPTION: &'static str =
         "List a directory's entries (dirs end in /, files show their size). Honours .gitignore.";
     const SUBJECT: Option<&'static str> = Some("path");
+    const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -14,7 +14,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::diff::file_diff;
-use super::{Error, Tool, ToolContext, ToolOutput};
+use super::{Effect, Error, Tool, ToolContext, ToolOutput};
 use crate::protocol::ToolDisplay;
 use crate::sandbox::{self, Sandbox};
 
@@ -31,7 +31,7 @@ impl Tool for Patch {
     const NAME: &'static str = "patch";
 
     const DESCRIPTION: &'static str = "Apply a unified diff (---/+++ headers, @@ hunks with context) to one or more files. Use /dev/null to create or delete a file. All or nothing.";
-    const CHANGES_FILES: bool = true;
+    const EFFECT: Effect = Effect::ChangesFiles;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

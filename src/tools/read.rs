@@ -6,7 +6,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::text::Text;
-use super::{Error, Tool, ToolContext, ToolOutput};
+use super::{Effect, Error, Tool, ToolContext, ToolOutput};
 
 /// Lines returned when no `limit` is given.
 const DEFAULT_LIMIT: usize = 2000;
@@ -31,6 +31,7 @@ impl Tool for Read {
 
     const DESCRIPTION: &'static str = "Read a text file. Returns numbered lines; use offset (1-based line) and limit for large files.";
     const SUBJECT: Option<&'static str> = Some("path");
+    const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {

@@ -20,7 +20,7 @@ fn what_the_tools_are_is_known_by_name_as_the_registry_knows_it() {
     }
     let changing: Vec<_> = BUILT_IN
         .iter()
-        .filter(|k| k.changes_files)
+        .filter(|k| k.effect == Effect::ChangesFiles)
         .map(|k| k.name)
         .collect();
     assert_eq!(changing, ["write", "edit", "patch"]);

@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::diff::{count_lines, counts, file_diff};
-use super::{Error, Tool, ToolContext, ToolOutput};
+use super::{Effect, Error, Tool, ToolContext, ToolOutput};
 use crate::protocol::ToolDisplay;
 use crate::sandbox::{self, Sandbox, Written};
 
@@ -24,7 +24,7 @@ impl Tool for Write {
     const DESCRIPTION: &'static str =
         "Create or overwrite a file with the given content. Parent directories are created.";
     const SUBJECT: Option<&'static str> = Some("path");
-    const CHANGES_FILES: bool = true;
+    const EFFECT: Effect = Effect::ChangesFiles;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
