@@ -10,6 +10,10 @@
 //!   block in the prompt).
 //! - `<tool_call>{"name":…,"arguments":…}</tool_call>` (Hermes, Qwen), also
 //!   the Qwen3-Coder form `<function=NAME><parameter=K>V</parameter>…`.
+//! - `<tools>…</tools>` holding calls as JSON, `<function name="NAME"
+//!   arguments='{…}'/>` or `<function><name>NAME</name><arguments>{…}
+//!   </arguments></function>`; each must name a known tool with arguments
+//!   that fit it (the template's own `<tools>` lists schemas, not calls).
 //! - `[TOOL_CALLS][{…}]` and `[TOOL_CALLS]NAME[ARGS]{…}` (Mistral).
 //! - A bare JSON object naming a known tool, on lines of its own or as a
 //!   fenced block, with valid arguments, and with nothing but other calls
@@ -28,6 +32,8 @@ const THINK_OPEN: &str = "<think>";
 const THINK_CLOSE: &str = "</think>";
 const CALL_OPEN: &str = "<tool_call>";
 const CALL_CLOSE: &str = "</tool_call>";
+const TOOLS_OPEN: &str = "<tools>";
+const TOOLS_CLOSE: &str = "</tools>";
 const MISTRAL: &str = "[TOOL_CALLS]";
 const FENCE: &str = "```";
 /// Text held while deciding whether it is a call; beyond this it is text.
@@ -63,7 +69,7 @@ pub enum Out {
 enum Mode {
     Text,
     Think { presumed: bool },
-    Tagged,
+    Tagged(Tag),
     Mistral,
     Json,
     Fence,
@@ -253,7 +259,7 @@ impl InlineParser {
             let progressed = match self.mode {
                 Mode::Think { .. } => self.think(end, out),
                 Mode::Text => self.text(end, out),
-                Mode::Tagged => self.tagged(end, out),
+                Mode::Tagged(tag) => self.tagged(tag, end, out),
                 Mode::Mistral => self.mistral(end, out),
                 Mode::Json => self.json(end, out),
                 Mode::Fence => self.fence(end, out),
@@ -342,9 +348,9 @@ impl InlineParser {
                     self.line_start = true;
                 }
             }
-            Marker::Call => {
+            Marker::Call(tag) => {
                 self.content(&before, out);
-                self.enter(Mode::Tagged);
+                self.enter(Mode::Tagged(tag));
             }
             Marker::Mistral => {
                 self.content(&before, out);
@@ -381,7 +387,16 @@ impl InlineParser {
         if !self.in_code {
             consider(&mut best, self.buf.find(THINK_OPEN), Marker::ThinkOpen);
             consider(&mut best, self.buf.find(THINK_CLOSE), Marker::ThinkClose);
-            consider(&mut best, self.buf.find(CALL_OPEN), Marker::Call);
+            consider(
+                &mut best,
+                self.buf.find(CALL_OPEN),
+                Marker::Call(Tag::ToolCall),
+            );
+            consider(
+                &mut best,
+                self.buf.find(TOOLS_OPEN),
+                Marker::Call(Tag::Tools),
+            );
             consider(&mut best, self.buf.find(MISTRAL), Marker::Mistral);
         }
         // Line starts: a JSON object or a code fence.
@@ -425,7 +440,10 @@ impl InlineParser {
         let tags = if self.in_code {
             0
         } else {
-            partial_suffix(&self.buf, &[THINK_OPEN, THINK_CLOSE, CALL_OPEN, MISTRAL])
+            partial_suffix(
+                &self.buf,
+                &[THINK_OPEN, THINK_CLOSE, CALL_OPEN, TOOLS_OPEN, MISTRAL],
+            )
         };
         // An unfinished line of only indentation or backticks may become a
         // fence or a JSON object.
@@ -447,11 +465,37 @@ impl InlineParser {
     }
 }
 
+/// The tags calls come wrapped in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tag {
+    /// `<tool_call>…</tool_call>`: one call (Hermes, Qwen).
+    ToolCall,
+    /// `<tools>…</tools>`: several, as JSON or `<function …>` elements
+    /// (small Qwen models echo the template's wrapper).
+    Tools,
+}
+
+impl Tag {
+    fn open(self) -> &'static str {
+        match self {
+            Self::ToolCall => CALL_OPEN,
+            Self::Tools => TOOLS_OPEN,
+        }
+    }
+
+    fn close(self) -> &'static str {
+        match self {
+            Self::ToolCall => CALL_CLOSE,
+            Self::Tools => TOOLS_CLOSE,
+        }
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Marker {
     ThinkOpen,
     ThinkClose,
-    Call,
+    Call(Tag),
     Mistral,
     Brace,
     Fence,

@@ -54,6 +54,67 @@ pub(super) fn parse_tagged(body: &str, schemas: &HashMap<String, Value>) -> Opti
     Some(call(name, &arguments))
 }
 
+/// The body of a `<tools>` block: calls as JSON ([`parse_bare`]), or as
+/// `<function name="NAME" arguments='{…}'/>` or
+/// `<function><name>NAME</name><arguments>{…}</arguments></function>`
+/// elements. Each must be a call a bare object would be (a known tool,
+/// arguments that fit), since the template's own `<tools>` block lists
+/// schemas; if one is not, none is.
+pub(super) fn parse_tools(body: &str, schemas: &HashMap<String, Value>) -> Option<Vec<TextCall>> {
+    let body = strip_fence(body.trim());
+    if !body.starts_with('<') {
+        return parse_bare(body, schemas);
+    }
+    let mut calls = Vec::new();
+    let mut rest = body;
+    while let Some(start) = rest.find("<function") {
+        if !rest[..start].trim().is_empty() {
+            return None;
+        }
+        let element = &rest[start..];
+        let (name, arguments, used) = if let Some(inner) = element.strip_prefix("<function>") {
+            let end = inner.find("</function>")?;
+            let inner_text = &inner[..end];
+            let name = between(inner_text, "<name>", "</name>")?;
+            let arguments = between(inner_text, "<arguments>", "</arguments>").unwrap_or("{}");
+            (
+                name,
+                arguments,
+                "<function>".len() + end + "</function>".len(),
+            )
+        } else {
+            let end = element.find("/>")?;
+            let attributes = &element["<function".len()..end];
+            let name = attribute(attributes, "name")?;
+            let arguments = attribute(attributes, "arguments").unwrap_or("{}");
+            (name, arguments, end + 2)
+        };
+        let value =
+            serde_json::json!({"name": name.trim(), "arguments": repaired(arguments.trim())?});
+        calls.push(bare_call(&value, schemas)?);
+        rest = &element[used..];
+    }
+    (rest.trim().is_empty() && !calls.is_empty()).then_some(calls)
+}
+
+/// The text between `open` and the next `close`.
+fn between<'a>(text: &'a str, open: &str, close: &str) -> Option<&'a str> {
+    let start = text.find(open)? + open.len();
+    let end = text[start..].find(close)?;
+    Some(&text[start..start + end])
+}
+
+/// An attribute's value, quoted with `"` or `'`.
+fn attribute<'a>(attributes: &'a str, key: &str) -> Option<&'a str> {
+    let at = attributes.find(&format!("{key}="))? + key.len() + 1;
+    let quote = attributes[at..]
+        .chars()
+        .next()
+        .filter(|q| matches!(q, '"' | '\''))?;
+    let value = &attributes[at + 1..];
+    Some(&value[..value.find(quote)?])
+}
+
 /// Qwen3-Coder: `<function=NAME><parameter=K>V</parameter>…</function>`.
 fn parse_xml_call(body: &str, schemas: &HashMap<String, Value>) -> Option<TextCall> {
     let rest = body.strip_prefix("<function=")?;

@@ -1,9 +1,9 @@
-//! The modes that hold text while deciding what it is: a `<tool_call>`
-//! block, Mistral calls, a JSON object, a code fence. Each push searches
+//! The modes that hold text while deciding what it is: a `<tool_call>` or
+//! `<tools>` block, Mistral calls, a JSON object, a code fence. Each push searches
 //! only what is new ([`Hold`]), so a long call stays linear.
 
-use super::calls::{parse_bare, parse_mistral, parse_tagged};
-use super::{CALL_CLOSE, CALL_OPEN, FENCE, InlineParser, MAX_HOLD, MISTRAL, Mode, Out};
+use super::calls::{parse_bare, parse_mistral, parse_tagged, parse_tools};
+use super::{FENCE, InlineParser, MAX_HOLD, MISTRAL, Mode, Out, Tag};
 
 /// How far held text was searched, so each push scans only what is new.
 #[derive(Debug, Default)]
@@ -95,20 +95,21 @@ impl JsonScan {
 }
 
 impl InlineParser {
-    pub(super) fn tagged(&mut self, end: bool, out: &mut Vec<Out>) -> bool {
+    pub(super) fn tagged(&mut self, tag: Tag, end: bool, out: &mut Vec<Out>) -> bool {
+        let (open, close_tag) = (tag.open(), tag.close());
         // What follows the tag must look like a call, or it was a mention.
-        match self.buf[CALL_OPEN.len()..].trim_start().chars().next() {
+        match self.buf[open.len()..].trim_start().chars().next() {
             None if !end => return false,
             Some('{' | '<' | '`' | '[') => {}
             None | Some(_) => {
-                self.give_up_at(CALL_OPEN.len(), out);
+                self.give_up_at(open.len(), out);
                 return true;
             }
         }
-        let from = self.hold.resume(&self.buf, CALL_CLOSE, CALL_OPEN.len());
-        let close = self.buf[from..].find(CALL_CLOSE).map(|i| from + i);
+        let from = self.hold.resume(&self.buf, close_tag, open.len());
+        let close = self.buf[from..].find(close_tag).map(|i| from + i);
         // Another opening tag first: the first one was a mention.
-        if let Some(again) = self.buf[from..].find(CALL_OPEN).map(|i| from + i)
+        if let Some(again) = self.buf[from..].find(open).map(|i| from + i)
             && close.is_none_or(|close| again < close)
         {
             self.give_up_at(again, out);
@@ -123,18 +124,21 @@ impl InlineParser {
             return false;
         }
         let (body_end, raw_end) = match close {
-            Some(at) => (at, at + CALL_CLOSE.len()),
+            Some(at) => (at, at + close_tag.len()),
             None => (self.buf.len(), self.buf.len()),
         };
-        let body = &self.buf[CALL_OPEN.len()..body_end];
-        let call = parse_tagged(body, &self.schemas);
+        let body = &self.buf[open.len()..body_end];
+        let calls = match tag {
+            Tag::ToolCall => parse_tagged(body, &self.schemas).map(|call| vec![call]),
+            Tag::Tools => parse_tools(body, &self.schemas),
+        };
         let rest = self.buf.split_off(raw_end);
         let raw = std::mem::replace(&mut self.buf, rest);
         self.mode = Mode::Text;
-        match call {
-            Some(call) => {
+        match calls {
+            Some(calls) => {
                 self.release_tentative();
-                self.calls.push(call);
+                self.calls.extend(calls);
                 self.trim_next = true;
             }
             None => self.content(&raw, out),

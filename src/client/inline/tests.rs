@@ -476,3 +476,41 @@ fn repairs_never_make_a_mention_a_call() {
         sweep_as(input, false, false, &expect(input, "", &[]));
     }
 }
+
+#[test]
+fn calls_in_a_tools_block_are_read_and_its_schemas_are_not() {
+    let read = ("read", json!({"path": "hello.txt"}));
+    let ls = ("bash", json!({"command": "ls"}));
+    sweep(
+        "<tools>\n{\"name\": \"read\", \"arguments\": {\"path\": \"hello.txt\"}}\n{\"name\": \"bash\", \"arguments\": {\"command\": \"ls\"}}\n</tools>",
+        false,
+        &expect("", "", &[read.clone(), ls.clone()]),
+    );
+    sweep(
+        "<tools>\n  <function name=\"read\" arguments='{\"path\": \"hello.txt\", \"limit\": 1}'/>\n  <function name=\"bash\" arguments='{\"command\": \"ls\"}'/>\n</tools>",
+        false,
+        &expect(
+            "",
+            "",
+            &[("read", json!({"path": "hello.txt", "limit": 1})), ls],
+        ),
+    );
+    sweep(
+        "<tools><function><name>read</name><arguments>{\"path\": \"hello.txt\"}</arguments></function></tools>",
+        false,
+        &expect("", "", std::slice::from_ref(&read)),
+    );
+    let not_calls = [
+        // The template's own block: schemas, not calls.
+        "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"read\", \"description\": \"read tool\", \"parameters\": {\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}}}}}\n</tools>",
+        // An unknown tool, arguments that do not fit, prose inside.
+        "<tools>\n<function name=\"rm_all\" arguments='{}'/>\n</tools>",
+        "<tools>\n<function name=\"read\" arguments='{\"path\": 3}'/>\n</tools>",
+        "<tools>\nFirst <function name=\"read\" arguments='{\"path\": \"a\"}'/>\n</tools>",
+        "Wrap calls in `<tools>` tags.",
+        "The <tools> tag lists tools.",
+    ];
+    for input in not_calls {
+        sweep(input, false, &expect(input, "", &[]));
+    }
+}
