@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::agent::{self, AgentSetup};
 use crate::cli::RunArgs;
 use crate::config::Environment;
-use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
+use crate::failure::{EXIT_FAILED, EXIT_INCOMPLETE, EXIT_USAGE, Failure};
 use crate::protocol::{
     ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Mandate, Op, TurnState, TurnStatus,
 };
@@ -75,6 +75,7 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
                     return match complete.status {
                         TurnStatus::Done => 0,
                         TurnStatus::Failed | TurnStatus::Aborted => EXIT_FAILED,
+                        TurnStatus::Incomplete => EXIT_INCOMPLETE,
                     };
                 }
             }
@@ -430,6 +431,13 @@ impl TextPrinter {
             }
             TurnStatus::Done => {}
             TurnStatus::Failed => self.flush_partial(),
+            TurnStatus::Incomplete => {
+                self.flush_partial();
+                self.progress(&format!(
+                    "{}Not done: the model ended with a call it wrote but never sent in a form offcode can run (exit {EXIT_INCOMPLETE}){}",
+                    self.style.yellow, self.style.reset
+                ));
+            }
             TurnStatus::Aborted => {
                 self.flush_partial();
                 self.progress(&format!(

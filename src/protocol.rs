@@ -113,6 +113,10 @@ pub enum TurnStatus {
     Failed,
     /// The user aborted the turn.
     Aborted,
+    /// The model ended with a call it wrote but never sent in a form
+    /// offcode could run, even after being told once: what it said it
+    /// would do was not done.
+    Incomplete,
 }
 
 /// Token counts reported by the server for one request.

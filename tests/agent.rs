@@ -1180,3 +1180,57 @@ async fn a_write_written_with_the_read_it_needs_waits_for_the_result() {
         "HELLO WORLD\n"
     );
 }
+
+#[tokio::test]
+async fn a_call_written_as_an_example_is_pointed_out_once_then_the_turn_is_incomplete() {
+    let example = "I'll write it now:\n```json\n{\"name\": \"write\", \"arguments\": {\"path\": \"out.txt\", \"content\": \"HI\"}}\n```\nThe file out.txt now says HI.";
+    // Told once, the model sends the call properly and the task is done.
+    let server = mock();
+    server.push(sse(&chunks::text_answer(example)));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("w1", "write", json!({"path": "out.txt", "content": "HI"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Written.")));
+    let mut harness = start(&server, 6);
+    let events = harness
+        .turn("write HI to out.txt", Some(ApprovalDecision::AllowOnce))
+        .await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    let told = server.chat_bodies()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        told.starts_with("(offcode) Your last message has a `write` call"),
+        "{told}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("out.txt")).unwrap(),
+        "HI"
+    );
+
+    // Twice: the turn ends incomplete, and nothing was written.
+    let server = mock();
+    server.push(sse(&chunks::text_answer(example)));
+    server.push(sse(&chunks::text_answer(example)));
+    let mut harness = start(&server, 6);
+    let events = harness
+        .turn("write HI to out.txt", Some(ApprovalDecision::AllowOnce))
+        .await;
+    assert_eq!(status(&events), TurnStatus::Incomplete, "{events:#?}");
+    assert_eq!(server.chat_bodies().len(), 2);
+    assert!(!harness.root.join("out.txt").exists());
+    // An answer that only talks about tools is done, not incomplete.
+    let server = mock();
+    server.push(sse(&chunks::text_answer(
+        "Use the `write` tool with a path and the content.",
+    )));
+    let mut harness = start(&server, 6);
+    let events = harness.turn("how do I write a file?", None).await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+}

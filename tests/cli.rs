@@ -852,3 +852,25 @@ fn sessions_in_different_directories_share_the_request_prefix() {
         assert_ne!(bodies[0]["messages"][1], bodies[1]["messages"][1], "{mode}");
     }
 }
+
+/// A task whose model never sends the call it wrote ends with exit 3,
+/// saying so, and nothing is done for it.
+#[test]
+fn a_task_whose_call_was_never_sent_exits_3() {
+    let server = mock();
+    let example = "```json\n{\"name\": \"write\", \"arguments\": {\"path\": \"out.txt\", \"content\": \"HI\"}}\n```\nDone: out.txt says HI.";
+    server.push(sse(&chunks::text_answer(example)));
+    server.push(sse(&chunks::text_answer(example)));
+    let ws = Workspace::new();
+    let out = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--yes", "--model", "m", "write HI to out.txt"],
+    ));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("Not done: the model ended with a call"),
+        "{}",
+        out.stderr
+    );
+    assert!(!ws.root.join("out.txt").exists());
+}

@@ -16,6 +16,7 @@ use super::textcalls::StepText;
 use super::{Queued, Shared, lock};
 
 use crate::cancel::Cancel;
+use crate::client::inline::unrun_call;
 use crate::client::wire::ChatRequest;
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
@@ -242,7 +243,7 @@ impl AgentState {
         }
         let state = match status {
             TurnStatus::Done => TurnState::Done,
-            TurnStatus::Failed | TurnStatus::Aborted => TurnState::Error,
+            TurnStatus::Failed | TurnStatus::Aborted | TurnStatus::Incomplete => TurnState::Error,
         };
         self.set_state(id, state);
         self.emit(
@@ -273,9 +274,36 @@ impl AgentState {
         if let Err(status) = self.record(id, user) {
             return (status, None);
         }
+        let mut told = false;
         for _ in 0..self.config.max_steps {
             match self.step(id, cancel).await {
-                Step::Final(text) => return (TurnStatus::Done, Some(text)),
+                Step::Final(text) => {
+                    let Some(problem) = unrun_call(&text, self.request.tools()) else {
+                        return (TurnStatus::Done, Some(text));
+                    };
+                    // Told once what went wrong, the model tries again;
+                    // twice, the turn says it did not do what it said.
+                    if told {
+                        self.warn(
+                            id,
+                            "The model ended with a call it wrote but never sent in a form offcode can run; it was not run",
+                        );
+                        return (TurnStatus::Incomplete, Some(text));
+                    }
+                    told = true;
+                    self.warn(
+                        id,
+                        "The model wrote a call it did not send; offcode told it how",
+                    );
+                    let nudge = EntryBody::Message {
+                        message: Message::User {
+                            content: format!("(offcode) {problem}"),
+                        },
+                    };
+                    if let Err(status) = self.record(id, nudge) {
+                        return (status, None);
+                    }
+                }
                 Step::Continue => {}
                 Step::End(status) => return (status, None),
             }

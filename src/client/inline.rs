@@ -517,5 +517,5 @@ mod hold;
 #[cfg(test)]
 mod tests;
 
-pub use calls::describe_tools;
+pub use calls::{describe_tools, unrun_call};
 use hold::Hold;

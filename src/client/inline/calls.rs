@@ -388,6 +388,38 @@ fn has_type(value: &Value, kind: Option<&Value>) -> bool {
     }
 }
 
+/// A call the model wrote in `text` (its final answer) that was not taken
+/// as one: a well-formed call to an offered tool with words around it (an
+/// example, by the rules above), or a `<tool_call>` block that did not
+/// parse. Says which, in words the model can act on.
+pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
+    /// Objects looked at; a longer answer is not searched further.
+    const MAX_OBJECTS: usize = 64;
+    let schemas: HashMap<String, Value> = tools
+        .iter()
+        .map(|t| (t.function.name.clone(), t.function.parameters.clone()))
+        .collect();
+    for (at, _) in text.match_indices('{').take(MAX_OBJECTS) {
+        let Some(end) = object_end(&text[at..]) else {
+            continue;
+        };
+        if let Some(call) = repaired(&text[at..at + end]).and_then(|v| bare_call(&v, &schemas)) {
+            return Some(format!(
+                "Your last message has a `{}` call written with words around it, so it was taken as an example and not run, and nothing was done for it. To run a tool, send the call on its own in a <tool_call> block, with nothing after it, and wait for the result.",
+                call.name
+            ));
+        }
+    }
+    let block = text.find(super::CALL_OPEN)?;
+    text[block + super::CALL_OPEN.len()..]
+        .trim_start()
+        .starts_with('{')
+        .then(|| {
+            "Your last message has a <tool_call> block that is not a valid call, so nothing was run. Write it again as <tool_call>\n{\"name\": \"TOOL\", \"arguments\": {...}}\n</tool_call> with valid JSON, naming one of the tools."
+                .to_owned()
+        })
+}
+
 /// The tools described for a model that reads them from the prompt.
 pub fn describe_tools(tools: &[ToolSpec]) -> String {
     let mut text = String::from(
