@@ -1234,3 +1234,33 @@ async fn a_call_written_as_an_example_is_pointed_out_once_then_the_turn_is_incom
     let events = harness.turn("how do I write a file?", None).await;
     assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
 }
+
+#[tokio::test]
+async fn a_held_back_call_never_made_again_leaves_the_task_incomplete() {
+    let server = mock();
+    server.push(sse(&chunks::text_answer(
+        "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"hello.txt\"}}\n{\"name\": \"write\", \"arguments\": {\"path\": \"out.txt\", \"content\": \"GUESSED\"}}\n```",
+    )));
+    server.push(sse(&chunks::text_answer("Please call write again.")));
+    server.push(sse(&chunks::text_answer("I have read the file.")));
+    let mut harness = start(&server, 6);
+    std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
+    let events = harness
+        .turn(
+            "copy hello.txt to out.txt",
+            Some(ApprovalDecision::AllowOnce),
+        )
+        .await;
+    assert_eq!(status(&events), TurnStatus::Incomplete, "{events:#?}");
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 3);
+    let told = bodies[2]["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        told.starts_with("(offcode) The task is not done: `write` was not run"),
+        "{told}"
+    );
+    assert!(!harness.root.join("out.txt").exists());
+}

@@ -100,7 +100,7 @@ impl AgentState {
         );
         let names: Vec<String> = earlier.iter().map(|c| format!("`{}`", c.name)).collect();
         let output = ToolOutput::error(format!(
-            "Not run yet: this call was written together with {}, before their results could be seen, and may depend on them. Their results are above; call `{}` again now, with what they returned.",
+            "Not run yet: it was written before the result of {} was seen. That result is above now. Next, call `{}` again with the real data from it.",
             names.join(", "),
             call.name
         ));

@@ -32,10 +32,18 @@ use crate::tools::{Registry, ToolOutput};
 enum Step {
     /// The model answered without tool calls.
     Final(String),
-    /// Tools ran; ask the model again.
-    Continue,
+    /// Ask the model again; these calls ran, and these waited for
+    /// earlier results ([`super::call::first_dependent`]).
+    Continue(Calls),
     /// The turn ends with this status.
     End(TurnStatus),
+}
+
+/// The names of a step's calls: those that ran and those held back.
+#[derive(Default)]
+struct Calls {
+    ran: Vec<String>,
+    deferred: Vec<String>,
 }
 
 /// The core's state, owned by the turn runner task: handles on what the
@@ -275,10 +283,14 @@ impl AgentState {
             return (status, None);
         }
         let mut told = false;
+        // Calls held back for earlier results and not called since.
+        let mut deferred: Vec<String> = Vec::new();
         for _ in 0..self.config.max_steps {
             match self.step(id, cancel).await {
                 Step::Final(text) => {
-                    let Some(problem) = unrun_call(&text, self.request.tools()) else {
+                    let problem = unrun_call(&text, self.request.tools())
+                        .or_else(|| never_called_again(&deferred));
+                    let Some(problem) = problem else {
                         return (TurnStatus::Done, Some(text));
                     };
                     // Told once what went wrong, the model tries again;
@@ -304,7 +316,10 @@ impl AgentState {
                         return (status, None);
                     }
                 }
-                Step::Continue => {}
+                Step::Continue(calls) => {
+                    deferred.retain(|name| !calls.ran.contains(name));
+                    deferred.extend(calls.deferred);
+                }
                 Step::End(status) => return (status, None),
             }
         }
@@ -416,7 +431,7 @@ impl AgentState {
             && self.config.tool_calls == crate::config::ToolCallMode::Auto
         {
             self.switch_to_text_tools(id);
-            return Step::Continue;
+            return Step::Continue(Calls::default());
         }
         // Too long for the model: compact and try once more.
         if let Some(overflow) = super::compact::overflow(&error)
@@ -434,7 +449,7 @@ impl AgentState {
                 _ => false,
             };
             if answer_only || self.fit(id, cancel, true).await {
-                return Step::Continue;
+                return Step::Continue(Calls::default());
             }
         }
         let mut message = client::error_chain(&error);
@@ -521,12 +536,15 @@ impl AgentState {
         };
         // After an abort the remaining calls still get a result, so the
         // history stays a valid request.
+        let mut calls = Calls::default();
         for (index, call) in tool_calls.iter().enumerate() {
             let output = if cancel.is_cancelled() {
                 ToolOutput::error("not run: the turn was aborted")
             } else if let Some(first) = waiting.filter(|&first| index >= first) {
+                calls.deferred.push(call.name.clone());
                 self.not_yet(id, call, &tool_calls[..first])
             } else {
+                calls.ran.push(call.name.clone());
                 self.run_call(id, call, recovered, cancel).await
             };
             let message = Message::Tool {
@@ -542,7 +560,7 @@ impl AgentState {
         if cancel.is_cancelled() {
             return Step::End(TurnStatus::Aborted);
         }
-        Step::Continue
+        Step::Continue(calls)
     }
 
     /// Records an error that ends the turn and reports it.
@@ -578,4 +596,13 @@ fn error_kind(error: &client::Error) -> ErrorKind {
         client::Error::IdleTimeout(_) => ErrorKind::Timeout,
         client::Error::Cancelled => ErrorKind::Internal,
     }
+}
+
+/// What to tell a model that ended its turn without calling again the
+/// calls held back for earlier results.
+fn never_called_again(deferred: &[String]) -> Option<String> {
+    let first = deferred.first()?;
+    Some(format!(
+        "The task is not done: `{first}` was not run (it was written before the results it needs were seen) and you have not called it since. Call `{first}` now, in a <tool_call> block, using the results above."
+    ))
 }
