@@ -1213,6 +1213,12 @@ async fn a_call_written_as_an_example_is_pointed_out_once_then_the_turn_is_incom
         std::fs::read_to_string(harness.root.join("out.txt")).unwrap(),
         "HI"
     );
+    // The todo list offcode starts names the user's task, not its note.
+    let todo = events.iter().find_map(|e| match &e.msg {
+        EventMsg::TodoUpdated { items } => Some(items[0].content.clone()),
+        _ => None,
+    });
+    assert_eq!(todo.as_deref(), Some("write HI to out.txt"));
 
     // Twice: the turn ends incomplete, and nothing was written.
     let server = mock();

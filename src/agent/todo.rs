@@ -49,10 +49,7 @@ impl AgentState {
             .messages
             .iter()
             .rev()
-            .find_map(|m| match m {
-                Message::User { content } => Some(content.as_str()),
-                _ => None,
-            })
+            .find_map(Message::typed)
             .unwrap_or("the task");
         let content: String = task
             .lines()

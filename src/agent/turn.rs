@@ -308,16 +308,18 @@ impl AgentState {
                         "The model wrote a call it did not send; offcode told it how",
                     );
                     let nudge = EntryBody::Message {
-                        message: Message::User {
-                            content: format!("(offcode) {problem}"),
-                        },
+                        message: Message::offcode_note(&problem),
                     };
                     if let Err(status) = self.record(id, nudge) {
                         return (status, None);
                     }
                 }
                 Step::Continue(calls) => {
-                    deferred.retain(|name| !calls.ran.contains(name));
+                    // Calls made after the results were seen act on them,
+                    // whichever they are.
+                    if !calls.ran.is_empty() {
+                        deferred.clear();
+                    }
                     deferred.extend(calls.deferred);
                 }
                 Step::End(status) => return (status, None),

@@ -155,6 +155,27 @@ pub enum Message {
     },
 }
 
+/// How a message offcode itself sent the model starts: it is stored as a
+/// user message (the model reads it as one) but was never typed.
+const NOTE_PREFIX: &str = "(offcode) ";
+
+impl Message {
+    /// A message from offcode to the model (what went wrong, what to do).
+    pub fn offcode_note(text: &str) -> Self {
+        Self::User {
+            content: format!("{NOTE_PREFIX}{text}"),
+        }
+    }
+
+    /// What the user typed: a user message that is not an offcode note.
+    pub fn typed(&self) -> Option<&str> {
+        match self {
+            Self::User { content } if !content.starts_with(NOTE_PREFIX) => Some(content),
+            _ => None,
+        }
+    }
+}
+
 /// A tool call made by the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolCall {
