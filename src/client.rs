@@ -309,7 +309,7 @@ impl Client {
         let models = self.list_models();
         let no_lengths = models
             .as_ref()
-            .is_ok_and(|models| models.iter().all(|m| m.max_model_len.is_none()));
+            .is_ok_and(|models| models.iter().all(|m| m.context().is_none()));
         let props = if no_lengths {
             self.props_context()
         } else {
@@ -326,7 +326,7 @@ impl Client {
             models
                 .iter()
                 .find(|m| model.is_none_or(|name| m.id == name))
-                .and_then(|m| m.max_model_len)
+                .and_then(ModelCard::context)
         });
         listed.or_else(|| self.props_context())
     }
@@ -373,6 +373,29 @@ impl Client {
         props["default_generation_settings"]["n_ctx"]
             .as_u64()
             .filter(|n| *n > 0)
+    }
+
+    /// llama.cpp's `POST {server root}/tokenize` of plain `text`
+    /// (`{"content": …}` → `{"tokens": […]}`): how many tokens it is.
+    pub fn tokenize_text(&self, text: &str) -> Option<usize> {
+        let url = format!("{}/tokenize", self.root());
+        let body = serde_json::json!({ "content": text }).to_string();
+        let response = self
+            .short(self.agent().post(&url))
+            .header("content-type", "application/json")
+            .send(body.as_bytes())
+            .ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let text = response
+            .into_body()
+            .with_config()
+            .limit(16 << 20)
+            .read_to_string()
+            .ok()?;
+        let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+        value["tokens"].as_array().map(Vec::len)
     }
 
     /// `POST {server root}/tokenize`: the exact prompt size of `messages`

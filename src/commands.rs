@@ -54,7 +54,7 @@ pub fn models(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
     let mut text = format!("{:width$}  {:>8}  OWNED BY\n", "MODEL", "CONTEXT");
     for model in &models {
         let context = model
-            .max_model_len
+            .context()
             .map_or_else(|| "-".to_owned(), |n| n.to_string());
         let owner = model.owned_by.as_deref().unwrap_or("-");
         let _ = writeln!(text, "{:width$}  {context:>8}  {owner}", model.id);

@@ -232,3 +232,47 @@ fn llama_cpp_reports_its_context_through_props() {
     let report: Value = serde_json::from_str(&context.stdout).unwrap();
     assert_eq!(report["limit"], 8192, "{}", context.stdout);
 }
+
+/// llama-server as it answers (shapes recorded from llama.cpp serving
+/// Qwen2.5-Coder 1.5B): `meta.n_ctx` in the model list, `/tokenize` of
+/// `content`, and calls left in the text. The fixes name llama.cpp's
+/// flags, never vLLM's.
+#[test]
+fn llama_cpp_gets_its_own_context_tokenizer_and_fixes() {
+    let text_calls = demo::responder(demo::Flavour {
+        tool_parser: false,
+        ..demo::Flavour::default()
+    });
+    let server = MockServer::start(Arc::new(
+        move |request: &crate::support::server::Request| match request.path.as_str() {
+            "/v1/models" => Reply::json(
+                200,
+                &json!({"object": "list", "data": [{"id": "qwen2.5-coder-1.5b-instruct", "object": "model", "owned_by": "llamacpp", "meta": {"vocab_type": 2, "n_ctx": 16384, "n_ctx_train": 32768}}]}),
+            ),
+            "/tokenize" if request.json().get("content").is_some() => {
+                Reply::json(200, &json!({"tokens": [14990, 1879]}))
+            }
+            "/tokenize" => Reply::json(200, &json!({"tokens": []})),
+            _ => text_calls(request),
+        },
+    ));
+    let (output, workspace) = doctor(&server.base_url(), &[]);
+    let out = &output.stdout;
+    assert!(
+        out.contains("qwen2.5-coder-1.5b-instruct  context 16384"),
+        "{out}"
+    );
+    assert!(!out.contains("from /props"), "{out}");
+    assert!(out.contains("start llama-server with `--jinja`"), "{out}");
+    assert!(!out.contains("vLLM"), "{out}");
+    assert!(
+        out.contains("/tokenize counts text (llama.cpp's form)"),
+        "{out}"
+    );
+    let models = run(workspace.offcode(&server.base_url(), &["models"]));
+    assert!(
+        models.stdout.contains("16384  llamacpp"),
+        "{}",
+        models.stdout
+    );
+}

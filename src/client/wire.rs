@@ -227,7 +227,7 @@ pub fn context_length(models: &[ModelCard], model: &str) -> Option<u64> {
     models
         .iter()
         .find(|m| m.id == model)
-        .and_then(|m| m.max_model_len)
+        .and_then(ModelCard::context)
 }
 
 /// `GET /models` response.
@@ -249,4 +249,29 @@ pub struct ModelCard {
     /// Which server (`vllm`, `llamacpp`, ...).
     #[serde(default)]
     pub owned_by: Option<String>,
+    /// llama.cpp's facts about the loaded model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ModelMeta>,
+}
+
+/// llama.cpp's `meta` of a model card.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+pub struct ModelMeta {
+    /// The context the server was started with (`--ctx-size`).
+    #[serde(default)]
+    pub n_ctx: Option<u64>,
+}
+
+impl ModelCard {
+    /// The context length a request may use: vLLM's `max_model_len`, else
+    /// llama.cpp's `meta.n_ctx`.
+    pub fn context(&self) -> Option<u64> {
+        self.max_model_len
+            .or_else(|| self.meta.as_ref().and_then(|meta| meta.n_ctx))
+    }
+
+    /// Whether llama.cpp serves it (its flags differ from vLLM's).
+    pub fn is_llama_cpp(&self) -> bool {
+        self.owned_by.as_deref() == Some("llamacpp")
+    }
 }

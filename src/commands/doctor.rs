@@ -222,9 +222,9 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
             "context {limit} tokens (`context_limit` in the config)"
         ))?;
     } else {
-        match card.max_model_len.or_else(|| client.props_context()) {
+        match card.context().or_else(|| client.props_context()) {
             Some(limit) => {
-                if card.max_model_len.is_none() {
+                if card.context().is_none() {
                     report.ok(&format!("context {limit} tokens (from /props)"))?;
                 }
                 remember.set(|known| known.max_model_len = Some(limit));
@@ -241,9 +241,12 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
     let probe = crate::stdio::with_notice(NOTICE, probe_notice(&model), || {
         runtime.block_on(probe_tools(&client, config, &model))
     });
-    report_tools(&probe, &mut report, &remember)?;
-    report_reasoning(&probe, &mut report, &remember)?;
-    tokenize(&client, &model, &mut report)?;
+    let fixes = Fixes {
+        llama_cpp: card.is_llama_cpp(),
+    };
+    report_tools(&probe, &mut report, &remember, fixes)?;
+    report_reasoning(&probe, &mut report, &remember, fixes)?;
+    tokenize(&client, &model, &mut report, fixes)?;
     Ok(finish(&report))
 }
 
@@ -270,7 +273,7 @@ fn list_models(
     let width = models.iter().map(|m| m.id.len()).max().unwrap_or(0);
     for card in models {
         let context = card
-            .max_model_len
+            .context()
             .map_or_else(|| "context unknown".to_owned(), |n| format!("context {n}"));
         let _ = writeln!(listing, "    {:width$}  {context}", card.id);
     }
@@ -457,7 +460,43 @@ async fn probe_tools(client: &Client, config: &crate::config::Config, model: &st
     }
 }
 
-fn report_tools(probe: &Probe, report: &mut Report, remember: &Memory<'_>) -> Result<(), Failure> {
+/// The fixes to name for the server at hand: llama.cpp's flags are not
+/// vLLM's.
+#[derive(Debug, Clone, Copy)]
+struct Fixes {
+    llama_cpp: bool,
+}
+
+impl Fixes {
+    /// For a server that reads no tool calls, or not this model's.
+    fn tool_parser(self, wrong_one: bool) -> String {
+        match (self.llama_cpp, wrong_one) {
+            (true, false) => "start llama-server with `--jinja` (it reads tool calls with the model's chat template; for a GGUF whose template has no tools, add `--chat-template-file`)".to_owned(),
+            (true, true) => "check that llama-server runs with `--jinja` and the model's own chat template (`--chat-template-file` when the GGUF's has no tools); small models often write their calls as text anyway, which offcode reads".to_owned(),
+            (false, false) => format!("start vLLM with {}", client::TOOL_PARSER_FLAGS),
+            (false, true) => format!(
+                "start vLLM with the parser for this model: {}",
+                client::TOOL_PARSER_FLAGS
+            ),
+        }
+    }
+
+    /// For reasoning that arrives inside the text.
+    fn reasoning(self) -> &'static str {
+        if self.llama_cpp {
+            "start llama-server with `--jinja --reasoning-format deepseek`"
+        } else {
+            "start vLLM with `--reasoning-parser qwen3` (Qwen3, QwQ) or `--reasoning-parser deepseek_r1` (DeepSeek-R1)"
+        }
+    }
+}
+
+fn report_tools(
+    probe: &Probe,
+    report: &mut Report,
+    remember: &Memory<'_>,
+    fixes: Fixes,
+) -> Result<(), Failure> {
     let response = match &probe.response {
         Ok(response) => response,
         Err(error) => {
@@ -482,7 +521,7 @@ fn report_tools(probe: &Probe, report: &mut Report, remember: &Memory<'_>) -> Re
             &format!(
                 "the server has no tool-call parser: requests with tools are refused; {works}"
             ),
-            &format!("start vLLM with {}", client::TOOL_PARSER_FLAGS),
+            &fixes.tool_parser(false),
         );
     }
     if native {
@@ -495,10 +534,7 @@ fn report_tools(probe: &Probe, report: &mut Report, remember: &Memory<'_>) -> Re
     if probe.text_calls > 0 {
         return report.problem(
             "the tool call came back as text: the server's tool-call parser does not match this model (offcode reads such calls anyway)",
-            &format!(
-                "start vLLM with the parser for this model: {}",
-                client::TOOL_PARSER_FLAGS
-            ),
+            &fixes.tool_parser(true),
         );
     }
     report.problem(
@@ -511,6 +547,7 @@ fn report_reasoning(
     probe: &Probe,
     report: &mut Report,
     remember: &Memory<'_>,
+    fixes: Fixes,
 ) -> Result<(), Failure> {
     let Ok(response) = &probe.response else {
         return Ok(());
@@ -519,7 +556,7 @@ fn report_reasoning(
     if probe.inline_reasoning {
         return report.problem(
             "the model's reasoning arrives inside the text (`<think>`…`</think>`): the server has no reasoning parser (offcode separates it meanwhile)",
-            "start vLLM with `--reasoning-parser qwen3` (Qwen3, QwQ) or `--reasoning-parser deepseek_r1` (DeepSeek-R1)",
+            fixes.reasoning(),
         );
     }
     if response.reasoning.as_deref().is_some_and(|r| !r.is_empty()) {
@@ -528,7 +565,23 @@ fn report_reasoning(
     report.note("no reasoning seen (not a thinking model, or thinking is off)")
 }
 
-fn tokenize(client: &Client, model: &str, report: &mut Report) -> Result<(), Failure> {
+fn tokenize(
+    client: &Client,
+    model: &str,
+    report: &mut Report,
+    fixes: Fixes,
+) -> Result<(), Failure> {
+    if fixes.llama_cpp {
+        // llama.cpp counts text (`content`), not a chat request.
+        return match client.tokenize_text("hello") {
+            Some(count) if count > 0 => report.note(
+                "/tokenize counts text (llama.cpp's form): offcode estimates whole requests and corrects the estimate by the usage the server reports",
+            ),
+            _ => report.note(
+                "no /tokenize route: offcode estimates token counts until the server reports usage",
+            ),
+        };
+    }
     match client.tokenize(model, &[text_message("user", "hello")], &[]) {
         Ok(Some(_)) => report.ok("/tokenize counts tokens exactly"),
         _ => report.note(

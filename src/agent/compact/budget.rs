@@ -179,7 +179,7 @@ impl AgentState {
                     .iter()
                     .map(|m| ModelInfo {
                         id: m.id.clone(),
-                        context: m.max_model_len,
+                        context: m.context(),
                     })
                     .collect(),
                 None,
