@@ -17,6 +17,7 @@ pub mod prompt_loop;
 pub mod render;
 #[cfg(test)]
 mod snapshots;
+pub mod tty;
 pub mod view;
 
 use std::io::{IsTerminal, Write};
@@ -61,8 +62,12 @@ pub fn run(environment: &Environment, start: &startup::Start) -> Result<u8, Fail
         WIDTH
     };
     install_panic_hook(crash_log(environment), session_path);
+    if terminal {
+        tty::quiet();
+    }
     let runtime = runtime()?;
     let code = runtime.block_on(prompt_loop::run(environment, setup, input, colour, width));
+    tty::restore();
     // A model list still on its way (an endpoint that does not answer)
     // must not hold up leaving.
     runtime.shutdown_background();
@@ -128,7 +133,7 @@ fn crash_log(environment: &Environment) -> Option<PathBuf> {
     Some(dir.join("crash.log"))
 }
 
-/// A panic anywhere puts the terminal back (raw mode off, cursor shown,
+/// A panic anywhere puts the terminal back (the mode it started in, cursor shown,
 /// paste mode off), appends the report to the crash log and says where it
 /// and the session are. Session lines are written as they happen, so the
 /// session file is whole.
@@ -137,6 +142,7 @@ fn install_panic_hook(log: Option<PathBuf>, session: PathBuf) {
     std::panic::set_hook(Box::new(move |info| {
         crate::tools::kill_running();
         let _ = crossterm::terminal::disable_raw_mode();
+        tty::restore();
         let mut err = std::io::stderr();
         let _ = write!(err, "\x1b[?2026l\x1b[?2004l\x1b[?25h\x1b[0m\r\n");
         let report = format!(

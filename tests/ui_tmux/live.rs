@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use super::{Tmux, session_text};
 use crate::support::demo::BURST_WORDS;
-use crate::support::{Workspace, demo_mock, wait_until};
+use crate::support::{MockServer, Workspace, demo_mock, wait_until};
 
 /// The offcode process running in `window`: the pane's shell's child.
 fn offcode_pid(tmux: &Tmux, window: &str) -> rustix::process::Pid {
@@ -171,4 +171,64 @@ fn ctrl_d_during_a_turn_says_so_and_leaves_when_it_ends() {
     let history = tmux.history("one");
     assert!(history.contains("The end."), "{history}");
     assert!(!history.contains("Leaving when"), "{history}");
+}
+
+/// A mock whose model list takes `delay`: `/models` then runs that long
+/// between two prompts, with neither the editor nor the live turn reading
+/// keys.
+fn slow_list_mock(delay: Duration) -> MockServer {
+    MockServer::start(std::sync::Arc::new(move |request| {
+        if request.path.ends_with("/models") {
+            std::thread::sleep(delay);
+        }
+        crate::support::demo::respond(request)
+    }))
+}
+
+/// Sends `/models` and waits until the server is asked for the list.
+fn models_waiting(tmux: &Tmux, server: &MockServer) {
+    let lists = || {
+        server
+            .requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/models"))
+            .count()
+    };
+    let before = lists();
+    tmux.send("one", "/models");
+    assert!(
+        wait_until(Duration::from_secs(10), || lists() > before),
+        "the model list was not asked for"
+    );
+}
+
+#[test]
+fn keys_typed_while_a_command_runs_between_prompts_are_kept_as_typed() {
+    let server = slow_list_mock(Duration::from_secs(2));
+    let ws = Workspace::new();
+    let tmux = Tmux::new("between");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    // A line with its Enter, typed while `/models` waits for the list:
+    // sent as a task, not left in the editor with a newline.
+    models_waiting(&tmux, &server);
+    tmux.send("one", "typed while listing");
+    let screen = tmux.wait_for("one", "You said: typed while listing");
+    assert!(screen.contains("Switch with /models ID"), "{screen}");
+    // Not echoed by the terminal where the report goes: the line shows
+    // once as the prompt it was sent from, and once in the answer.
+    let history = tmux.history("one");
+    assert_eq!(
+        history.matches("typed while listing").count(),
+        2,
+        "{history}"
+    );
+    // Ctrl+C between prompts is a key, as at the prompt: it does not stop
+    // offcode.
+    models_waiting(&tmux, &server);
+    tmux.keys("one", &["C-c"]);
+    tmux.wait_for("one", "Ctrl+C again");
+    assert!(!tmux.screen("one").contains("EXITED"));
+    tmux.send("one", "still here");
+    tmux.wait_for("one", "You said: still here");
 }
