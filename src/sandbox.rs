@@ -191,8 +191,36 @@ impl Sandbox {
             })
             .ok_or_else(|| Error::OutsideWorkspace {
                 path: path.to_owned(),
-                reason: format!("absolute paths must lie under `{}`", self.root.display()),
+                reason: self.outside_reason(given),
             })
+    }
+
+    /// Why an absolute path outside is refused, with the workspace path
+    /// it may have meant (small models copy the workspace's path with a
+    /// part left out): the longest tail of it that exists here. Only a
+    /// hint; nothing is taken in its place.
+    fn outside_reason(&self, given: &Path) -> String {
+        let reason = format!("absolute paths must lie under `{}`", self.root.display());
+        let parts: Vec<&std::ffi::OsStr> = given
+            .components()
+            .filter_map(|part| match part {
+                std::path::Component::Normal(name) => Some(name),
+                _ => None,
+            })
+            .collect();
+        let meant = (0..parts.len()).find_map(|skip| {
+            let tail: PathBuf = parts[skip..].iter().collect();
+            self.resolve(&tail, OFlags::PATH | OFlags::CLOEXEC, Mode::empty())
+                .is_ok()
+                .then_some(tail)
+        });
+        match meant {
+            Some(tail) => format!(
+                "{reason}; use paths relative to the workspace: `{}` is there",
+                tail.display()
+            ),
+            None => format!("{reason}; use paths relative to the workspace"),
+        }
     }
 
     fn resolve(&self, relative: &Path, flags: OFlags, mode: Mode) -> Result<OwnedFd, Errno> {

@@ -320,6 +320,54 @@ fn escapes_say_outside_workspace() {
 }
 
 #[test]
+fn a_mistyped_workspace_path_is_refused_with_the_path_it_may_mean() {
+    let tree = tree();
+    // A small model copied the workspace's path with a part left out.
+    let mistyped = tree.base.parent().unwrap().join("root/sub/file.txt");
+    let escape = tree.base.join("outside/secret.txt");
+    for (mode, sandbox) in sandboxes(&tree.root) {
+        let output = call(&sandbox, "read", &json!({"path": mistyped}));
+        assert!(
+            output.output.starts_with("Error: outside_workspace: ")
+                && output
+                    .output
+                    .ends_with("use paths relative to the workspace: `sub/file.txt` is there"),
+            "{mode}: {}",
+            output.output
+        );
+        // Nothing read in its place.
+        assert!(
+            !output.output.contains("sub file"),
+            "{mode}: {}",
+            output.output
+        );
+        // Nothing inside by that name: no hint, and nothing of outside.
+        let output = call(&sandbox, "read", &json!({"path": escape}));
+        assert!(
+            output
+                .output
+                .ends_with("use paths relative to the workspace")
+                && !output.output.contains(SECRET),
+            "{mode}: {}",
+            output.output
+        );
+        // A tail that leads outside through a link is no hint either.
+        let output = call(
+            &sandbox,
+            "read",
+            &json!({"path": "/nowhere/esc_dir/secret.txt"}),
+        );
+        assert!(
+            output
+                .output
+                .ends_with("use paths relative to the workspace"),
+            "{mode}: {}",
+            output.output
+        );
+    }
+}
+
+#[test]
 fn legitimate_paths_work() {
     for mode in ["fallback", "openat2"] {
         let tree = tree();
