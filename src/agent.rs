@@ -11,6 +11,7 @@
 mod call;
 mod compact;
 mod permit;
+mod repeat;
 mod request;
 mod shell;
 mod startup;

@@ -6,23 +6,37 @@ use std::sync::Arc;
 use tokio::sync::watch;
 
 /// Cloneable; cancelling any clone cancels all of them, once and for good.
+/// A [`Cancel::child`] is cancelled with its parent, and on its own.
 #[derive(Debug, Clone)]
 pub struct Cancel {
     sender: Arc<watch::Sender<bool>>,
+    parent: Option<Arc<watch::Sender<bool>>>,
 }
 
 impl Default for Cancel {
     fn default() -> Self {
         Self {
             sender: Arc::new(watch::channel(false).0),
+            parent: None,
         }
     }
 }
 
 impl Cancel {
-    /// Signals cancellation.
+    /// Signals cancellation (of this signal and its clones, not of its
+    /// parent).
     pub fn cancel(&self) {
         self.sender.send_replace(true);
+    }
+
+    /// A signal cancelled when this one is, and also on its own: for part
+    /// of a task that may be stopped alone.
+    #[must_use]
+    pub fn child(&self) -> Self {
+        Self {
+            sender: Arc::new(watch::channel(false).0),
+            parent: Some(Arc::clone(&self.sender)),
+        }
     }
 
     /// Whether `other` is a clone of this signal.
@@ -30,17 +44,31 @@ impl Cancel {
         Arc::ptr_eq(&self.sender, &other.sender)
     }
 
-    /// Whether cancellation was signalled.
+    /// Whether cancellation was signalled (here or to the parent).
     pub fn is_cancelled(&self) -> bool {
-        *self.sender.borrow()
+        *self.sender.borrow() || self.parent.as_ref().is_some_and(|p| *p.borrow())
     }
 
-    /// Completes once cancellation is signalled.
+    /// Completes once cancellation is signalled (here or to the parent).
     pub async fn cancelled(&self) {
-        let mut receiver = self.sender.subscribe();
-        // The sender lives in `self`, so `wait_for` cannot fail.
-        let _ = receiver.wait_for(|cancelled| *cancelled).await;
+        let own = wait(&self.sender);
+        match &self.parent {
+            Some(parent) => {
+                tokio::select! {
+                    () = own => {}
+                    () = wait(parent) => {}
+                }
+            }
+            None => own.await,
+        }
     }
+}
+
+/// Completes once `sender` says cancelled.
+async fn wait(sender: &watch::Sender<bool>) {
+    let mut receiver = sender.subscribe();
+    // The sender lives as long as the borrow, so `wait_for` cannot fail.
+    let _ = receiver.wait_for(|cancelled| *cancelled).await;
 }
 
 #[cfg(test)]
@@ -58,5 +86,25 @@ mod tests {
         assert!(cancel.is_cancelled());
         // Already cancelled: returns at once.
         cancel.cancelled().await;
+    }
+
+    #[tokio::test]
+    async fn a_child_stops_with_its_parent_and_alone() {
+        let parent = Cancel::default();
+        let child = parent.child();
+        let waiter = tokio::spawn({
+            let child = child.clone();
+            async move { child.cancelled().await }
+        });
+        parent.cancel();
+        waiter.await.unwrap();
+        assert!(child.is_cancelled());
+        // Alone: the parent goes on.
+        let parent = Cancel::default();
+        let child = parent.child();
+        child.cancel();
+        child.cancelled().await;
+        assert!(child.is_cancelled());
+        assert!(!parent.is_cancelled());
     }
 }

@@ -434,7 +434,7 @@ impl TextPrinter {
             TurnStatus::Incomplete => {
                 self.flush_partial();
                 self.progress(&format!(
-                    "{}Not done: the model ended with a call it wrote but never sent in a form offcode can run (exit {EXIT_INCOMPLETE}){}",
+                    "{}Not done: the model ended without doing what the task needed; the warning above says what (exit {EXIT_INCOMPLETE}){}",
                     self.style.yellow, self.style.reset
                 ));
             }

@@ -113,9 +113,10 @@ pub enum TurnStatus {
     Failed,
     /// The user aborted the turn.
     Aborted,
-    /// The model ended with a call it wrote but never sent in a form
-    /// offcode could run, even after being told once: what it said it
-    /// would do was not done.
+    /// The model ended before the task was done, even after being told
+    /// once what was missing: a call it wrote but never sent in a form
+    /// offcode could run, a change or command held back for an earlier
+    /// result and never made, or no word after a call that failed.
     Incomplete,
 }
 

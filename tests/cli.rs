@@ -868,7 +868,8 @@ fn a_task_whose_call_was_never_sent_exits_3() {
     ));
     assert_eq!(out.code, 3, "{}", out.stderr);
     assert!(
-        out.stderr.contains("Not done: the model ended with a call"),
+        out.stderr
+            .contains("Not done: the model ended without doing what the task needed"),
         "{}",
         out.stderr
     );

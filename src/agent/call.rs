@@ -22,7 +22,7 @@ impl AgentState {
         call: &ToolCall,
         recovered: bool,
         cancel: &Cancel,
-    ) -> ToolOutput {
+    ) -> (ToolOutput, CallOutcome) {
         let arguments = parse_argument_text(&call.arguments)
             .unwrap_or_else(|_| Value::String(call.arguments.clone()));
         self.emit(
@@ -75,7 +75,7 @@ impl AgentState {
         if todos_changed {
             self.todos_changed(id);
         }
-        output
+        (output, outcome)
     }
 
     /// A call not run because it was written before the results of

@@ -65,7 +65,7 @@ impl AgentState {
         let output = if cancel.is_cancelled() {
             ToolOutput::error("not run: aborted")
         } else {
-            self.run_call(id, &call, false, cancel).await
+            self.run_call(id, &call, false, cancel).await.0
         };
         self.permits.break_repeats();
         let reply = if output.output.contains("[exit code:") {

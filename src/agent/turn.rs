@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use super::compact::Budget;
 use super::permit::Permits;
+use super::repeat::{Loop, Repetition};
 use super::request::Request;
 use super::textcalls::StepText;
 use super::{Queued, Shared, lock};
@@ -21,12 +22,12 @@ use crate::client::wire::ChatRequest;
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
 use crate::protocol::{
-    AssistantMessageEvent, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent, SubmissionId,
-    TokenUsage, TurnCompleteEvent, TurnState, TurnStatus,
+    AssistantMessageEvent, CallOutcome, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent,
+    SubmissionId, TokenUsage, TurnCompleteEvent, TurnState, TurnStatus,
 };
 use crate::sandbox::Sandbox;
 use crate::session::{EntryBody, Message, Session, ToolCall};
-use crate::tools::{Registry, ToolOutput};
+use crate::tools::{Effect, Registry, ToolOutput};
 
 /// How a step ended.
 enum Step {
@@ -44,6 +45,8 @@ enum Step {
 struct Calls {
     ran: Vec<String>,
     deferred: Vec<String>,
+    /// Calls that ran and failed (not refused): the name and the error.
+    failed: Vec<(String, String)>,
 }
 
 /// The core's state, owned by the turn runner task: handles on what the
@@ -283,14 +286,30 @@ impl AgentState {
             return (status, None);
         }
         let mut told = false;
-        // Calls held back for earlier results and not called since.
+        // Changes and commands held back for earlier results and not made
+        // since: the task is not done while one is owed.
         let mut deferred: Vec<String> = Vec::new();
+        // The last call that failed and has not worked since.
+        let mut failure: Option<(String, String)> = None;
         for _ in 0..self.config.max_steps {
             match self.step(id, cancel).await {
                 Step::Final(text) => {
                     let problem = unrun_call(&text, self.request.tools())
-                        .or_else(|| never_called_again(&deferred));
-                    let Some(problem) = problem else {
+                        .map(|p| {
+                            (
+                                p,
+                                "a call it wrote but did not send in a form offcode can run",
+                            )
+                        })
+                        .or_else(|| {
+                            never_called_again(&deferred)
+                                .map(|p| (p, "a change or command it held back and never made"))
+                        })
+                        .or_else(|| {
+                            silent_after(&text, failure.as_ref())
+                                .map(|p| (p, "no word after a call that failed"))
+                        });
+                    let Some((problem, what)) = problem else {
                         return (TurnStatus::Done, Some(text));
                     };
                     // Told once what went wrong, the model tries again;
@@ -298,14 +317,14 @@ impl AgentState {
                     if told {
                         self.warn(
                             id,
-                            "The model ended with a call it wrote but never sent in a form offcode can run; it was not run",
+                            &format!("The task is not done: the model ended again with {what}"),
                         );
                         return (TurnStatus::Incomplete, Some(text));
                     }
                     told = true;
                     self.warn(
                         id,
-                        "The model wrote a call it did not send; offcode told it how",
+                        &format!("The model ended with {what}; offcode told it what is wrong and lets it try again"),
                     );
                     let nudge = EntryBody::Message {
                         message: Message::offcode_note(&problem),
@@ -315,12 +334,33 @@ impl AgentState {
                     }
                 }
                 Step::Continue(calls) => {
-                    // Calls made after the results were seen act on them,
-                    // whichever they are.
-                    if !calls.ran.is_empty() {
-                        deferred.clear();
+                    // A failed call is made good by the same call (or any
+                    // change, for a change) working since.
+                    if failure
+                        .as_ref()
+                        .is_some_and(|(name, _)| calls.ran.iter().any(|ran| same_kind(ran, name)))
+                    {
+                        failure = None;
                     }
-                    deferred.extend(calls.deferred);
+                    if let Some(last) = calls.failed.last() {
+                        failure = Some(last.clone());
+                    }
+                    // A held-back change or command is made good by a
+                    // later call that does the same kind of thing, with
+                    // the results seen; anything else leaves it owed.
+                    deferred.retain(|owed| {
+                        let effect = crate::tools::effect(owed);
+                        !calls
+                            .ran
+                            .iter()
+                            .any(|name| crate::tools::effect(name) == effect)
+                    });
+                    deferred.extend(calls.deferred.into_iter().filter(|name| {
+                        matches!(
+                            crate::tools::effect(name),
+                            Effect::ChangesFiles | Effect::RunsCommands
+                        )
+                    }));
                 }
                 Step::End(status) => return (status, None),
             }
@@ -364,9 +404,14 @@ impl AgentState {
         let mut text = StepText::default();
         let mut generating = false;
         let emit = self.emitter(id);
+        // A model caught in a loop is stopped alone, not the turn.
+        let stop = cancel.child();
+        let mut repetition = Repetition::default();
+        let mut raw = String::new();
+        let mut looped = None;
         let result = self
             .client
-            .stream_chat(&request, cancel, &mut |update| match update {
+            .stream_chat(&request, &stop, &mut |update| match update {
                 Update::Piece(piece) => {
                     if !generating && piece.is_output() {
                         generating = true;
@@ -376,6 +421,13 @@ impl AgentState {
                     }
                     match piece {
                         Piece::Content(delta) => {
+                            if looped.is_none() {
+                                raw.push_str(&delta);
+                                looped = repetition.push(&delta);
+                                if looped.is_some() {
+                                    stop.cancel();
+                                }
+                            }
                             for out in parser.push(&delta) {
                                 text.apply(out, &emit);
                             }
@@ -387,6 +439,16 @@ impl AgentState {
                 Update::Retry(retry) => emit(EventMsg::Retry(retry)),
             })
             .await;
+        // Stopped for a loop (or ended just as it was found).
+        if let Some(found) = looped
+            && !cancel.is_cancelled()
+            && matches!(result, Ok(_) | Err(client::Error::Cancelled))
+        {
+            self.budget.answered();
+            return self
+                .stopped_loop(id, &raw, found, text.reasoning, cancel)
+                .await;
+        }
         match result {
             Ok(mut response) => {
                 self.budget.answered();
@@ -395,6 +457,42 @@ impl AgentState {
             }
             Err(error) => self.step_failed(id, error, parser, text, cancel).await,
         }
+    }
+
+    /// A response stopped because it went round in a loop: what came
+    /// before and the loop's first round are taken as the whole response.
+    async fn stopped_loop(
+        &mut self,
+        id: SubmissionId,
+        raw: &str,
+        found: Loop,
+        reasoning: String,
+        cancel: &Cancel,
+    ) -> Step {
+        self.warn(
+            id,
+            &format!(
+                "The model wrote the same {} over and over; offcode stopped it after {} rounds and kept the first",
+                crate::protocol::count(found.lines, "line"),
+                found.rounds
+            ),
+        );
+        let mut parser = self.request.inline_parser();
+        let mut kept = StepText::default();
+        // Already shown as it streamed.
+        let shown = |_: EventMsg| {};
+        for out in parser.push(&raw[..found.keep]) {
+            kept.apply(out, &shown);
+        }
+        if kept.reasoning.is_empty() {
+            kept.reasoning = reasoning;
+        }
+        let mut response = client::Assembled {
+            finish_reason: Some("stop".to_owned()),
+            ..client::Assembled::default()
+        };
+        let recovered = self.finish_text(id, &mut parser, &mut kept, &mut response);
+        self.finish_step(id, response, recovered, cancel).await
     }
 
     /// A request that failed: what arrived is kept, then the fallbacks
@@ -546,8 +644,15 @@ impl AgentState {
                 calls.deferred.push(call.name.clone());
                 self.not_yet(id, call, &tool_calls[..first])
             } else {
-                calls.ran.push(call.name.clone());
-                self.run_call(id, call, recovered, cancel).await
+                let (output, outcome) = self.run_call(id, call, recovered, cancel).await;
+                if outcome == CallOutcome::Failed {
+                    calls
+                        .failed
+                        .push((call.name.clone(), output.output.clone()));
+                } else {
+                    calls.ran.push(call.name.clone());
+                }
+                output
             };
             let message = Message::Tool {
                 tool_call_id: call.id.clone(),
@@ -598,6 +703,33 @@ fn error_kind(error: &client::Error) -> ErrorKind {
         client::Error::IdleTimeout(_) => ErrorKind::Timeout,
         client::Error::Cancelled => ErrorKind::Internal,
     }
+}
+
+/// Whether a call of `done` makes good one of `owed`: the same tool, or
+/// any change of files for a change.
+fn same_kind(done: &str, owed: &str) -> bool {
+    done == owed
+        || (crate::tools::effect(done) == Effect::ChangesFiles
+            && crate::tools::effect(owed) == Effect::ChangesFiles)
+}
+
+/// What to tell a model that ended its turn saying nothing after a call
+/// failed and never worked since: it gave up without a word.
+fn silent_after(text: &str, failure: Option<&(String, String)>) -> Option<String> {
+    let (name, error) = failure?;
+    if !text.trim().is_empty() {
+        return None;
+    }
+    let error: String = error
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(300)
+        .collect();
+    Some(format!(
+        "The task is not done: your `{name}` call failed ({error}) and has not worked since, and you ended without a word. Fix the call and make it again, or say why the task cannot be done."
+    ))
 }
 
 /// What to tell a model that ended its turn without calling again the

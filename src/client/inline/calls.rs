@@ -390,8 +390,10 @@ fn has_type(value: &Value, kind: Option<&Value>) -> bool {
 
 /// A call the model wrote in `text` (its final answer) that was not taken
 /// as one: a well-formed call to an offered tool with words around it (an
-/// example, by the rules above), or a `<tool_call>` block that did not
-/// parse. Says which, in words the model can act on.
+/// example, by the rules above), a call to an offered tool whose
+/// arguments do not fit it, a message of nothing but a call to a tool
+/// that does not exist, or a `<tool_call>` block that did not parse. Says
+/// which, in words the model can act on.
 pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
     /// Objects looked at; a longer answer is not searched further.
     const MAX_OBJECTS: usize = 64;
@@ -399,16 +401,28 @@ pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
         .iter()
         .map(|t| (t.function.name.clone(), t.function.parameters.clone()))
         .collect();
+    // Nothing but objects (in a fence or bare): meant as calls.
+    let only_objects = objects_only(strip_fence(text.trim()));
+    let mut misfit = None;
     for (at, _) in text.match_indices('{').take(MAX_OBJECTS) {
         let Some(end) = object_end(&text[at..]) else {
             continue;
         };
-        if let Some(call) = repaired(&text[at..at + end]).and_then(|v| bare_call(&v, &schemas)) {
+        let Some(value) = repaired(&text[at..at + end]) else {
+            continue;
+        };
+        if let Some(call) = bare_call(&value, &schemas) {
             return Some(format!(
                 "Your last message has a `{}` call written with words around it, so it was taken as an example and not run, and nothing was done for it. To run a tool, send the call on its own in a <tool_call> block, with nothing after it, and wait for the result.",
                 call.name
             ));
         }
+        if misfit.is_none() {
+            misfit = misfit_call(&value, &schemas, only_objects);
+        }
+    }
+    if misfit.is_some() {
+        return misfit;
     }
     let block = text.find(super::CALL_OPEN)?;
     text[block + super::CALL_OPEN.len()..]
@@ -418,6 +432,96 @@ pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
             "Your last message has a <tool_call> block that is not a valid call, so nothing was run. Write it again as <tool_call>\n{\"name\": \"TOOL\", \"arguments\": {...}}\n</tool_call> with valid JSON, naming one of the tools."
                 .to_owned()
         })
+}
+
+/// Whether `text` is one or more objects and nothing else.
+fn objects_only(text: &str) -> bool {
+    text.starts_with('{') && (objects(text).is_some() || object_end(text) == Some(text.len()))
+}
+
+/// A call-shaped object that cannot be run, and why: an offered tool's
+/// arguments that do not fit its schema (anywhere: the name says what was
+/// meant), or a tool that does not exist (only in a message of nothing
+/// but calls, so JSON shown as an example of something else is left
+/// alone).
+fn misfit_call(
+    value: &Value,
+    schemas: &HashMap<String, Value>,
+    only_objects: bool,
+) -> Option<String> {
+    let object = value.as_object()?;
+    if !object.contains_key("arguments") && !object.contains_key("parameters") {
+        return None;
+    }
+    let (name, arguments) = name_and_arguments(value)?;
+    let Some(schema) = schemas.get(&name) else {
+        if !only_objects {
+            return None;
+        }
+        let mut names: Vec<&str> = schemas.keys().map(String::as_str).collect();
+        names.sort_unstable();
+        return Some(format!(
+            "Your last message calls `{name}`, but there is no tool by that name, so nothing was run. The tools are: {}. Send a call to one of them in a <tool_call> block and wait for the result.",
+            names.join(", ")
+        ));
+    };
+    let problems = match arguments.as_object() {
+        Some(arguments) => schema_problems(arguments, schema),
+        None => vec!["`arguments` is not an object".to_owned()],
+    };
+    Some(format!(
+        "Your last message has a `{name}` call whose arguments do not fit the tool, so nothing was run: {}. Send it again in a <tool_call> block with the arguments the tool takes, and wait for the result.",
+        problems.join("; ")
+    ))
+}
+
+/// What is wrong with `arguments` for `schema`, one finding each.
+fn schema_problems(arguments: &Map<String, Value>, schema: &Value) -> Vec<String> {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let mut problems = Vec::new();
+    let missing: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice)
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|key| !arguments.contains_key(*key))
+        .map(|key| format!("`{key}`"))
+        .collect();
+    if !missing.is_empty() {
+        problems.push(format!("missing {}", missing.join(", ")));
+    }
+    let mut unknown = Vec::new();
+    for (key, value) in arguments {
+        match properties.and_then(|p| p.get(key)) {
+            Some(property) if !has_type(value, property.get("type")) => {
+                let kind = property
+                    .get("type")
+                    .map_or_else(String::new, Value::to_string);
+                problems.push(format!("`{key}` must be of type {kind}"));
+            }
+            Some(_) => {}
+            None => unknown.push(format!("`{key}`")),
+        }
+    }
+    if !unknown.is_empty() {
+        let known: Vec<String> = properties
+            .map(|p| p.keys().map(|k| format!("`{k}`")).collect())
+            .unwrap_or_default();
+        problems.push(format!(
+            "it takes no {} (it takes {})",
+            unknown.join(", "),
+            if known.is_empty() {
+                "nothing".to_owned()
+            } else {
+                known.join(", ")
+            }
+        ));
+    }
+    if problems.is_empty() {
+        problems.push("they do not match its schema".to_owned());
+    }
+    problems
 }
 
 /// The tools described for a model that reads them from the prompt.

@@ -514,3 +514,48 @@ fn calls_in_a_tools_block_are_read_and_its_schemas_are_not() {
         sweep(input, false, &expect(input, "", &[]));
     }
 }
+
+#[test]
+fn a_call_that_cannot_be_run_says_what_is_wrong() {
+    let tools = tools();
+    // A small model's edit with grep's arguments, the whole message.
+    let told = unrun_call(
+        "{\"name\": \"read\", \"arguments\": {\"pattern\": \"Hello\", \"limit\": \"ten\"}}",
+        &tools,
+    )
+    .expect("told");
+    assert!(
+        told.starts_with("Your last message has a `read` call whose arguments do not fit the tool, so nothing was run: missing `path`; `limit` must be of type \"integer\"; it takes no `pattern` (it takes `path`, `limit`)"),
+        "{told}"
+    );
+    // In a fence, with words around it: the name still says what was meant.
+    let told = unrun_call(
+        "I'll read it:\n```json\n{\"name\": \"read\", \"arguments\": {}}\n```",
+        &tools,
+    )
+    .expect("told");
+    assert!(told.contains("missing `path`"), "{told}");
+    // A tool that does not exist, as the whole message.
+    let told = unrun_call(
+        "```json\n{\"name\": \"write_file\", \"arguments\": {\"path\": \"a\"}}\n```",
+        &tools,
+    )
+    .expect("told");
+    assert!(
+        told.starts_with("Your last message calls `write_file`, but there is no tool by that name")
+            && told.contains("The tools are: bash, read."),
+        "{told}"
+    );
+    // JSON shown as an example of something else is not a call.
+    assert_eq!(
+        unrun_call(
+            "OpenAI's format looks like {\"name\": \"get_weather\", \"arguments\": {\"city\": \"Paris\"}}.",
+            &tools,
+        ),
+        None
+    );
+    assert_eq!(
+        unrun_call("{\"name\": \"api\", \"port\": 7341}", &tools),
+        None
+    );
+}

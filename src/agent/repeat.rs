@@ -1,0 +1,166 @@
+//! Telling a model that repeats itself from one that writes: small local
+//! models fall into loops (the same block of lines, again and again) and,
+//! left alone, generate until
+//! `max_tokens`, minutes on a CPU. The step stops such a stream once the
+//! loop is certain and keeps the text up to the end of its first round.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::hash::{DefaultHasher, Hash, Hasher};
+
+/// Rounds of the same block before the stream is taken for a loop.
+const ROUNDS: usize = 5;
+/// The longest block, in lines, looked for.
+const MAX_PERIOD: usize = 16;
+/// Characters a block needs, so that short lines repeated by design
+/// (closing braces, blank lines, table rules) are never a loop.
+const MIN_BLOCK_CHARS: usize = 40;
+
+/// One finished line: its shape and where it starts.
+#[derive(Debug, Clone, Copy)]
+struct Seen {
+    shape: u64,
+    chars: usize,
+    start: usize,
+}
+
+/// Watches streamed text for a loop.
+#[derive(Debug, Default)]
+pub(super) struct Repetition {
+    /// Bytes of the finished lines.
+    len: usize,
+    /// The line still arriving.
+    current: String,
+    lines: Vec<Seen>,
+}
+
+/// A loop found: the text to keep and what repeated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Loop {
+    /// Bytes of the text to keep: up to the end of the loop's first round.
+    pub(super) keep: usize,
+    /// Lines in one round.
+    pub(super) lines: usize,
+    /// Rounds seen.
+    pub(super) rounds: usize,
+}
+
+impl Repetition {
+    /// Takes in the next piece of text; a loop once one is certain.
+    pub(super) fn push(&mut self, delta: &str) -> Option<Loop> {
+        let mut found = None;
+        for piece in delta.split_inclusive('\n') {
+            self.current.push_str(piece);
+            if !piece.ends_with('\n') {
+                continue;
+            }
+            let start = self.len;
+            self.len += self.current.len();
+            let line = std::mem::take(&mut self.current);
+            self.lines.push(Seen {
+                shape: shape(&line),
+                chars: line.trim().chars().count(),
+                start,
+            });
+            if found.is_none() {
+                found = self.looping();
+            }
+        }
+        found
+    }
+
+    /// Whether the last lines are [`ROUNDS`] rounds of one block.
+    fn looping(&self) -> Option<Loop> {
+        let lines = &self.lines;
+        (1..=MAX_PERIOD).find_map(|period| {
+            let span = period * ROUNDS;
+            let first = lines.len().checked_sub(span)?;
+            let periodic =
+                (first + period..lines.len()).all(|i| lines[i].shape == lines[i - period].shape);
+            let block: usize = lines[first..first + period].iter().map(|l| l.chars).sum();
+            if !periodic || block < MIN_BLOCK_CHARS {
+                return None;
+            }
+            // The loop may have begun before the rounds looked at.
+            let mut begin = first;
+            while begin > 0 && lines[begin - 1].shape == lines[begin - 1 + period].shape {
+                begin -= 1;
+            }
+            Some(Loop {
+                keep: lines[begin + period].start,
+                lines: period,
+                rounds: (lines.len() - begin) / period,
+            })
+        })
+    }
+}
+
+/// A line's shape: its text without surrounding space. Only exact
+/// rounds count: lines that differ in a number may be a table.
+fn shape(line: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    line.trim().hash(&mut hasher);
+    hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use super::*;
+
+    fn feed(text: &str, piece: usize) -> Option<Loop> {
+        let mut repetition = Repetition::default();
+        let chars: Vec<char> = text.chars().collect();
+        chars.chunks(piece).find_map(|chunk| {
+            let delta: String = chunk.iter().collect();
+            repetition.push(&delta)
+        })
+    }
+
+    #[test]
+    fn a_block_of_calls_written_again_and_again_is_a_loop_and_its_first_round_is_kept() {
+        let block = "{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\"}}\n{\"name\": \"todowrite\", \"arguments\": {\"todos\": [{\"id\": \"N\"}]}}\n";
+        let mut text = String::from("I will do it.\n");
+        for _ in 0..9 {
+            text.push_str(block);
+        }
+        for piece in [1, 3, 7, 500] {
+            let found = feed(&text, piece).expect("a loop");
+            assert_eq!(found.lines, 2);
+            assert_eq!(found.rounds, ROUNDS, "found as soon as certain");
+            let kept = &text[..found.keep];
+            assert_eq!(kept, format!("I will do it.\n{block}"));
+        }
+    }
+
+    #[test]
+    fn one_long_line_again_and_again_is_a_loop() {
+        let line = "The answer is that the file says hello world in lower case.\n";
+        let text = format!("Intro\n{}", line.repeat(7));
+        let found = feed(&text, 5).expect("a loop");
+        assert_eq!((found.lines, found.rounds), (1, ROUNDS));
+        assert_eq!(&text[..found.keep], format!("Intro\n{line}"));
+    }
+
+    #[test]
+    fn ordinary_code_and_prose_are_not_loops() {
+        // Short lines repeated by design.
+        let braces = "fn a() {\n    {\n    }\n}\n\n".repeat(20);
+        assert_eq!(feed(&braces, 4), None);
+        // Similar lines.
+        let mut tests = String::new();
+        for n in 0..30 {
+            let _ = writeln!(tests, "    assert_eq!(parse(\"word{n}\"), Ok({}));", n % 2);
+        }
+        assert_eq!(feed(&tests, 9), None);
+        // Four rounds are not yet certain.
+        let line = "The answer is that the file says hello world in lower case.\n";
+        assert_eq!(feed(&line.repeat(ROUNDS - 1), 3), None);
+        // A table's rows, which differ only in numbers.
+        let mut table = String::new();
+        for n in 0..40 {
+            let _ = writeln!(table, "| {n} | item {} | ok |", n * 7);
+        }
+        assert_eq!(feed(&table, 11), None);
+    }
+}
