@@ -10,6 +10,7 @@
 
 mod call;
 mod compact;
+mod finish;
 mod permit;
 mod repeat;
 mod request;

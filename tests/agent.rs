@@ -1426,3 +1426,48 @@ async fn ending_without_a_word_after_a_failed_call_is_not_done() {
     assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
     assert_eq!(server.chat_bodies().len(), 2);
 }
+
+#[tokio::test]
+async fn a_promise_to_act_with_no_call_is_nudged_once() {
+    // Nudged, the model makes the call it promised.
+    let server = mock();
+    server.push(sse(&chunks::text_answer(
+        "I have read it. Now I'll write HI to out.txt.",
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("w1", "write", json!({"path": "out.txt", "content": "HI"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Wrote HI to out.txt.")));
+    let mut harness = start(&server, 6);
+    let events = harness
+        .turn("write HI to out.txt", Some(ApprovalDecision::AllowOnce))
+        .await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    let told = server.chat_bodies()[1]["messages"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        told.starts_with("(offcode) You said what you will do next but made no call"),
+        "{told}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("out.txt")).unwrap(),
+        "HI"
+    );
+    // Promising again instead: not done, and nothing written.
+    let server = mock();
+    server.push(sse(&chunks::text_answer("接下来我将把 HI 写入 out.txt。")));
+    server.push(sse(&chunks::text_answer("好的，我现在写入文件。")));
+    let mut harness = start(&server, 6);
+    let events = harness
+        .turn("把 HI 写入 out.txt", Some(ApprovalDecision::AllowOnce))
+        .await;
+    assert_eq!(status(&events), TurnStatus::Incomplete, "{events:#?}");
+    assert!(!harness.root.join("out.txt").exists());
+}

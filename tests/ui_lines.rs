@@ -109,12 +109,11 @@ fn startup_names_the_sources_and_warns_when_the_server_does_not_answer() {
     assert!(out.contains("of 32.8k tokens ("), "{out}");
     assert!(out.contains("  tool schemas "), "{out}");
     // Nothing listens here: offcode still starts, and says what is wrong.
+    // (The start-up probe's own warning may come after `/models` has
+    // answered and the input has ended; on a loaded machine it does, so
+    // only the answer to `/models` is certain to be seen.)
     let (code, out) = interactive(&ws, "http://127.0.0.1:9/v1", "/models\n");
     assert_eq!(code, 0, "{out}");
-    assert!(
-        out.contains("The server did not list its models (Could not connect to"),
-        "{out}"
-    );
     assert!(
         out.contains("Could not list the models: Could not connect"),
         "{out}"

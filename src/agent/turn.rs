@@ -10,6 +10,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::compact::Budget;
+use super::finish::{Calls, Owed};
 use super::permit::Permits;
 use super::repeat::{Loop, Repetition};
 use super::request::Request;
@@ -17,7 +18,6 @@ use super::textcalls::StepText;
 use super::{Queued, Shared, lock};
 
 use crate::cancel::Cancel;
-use crate::client::inline::unrun_call;
 use crate::client::wire::ChatRequest;
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
@@ -27,7 +27,7 @@ use crate::protocol::{
 };
 use crate::sandbox::Sandbox;
 use crate::session::{EntryBody, Message, Session, ToolCall};
-use crate::tools::{Effect, Registry, ToolOutput};
+use crate::tools::{Registry, ToolOutput};
 
 /// How a step ended.
 enum Step {
@@ -38,15 +38,6 @@ enum Step {
     Continue(Calls),
     /// The turn ends with this status.
     End(TurnStatus),
-}
-
-/// The names of a step's calls: those that ran and those held back.
-#[derive(Default)]
-struct Calls {
-    ran: Vec<String>,
-    deferred: Vec<String>,
-    /// Calls that ran and failed (not refused): the name and the error.
-    failed: Vec<(String, String)>,
 }
 
 /// The core's state, owned by the turn runner task: handles on what the
@@ -286,32 +277,14 @@ impl AgentState {
             return (status, None);
         }
         let mut told = false;
-        // Changes and commands held back for earlier results and not made
-        // since: the task is not done while one is owed.
-        let mut deferred: Vec<String> = Vec::new();
-        // The last call that failed and has not worked since.
-        let mut failure: Option<(String, String)> = None;
+        let mut owed = Owed::default();
         for _ in 0..self.config.max_steps {
             match self.step(id, cancel).await {
                 Step::Final(text) => {
-                    let problem = unrun_call(&text, self.request.tools())
-                        .map(|p| {
-                            (
-                                p,
-                                "a call it wrote but did not send in a form offcode can run",
-                            )
-                        })
-                        .or_else(|| {
-                            never_called_again(&deferred)
-                                .map(|p| (p, "a change or command it held back and never made"))
-                        })
-                        .or_else(|| {
-                            silent_after(&text, failure.as_ref())
-                                .map(|p| (p, "no word after a call that failed"))
-                        });
-                    let Some((problem, what)) = problem else {
+                    let Some(undone) = owed.undone(&text, self.request.tools()) else {
                         return (TurnStatus::Done, Some(text));
                     };
+                    let what = undone.what;
                     // Told once what went wrong, the model tries again;
                     // twice, the turn says it did not do what it said.
                     if told {
@@ -327,41 +300,13 @@ impl AgentState {
                         &format!("The model ended with {what}; offcode told it what is wrong and lets it try again"),
                     );
                     let nudge = EntryBody::Message {
-                        message: Message::offcode_note(&problem),
+                        message: Message::offcode_note(&undone.note),
                     };
                     if let Err(status) = self.record(id, nudge) {
                         return (status, None);
                     }
                 }
-                Step::Continue(calls) => {
-                    // A failed call is made good by the same call (or any
-                    // change, for a change) working since.
-                    if failure
-                        .as_ref()
-                        .is_some_and(|(name, _)| calls.ran.iter().any(|ran| same_kind(ran, name)))
-                    {
-                        failure = None;
-                    }
-                    if let Some(last) = calls.failed.last() {
-                        failure = Some(last.clone());
-                    }
-                    // A held-back change or command is made good by a
-                    // later call that does the same kind of thing, with
-                    // the results seen; anything else leaves it owed.
-                    deferred.retain(|owed| {
-                        let effect = crate::tools::effect(owed);
-                        !calls
-                            .ran
-                            .iter()
-                            .any(|name| crate::tools::effect(name) == effect)
-                    });
-                    deferred.extend(calls.deferred.into_iter().filter(|name| {
-                        matches!(
-                            crate::tools::effect(name),
-                            Effect::ChangesFiles | Effect::RunsCommands
-                        )
-                    }));
-                }
+                Step::Continue(calls) => owed.after_step(calls),
                 Step::End(status) => return (status, None),
             }
         }
@@ -703,40 +648,4 @@ fn error_kind(error: &client::Error) -> ErrorKind {
         client::Error::IdleTimeout(_) => ErrorKind::Timeout,
         client::Error::Cancelled => ErrorKind::Internal,
     }
-}
-
-/// Whether a call of `done` makes good one of `owed`: the same tool, or
-/// any change of files for a change.
-fn same_kind(done: &str, owed: &str) -> bool {
-    done == owed
-        || (crate::tools::effect(done) == Effect::ChangesFiles
-            && crate::tools::effect(owed) == Effect::ChangesFiles)
-}
-
-/// What to tell a model that ended its turn saying nothing after a call
-/// failed and never worked since: it gave up without a word.
-fn silent_after(text: &str, failure: Option<&(String, String)>) -> Option<String> {
-    let (name, error) = failure?;
-    if !text.trim().is_empty() {
-        return None;
-    }
-    let error: String = error
-        .lines()
-        .next()
-        .unwrap_or_default()
-        .chars()
-        .take(300)
-        .collect();
-    Some(format!(
-        "The task is not done: your `{name}` call failed ({error}) and has not worked since, and you ended without a word. Fix the call and make it again, or say why the task cannot be done."
-    ))
-}
-
-/// What to tell a model that ended its turn without calling again the
-/// calls held back for earlier results.
-fn never_called_again(deferred: &[String]) -> Option<String> {
-    let first = deferred.first()?;
-    Some(format!(
-        "The task is not done: `{first}` was not run (it was written before the results it needs were seen) and you have not called it since. Call `{first}` now, in a <tool_call> block, using the results above."
-    ))
 }

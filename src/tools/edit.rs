@@ -84,6 +84,14 @@ fn replace(text: &str, arguments: &Arguments) -> Result<String, Error> {
             "old_string and new_string are the same".to_owned(),
         ));
     }
+    if super::read::numbered_as_read(&arguments.new_string)
+        && !super::read::numbered_as_read(&arguments.old_string)
+    {
+        return Err(Error::Rejected(format!(
+            "`{path}` was not changed: in new_string, {}",
+            super::read::NUMBERED_AS_READ
+        )));
+    }
     // A CRLF file and LF arguments (what models send): match and write CRLF.
     let crlf = text.contains("\r\n") && !arguments.old_string.contains("\r\n");
     let convert = |s: &str| {
@@ -124,6 +132,14 @@ fn replace(text: &str, arguments: &Arguments) -> Result<String, Error> {
 /// its first line is, if anywhere.
 fn not_found_message(text: &str, old: &str, path: &str) -> String {
     let mut message = format!("old_string was not found in `{path}`");
+    if super::read::numbered_as_read(old) {
+        let _ = write!(
+            message,
+            ": in old_string, {}",
+            super::read::NUMBERED_AS_READ
+        );
+        return message;
+    }
     let first = old
         .lines()
         .find(|l| !l.trim().is_empty())

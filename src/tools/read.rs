@@ -110,6 +110,34 @@ fn number_lines(text: &str, offset: usize, limit: usize, path: &str) -> ToolOutp
     ToolOutput::ok(output, format!("{path}: lines {offset}-{last} of {total}"))
 }
 
+/// Whether every line of `text` starts with a line number the way `read`
+/// shows it (right-aligned in six columns, then a TAB), numbered one after
+/// another: lines copied from a read, numbers and all. A file's own
+/// numbered lines (a TSV's id column) are not padded so.
+pub fn numbered_as_read(text: &str) -> bool {
+    let mut expected = None;
+    let mut lines = 0;
+    for line in text.lines() {
+        let Some((number, _)) = line.split_once('\t') else {
+            return false;
+        };
+        let digits = number.trim_start_matches(' ');
+        let width_ok = number.len() == 6 || (number.len() > 6 && digits.len() == number.len());
+        let Ok(value) = digits.parse::<usize>() else {
+            return false;
+        };
+        if !width_ok || digits.is_empty() || expected.is_some_and(|e| e != value) {
+            return false;
+        }
+        expected = Some(value + 1);
+        lines += 1;
+    }
+    lines > 0
+}
+
+/// What to tell a model that wrote `read`'s line numbers into a file.
+pub const NUMBERED_AS_READ: &str = "every line starts with a line number and a TAB, as `read` shows lines; they are not part of the file, so leave them out";
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -148,5 +176,18 @@ mod tests {
             "{}",
             &output.output[output.output.len() - 80..]
         );
+    }
+
+    #[test]
+    fn lines_copied_from_a_read_are_told_from_a_files_own_numbers() {
+        assert!(numbered_as_read("     1\thello world\n"));
+        assert!(numbered_as_read("    41\tfn main() {\n    42\t}\n"));
+        assert!(numbered_as_read("1000000\tx\n1000001\ty"));
+        // Not one after another, not padded as read pads, or not all lines.
+        assert!(!numbered_as_read("     1\ta\n     3\tb\n"));
+        assert!(!numbered_as_read("1\tapple\n2\tpear\n"));
+        assert!(!numbered_as_read("     1\ta\nplain\n"));
+        assert!(!numbered_as_read(""));
+        assert!(!numbered_as_read("HELLO WORLD\n"));
     }
 }

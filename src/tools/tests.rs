@@ -147,3 +147,71 @@ fn every_schema_is_an_object_schema() {
         );
     }
 }
+
+#[tokio::test]
+async fn lines_copied_with_reads_numbers_are_not_written() {
+    let (dir, context) = context();
+    let registry = Registry::default();
+    std::fs::write(dir.path().join("hello.txt"), "hello world\n").unwrap();
+    let read = registry
+        .call("read", &json!({"path": "hello.txt"}).to_string(), &context)
+        .await;
+    // What a small model did: the read's output, upper-cased, as content.
+    let copied = read.output.to_uppercase();
+    let output = registry
+        .call(
+            "write",
+            &json!({"path": "out.txt", "content": copied}).to_string(),
+            &context,
+        )
+        .await;
+    assert!(!output.ok);
+    assert!(
+        output
+            .output
+            .contains("every line starts with a line number and a TAB, as `read` shows lines"),
+        "{output:?}"
+    );
+    assert!(!dir.path().join("out.txt").exists());
+    // Nor put in by an edit, and an old_string with them says why it is
+    // not found.
+    let output = registry
+        .call(
+            "edit",
+            &json!({"path": "hello.txt", "old_string": "hello world", "new_string": copied})
+                .to_string(),
+            &context,
+        )
+        .await;
+    assert!(
+        output.output.contains("in new_string, every line starts"),
+        "{output:?}"
+    );
+    let output = registry
+        .call(
+            "edit",
+            &json!({"path": "hello.txt", "old_string": read.output, "new_string": "HELLO"})
+                .to_string(),
+            &context,
+        )
+        .await;
+    assert!(
+        output
+            .output
+            .contains("not found in `hello.txt`: in old_string, every line starts"),
+        "{output:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("hello.txt")).unwrap(),
+        "hello world\n"
+    );
+    // A file's own numbered lines are written.
+    let output = registry
+        .call(
+            "write",
+            &json!({"path": "ids.tsv", "content": "1\tapple\n2\tpear\n"}).to_string(),
+            &context,
+        )
+        .await;
+    assert!(output.ok, "{output:?}");
+}

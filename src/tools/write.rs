@@ -39,6 +39,13 @@ impl Tool for Write {
     }
 
     async fn run(&self, arguments: Arguments, context: &ToolContext) -> Result<ToolOutput, Error> {
+        if super::read::numbered_as_read(&arguments.content) {
+            return Err(Error::Rejected(format!(
+                "Nothing was written to `{}`: in the content, {}",
+                arguments.path,
+                super::read::NUMBERED_AS_READ
+            )));
+        }
         write_file(&context.sandbox, &arguments.path, &arguments.content, None)
     }
 

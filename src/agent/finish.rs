@@ -1,0 +1,250 @@
+//! Whether a final answer ends the task, or leaves undone what the model
+//! set out to do: small local models stop half-way and still sound done.
+//! What a turn owes is kept step by step ([`Owed`]); a final answer that
+//! leaves something owed gets one note saying what, and a second such
+//! ending makes the turn incomplete.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use crate::client::inline::unrun_call;
+use crate::client::wire::ToolSpec;
+use crate::tools::{Effect, effect};
+
+/// What one step's calls did.
+#[derive(Debug, Default)]
+pub(super) struct Calls {
+    /// Calls that ran and did not fail (refusals included: the user knows).
+    pub(super) ran: Vec<String>,
+    /// Calls held back for the results of earlier ones.
+    pub(super) deferred: Vec<String>,
+    /// Calls that ran and failed: the name and the error.
+    pub(super) failed: Vec<(String, String)>,
+}
+
+/// What a turn still owes.
+#[derive(Debug, Default)]
+pub(super) struct Owed {
+    /// Changes and commands held back for earlier results and not made
+    /// since.
+    deferred: Vec<String>,
+    /// The last call that failed and has not worked since.
+    failure: Option<(String, String)>,
+}
+
+/// A final answer that leaves the task undone: the note for the model,
+/// and what it was, for the user.
+#[derive(Debug, PartialEq, Eq)]
+pub(super) struct Undone {
+    /// The note to the model, in words it can act on.
+    pub(super) note: String,
+    /// What the model ended with, for a warning.
+    pub(super) what: &'static str,
+}
+
+impl Owed {
+    /// Takes in a step's calls.
+    pub(super) fn after_step(&mut self, calls: Calls) {
+        // A failed call is made good by the same call (or any change, for
+        // a change) working since.
+        if self
+            .failure
+            .as_ref()
+            .is_some_and(|(name, _)| calls.ran.iter().any(|ran| same_kind(ran, name)))
+        {
+            self.failure = None;
+        }
+        if let Some(last) = calls.failed.last() {
+            self.failure = Some(last.clone());
+        }
+        // A held-back change or command is made good by a later call that
+        // does the same kind of thing, with the results seen; anything else
+        // leaves it owed.
+        self.deferred
+            .retain(|owed| !calls.ran.iter().any(|name| effect(name) == effect(owed)));
+        self.deferred.extend(
+            calls
+                .deferred
+                .into_iter()
+                .filter(|name| matches!(effect(name), Effect::ChangesFiles | Effect::RunsCommands)),
+        );
+    }
+
+    /// What `text`, a final answer, leaves undone, if anything.
+    pub(super) fn undone(&self, text: &str, tools: &[ToolSpec]) -> Option<Undone> {
+        if let Some(note) = unrun_call(text, tools) {
+            return Some(Undone {
+                note,
+                what: "a call it wrote but did not send in a form offcode can run",
+            });
+        }
+        if let Some(first) = self.deferred.first() {
+            return Some(Undone {
+                note: format!(
+                    "The task is not done: `{first}` was not run (it was written before the results it needs were seen) and you have not called it since. Call `{first}` now, in a <tool_call> block, using the results above."
+                ),
+                what: "a change or command it held back and never made",
+            });
+        }
+        if let Some((name, error)) = &self.failure
+            && text.trim().is_empty()
+        {
+            let error: String = error
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(300)
+                .collect();
+            return Some(Undone {
+                note: format!(
+                    "The task is not done: your `{name}` call failed ({error}) and has not worked since, and you ended without a word. Fix the call and make it again, or say why the task cannot be done."
+                ),
+                what: "no word after a call that failed",
+            });
+        }
+        if !tools.is_empty() && promised(text) {
+            return Some(Undone {
+                note: "You said what you will do next but made no call, so nothing was done. Make the call now, in a <tool_call> block; if the task is already done, say what was done.".to_owned(),
+                what: "a promise to act and no call",
+            });
+        }
+        None
+    }
+}
+
+/// Whether a call of `done` makes good one of `owed`: the same tool, or
+/// any change of files for a change.
+fn same_kind(done: &str, owed: &str) -> bool {
+    done == owed || (effect(done) == Effect::ChangesFiles && effect(owed) == Effect::ChangesFiles)
+}
+
+/// Whether a short answer ends by saying what the model will do now, as
+/// if a call were to follow ("Now I'll write the file.", "接下来我将写入文件：").
+/// Offers and sign-offs ("Let me know if ...") are not promises.
+fn promised(text: &str) -> bool {
+    /// Lines of an answer that is only a promise; a longer one is a report.
+    const MAX_LINES: usize = 4;
+    const ENGLISH: [&str; 6] = [
+        "i'll ",
+        "i will ",
+        "let me ",
+        "let's ",
+        "i'm going to ",
+        "i am going to ",
+    ];
+    const LEADS: [&str; 7] = ["okay", "ok", "now", "next", "then", "first", "so"];
+    const CHINESE: [&str; 6] = ["我将", "我会", "我来", "让我", "我要", "我现在"];
+    const CHINESE_LEADS: [&str; 6] = ["好的", "现在", "接下来", "下面", "首先", "然后"];
+    let text = text.trim();
+    if text.is_empty() || text.lines().count() > MAX_LINES {
+        return false;
+    }
+    let Some(last) = text.lines().last().map(str::trim) else {
+        return false;
+    };
+    let ends_as_intent = [':', '：', '.', '。', '…']
+        .iter()
+        .any(|c| last.ends_with(*c));
+    if !ends_as_intent {
+        return false;
+    }
+    // Its last sentence.
+    let body = last.trim_end_matches([':', '：', '.', '。', '…']);
+    let last = [". ", "! ", "? ", "。", "！", "？"]
+        .iter()
+        .filter_map(|end| body.rfind(end).map(|at| at + end.len()))
+        .max()
+        .map_or(body, |start| body[start..].trim());
+    let lower = last.to_lowercase().replace('\u{2019}', "'");
+    let mut rest = lower.trim_start_matches(|c: char| !c.is_alphanumeric());
+    for lead in LEADS {
+        if let Some(after) = rest.strip_prefix(lead)
+            && after.starts_with([',', ' '])
+        {
+            rest = after.trim_start_matches([',', ' ']);
+        }
+    }
+    let sign_off = ["know", "happy", "glad", "if you", "help"]
+        .iter()
+        .any(|w| rest.contains(w));
+    if ENGLISH.iter().any(|p| rest.starts_with(p)) && !sign_off {
+        return true;
+    }
+    let mut rest = last;
+    for lead in CHINESE_LEADS {
+        if let Some(after) = rest.strip_prefix(lead) {
+            rest = after.trim_start_matches(['，', ',', ' ']);
+        }
+    }
+    CHINESE.iter().any(|p| rest.starts_with(p)) && !rest.contains("如果") && !rest.contains("帮")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_promise_to_act_is_told_from_a_report_or_a_sign_off() {
+        for promise in [
+            "Now I'll write the file.",
+            "I have read hello.txt.\nNext, I will write it in upper case to out.txt:",
+            "Let me write the upper-case text to out.txt.",
+            "I have read it. Now I'll write HI to out.txt.",
+            "Okay, let's run the tests now…",
+            "接下来我将把内容写入 out.txt。",
+            "我来修改 greet.py：",
+            "现在，让我运行测试。",
+            "好的，我现在写入文件。",
+            "OK, now I will run the tests.",
+        ] {
+            assert!(promised(promise), "{promise}");
+        }
+        for done in [
+            "",
+            "I wrote HELLO WORLD to out.txt.",
+            "Done. Let me know if you need anything else.",
+            "I'll be happy to help with anything else.",
+            "The port is 7341.",
+            "Let me explain: the loop never ends because i is never incremented",
+            "已把 HELLO WORLD 写入 out.txt。",
+            "如果还需要修改，我会帮你。",
+            "1. Read the file.\n2. Upper-case it.\n3. Write it.\n4. Check it.\nI'll do that now.",
+        ] {
+            assert!(!promised(done), "{done}");
+        }
+    }
+
+    #[test]
+    fn what_is_owed_is_made_good_only_by_the_same_kind_of_call() {
+        let mut owed = Owed::default();
+        owed.after_step(Calls {
+            ran: vec!["read".into()],
+            deferred: vec!["write".into(), "todowrite".into()],
+            failed: vec![],
+        });
+        // The todo list held back is not owed; the write is.
+        assert_eq!(owed.deferred, ["write"]);
+        owed.after_step(Calls {
+            ran: vec!["todowrite".into(), "grep".into()],
+            ..Calls::default()
+        });
+        assert_eq!(owed.deferred, ["write"]);
+        owed.after_step(Calls {
+            ran: vec!["edit".into()],
+            ..Calls::default()
+        });
+        assert!(owed.deferred.is_empty());
+        // A failure, made good by the same call working.
+        owed.after_step(Calls {
+            failed: vec![("read".into(), "Error: not found".into())],
+            ..Calls::default()
+        });
+        let undone = owed.undone("", &[]).expect("owed");
+        assert_eq!(undone.what, "no word after a call that failed");
+        assert!(owed.undone("The file does not exist.", &[]).is_none());
+        owed.after_step(Calls {
+            ran: vec!["read".into()],
+            ..Calls::default()
+        });
+        assert!(owed.undone("", &[]).is_none());
+    }
+}
