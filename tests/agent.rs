@@ -1471,3 +1471,30 @@ async fn a_promise_to_act_with_no_call_is_nudged_once() {
     assert_eq!(status(&events), TurnStatus::Incomplete, "{events:#?}");
     assert!(!harness.root.join("out.txt").exists());
 }
+
+#[tokio::test]
+async fn a_read_written_again_before_a_write_does_not_hold_the_write_back() {
+    let server = mock();
+    let read = "{\"name\": \"read\", \"arguments\": {\"path\": \"hello.txt\"}}";
+    // A small model starts its next message with the call it made last.
+    server.push(sse(&chunks::text_answer(read)));
+    server.push(sse(&chunks::text_answer(&format!(
+        "{read}\n{{\"name\": \"write\", \"arguments\": {{\"path\": \"out.txt\", \"content\": \"HELLO WORLD\\n\"}}}}"
+    ))));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let mut harness = start(&server, 6);
+    std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
+    let events = harness
+        .turn(
+            "read hello.txt and write it in upper case to out.txt",
+            Some(ApprovalDecision::AllowOnce),
+        )
+        .await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    // The write was made with the read's result already seen.
+    assert_eq!(server.chat_bodies().len(), 3);
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("out.txt")).unwrap(),
+        "HELLO WORLD\n"
+    );
+}

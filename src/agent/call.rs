@@ -122,8 +122,10 @@ impl AgentState {
 /// Among calls the model wrote as text all at once, the first that may
 /// depend on an earlier one's result, which the model could not have seen:
 /// any call after a command, and a call that changes files after one that
-/// read them (a write of what a read was to return).
-pub(super) fn first_dependent(calls: &[ToolCall]) -> Option<usize> {
+/// read them (a write of what a read was to return). A read the model
+/// already made, with its result in front of it (`seen`), hides nothing:
+/// small models start a message by writing their last call again.
+pub(super) fn first_dependent(calls: &[ToolCall], seen: &[(String, Value)]) -> Option<usize> {
     let (mut read, mut ran) = (false, false);
     for (index, call) in calls.iter().enumerate() {
         let effect = crate::tools::effect(&call.name);
@@ -132,11 +134,19 @@ pub(super) fn first_dependent(calls: &[ToolCall]) -> Option<usize> {
         }
         match effect {
             Effect::RunsCommands => ran = true,
-            Effect::ReadsFiles => read = true,
+            Effect::ReadsFiles => read |= !was_seen(call, seen),
             Effect::ChangesFiles | Effect::None => {}
         }
     }
     None
+}
+
+/// Whether `call` is one of `seen` (the same tool and arguments).
+fn was_seen(call: &ToolCall, seen: &[(String, Value)]) -> bool {
+    parse_argument_text(&call.arguments).is_ok_and(|arguments| {
+        seen.iter()
+            .any(|(name, a)| *name == call.name && *a == arguments)
+    })
 }
 
 #[cfg(test)]
@@ -156,7 +166,7 @@ mod tests {
 
     #[test]
     fn calls_written_before_an_earlier_result_was_seen_wait() {
-        let first = |names: &[&str]| first_dependent(&calls(names));
+        let first = |names: &[&str]| first_dependent(&calls(names), &[]);
         assert_eq!(first(&["read", "edit", "write"]), Some(1));
         assert_eq!(first(&["grep", "read", "patch"]), Some(2));
         assert_eq!(first(&["bash", "read"]), Some(1));
@@ -165,5 +175,16 @@ mod tests {
         assert_eq!(first(&["read", "read", "list", "glob"]), None);
         assert_eq!(first(&["todowrite", "write", "edit"]), None);
         assert_eq!(first(&["write", "bash"]), None);
+    }
+
+    #[test]
+    fn a_read_already_seen_hides_no_result() {
+        let mut batch = calls(&["read", "write"]);
+        batch[0].arguments = "{\"path\": \"hello.txt\"}".to_owned();
+        let seen = vec![("read".to_owned(), serde_json::json!({"path": "hello.txt"}))];
+        assert_eq!(first_dependent(&batch, &seen), None);
+        // Another file's read still does.
+        let other = vec![("read".to_owned(), serde_json::json!({"path": "other.txt"}))];
+        assert_eq!(first_dependent(&batch, &other), Some(1));
     }
 }

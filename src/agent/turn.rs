@@ -404,6 +404,46 @@ impl AgentState {
         }
     }
 
+    /// The reads of this session whose results the model has in front of
+    /// it: each call's tool and arguments, where the result was not an
+    /// error.
+    fn seen_reads(&self) -> Vec<(String, serde_json::Value)> {
+        // What the model sees: pruned and summarised results are not.
+        let shown = self
+            .session
+            .compaction
+            .as_ref()
+            .map_or(0, |c| c.prune_before.max(c.keep_from));
+        let messages = &self.session.messages[shown.min(self.session.messages.len())..];
+        let ok: std::collections::HashSet<&str> = messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool {
+                    tool_call_id,
+                    is_error: false,
+                    ..
+                } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .filter(|call| {
+                ok.contains(call.id.as_str())
+                    && crate::tools::effect(&call.name) == crate::tools::Effect::ReadsFiles
+            })
+            .filter_map(|call| {
+                let arguments = serde_json::from_str(&call.arguments).ok()?;
+                Some((call.name.clone(), arguments))
+            })
+            .collect()
+    }
+
     /// A response stopped because it went round in a loop: what came
     /// before and the loop's first round are taken as the whole response.
     async fn stopped_loop(
@@ -575,7 +615,7 @@ impl AgentState {
         // Calls written as text all at once may guess what an earlier one
         // returns: those run next step, with the results seen.
         let waiting = if recovered {
-            super::call::first_dependent(&tool_calls)
+            super::call::first_dependent(&tool_calls, &self.seen_reads())
         } else {
             None
         };
