@@ -7,6 +7,7 @@
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
+use tokio::signal::unix::{Signal, SignalKind};
 
 use serde_json::Value;
 
@@ -55,6 +56,10 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
     handle.ops.submit(Op::UserTurn { text: prompt });
     let mut interrupted = false;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
+    // One listener for the whole run: a `ctrl_c()` made anew each pass
+    // misses a SIGINT that comes between two passes (while text streams,
+    // passes follow each other closely).
+    let mut interrupts = tokio::signal::unix::signal(SignalKind::interrupt()).ok();
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -79,8 +84,8 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
                     };
                 }
             }
-            signal = tokio::signal::ctrl_c() => {
-                if signal.is_err() || interrupted {
+            signal = interrupt(interrupts.as_mut()) => {
+                if signal.is_none() || interrupted {
                     return EXIT_FAILED;
                 }
                 interrupted = true;
@@ -88,6 +93,14 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
                 handle.ops.submit(Op::Interrupt);
             }
         }
+    }
+}
+
+/// The next SIGINT; never, without a listener.
+async fn interrupt(listener: Option<&mut Signal>) -> Option<()> {
+    match listener {
+        Some(listener) => listener.recv().await,
+        None => std::future::pending().await,
     }
 }
 
