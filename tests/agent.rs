@@ -1157,14 +1157,12 @@ async fn a_write_written_with_the_read_it_needs_waits_for_the_result() {
         )],
     )));
     server.push(sse(&chunks::text_answer("Done.")));
-    let mut harness = start(&server, 5);
-    std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
-    let events = harness
-        .turn(
-            "read hello.txt and write it in upper case to out.txt",
-            Some(ApprovalDecision::AllowOnce),
-        )
-        .await;
+    let (harness, events) = hello_turn(
+        &server,
+        5,
+        "read hello.txt and write it in upper case to out.txt",
+    )
+    .await;
     assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
     let bodies = server.chat_bodies();
     let results = tool_results(&bodies[1]);
@@ -1181,22 +1179,37 @@ async fn a_write_written_with_the_read_it_needs_waits_for_the_result() {
     );
 }
 
-#[tokio::test]
-async fn a_call_written_as_an_example_is_pointed_out_once_then_the_turn_is_incomplete() {
-    let example = "I'll write it now:\n```json\n{\"name\": \"write\", \"arguments\": {\"path\": \"out.txt\", \"content\": \"HI\"}}\n```\nThe file out.txt now says HI.";
-    // Told once, the model sends the call properly and the task is done.
+/// A turn for `prompt` in a workspace with `hello.txt` ("hello world"),
+/// every approval answered yes.
+async fn hello_turn(server: &MockServer, max_steps: u32, prompt: &str) -> (Harness, Vec<Event>) {
+    let mut harness = start(server, max_steps);
+    std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
+    let events = harness
+        .turn(prompt, Some(ApprovalDecision::AllowOnce))
+        .await;
+    (harness, events)
+}
+
+/// A turn for "write HI to out.txt" whose model first answers `first`,
+/// then, told what is wrong, writes the file and says so. Checks the task
+/// was done; returns what offcode told the model, and the events.
+async fn told_then_writes_hi(first: &str) -> (String, Vec<Event>) {
     let server = mock();
-    server.push(sse(&chunks::text_answer(example)));
+    server.push(sse(&chunks::text_answer(first)));
     server.push(sse(&chunks::tool_answer(
         "",
         &[("w1", "write", json!({"path": "out.txt", "content": "HI"}))],
     )));
-    server.push(sse(&chunks::text_answer("Written.")));
+    server.push(sse(&chunks::text_answer("Wrote HI to out.txt.")));
     let mut harness = start(&server, 6);
     let events = harness
         .turn("write HI to out.txt", Some(ApprovalDecision::AllowOnce))
         .await;
     assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("out.txt")).unwrap(),
+        "HI"
+    );
     let told = server.chat_bodies()[1]["messages"]
         .as_array()
         .unwrap()
@@ -1205,13 +1218,17 @@ async fn a_call_written_as_an_example_is_pointed_out_once_then_the_turn_is_incom
         .as_str()
         .unwrap()
         .to_owned();
+    (told, events)
+}
+
+#[tokio::test]
+async fn a_call_written_as_an_example_is_pointed_out_once_then_the_turn_is_incomplete() {
+    let example = "I'll write it now:\n```json\n{\"name\": \"write\", \"arguments\": {\"path\": \"out.txt\", \"content\": \"HI\"}}\n```\nThe file out.txt now says HI.";
+    // Told once, the model sends the call properly and the task is done.
+    let (told, events) = told_then_writes_hi(example).await;
     assert!(
         told.starts_with("(offcode) Your last message has a `write` call"),
         "{told}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(harness.root.join("out.txt")).unwrap(),
-        "HI"
     );
     // The todo list offcode starts names the user's task, not its note.
     let todo = events.iter().find_map(|e| match &e.msg {
@@ -1249,14 +1266,7 @@ async fn a_held_back_call_never_made_again_leaves_the_task_incomplete() {
     )));
     server.push(sse(&chunks::text_answer("Please call write again.")));
     server.push(sse(&chunks::text_answer("I have read the file.")));
-    let mut harness = start(&server, 6);
-    std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
-    let events = harness
-        .turn(
-            "copy hello.txt to out.txt",
-            Some(ApprovalDecision::AllowOnce),
-        )
-        .await;
+    let (harness, events) = hello_turn(&server, 6, "copy hello.txt to out.txt").await;
     assert_eq!(status(&events), TurnStatus::Incomplete, "{events:#?}");
     let bodies = server.chat_bodies();
     assert_eq!(bodies.len(), 3);
@@ -1290,14 +1300,7 @@ async fn a_held_back_call_never_made_again_leaves_the_task_incomplete() {
         )));
         server.push(sse(&chunks::text_answer("")));
     }
-    let mut harness = start(&server, 8);
-    std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
-    let events = harness
-        .turn(
-            "copy hello.txt to out.txt",
-            Some(ApprovalDecision::AllowOnce),
-        )
-        .await;
+    let (harness, events) = hello_turn(&server, 8, "copy hello.txt to out.txt").await;
     assert_eq!(status(&events), TurnStatus::Incomplete, "{events:#?}");
     assert!(!harness.root.join("out.txt").exists());
     // An edit made since does: the change was made with the results seen.
@@ -1314,11 +1317,7 @@ async fn a_held_back_call_never_made_again_leaves_the_task_incomplete() {
         )],
     )));
     server.push(sse(&chunks::text_answer("Done.")));
-    let mut harness = start(&server, 8);
-    std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
-    let events = harness
-        .turn("upper-case hello.txt", Some(ApprovalDecision::AllowOnce))
-        .await;
+    let (harness, events) = hello_turn(&server, 8, "upper-case hello.txt").await;
     assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
     assert_eq!(
         std::fs::read_to_string(harness.root.join("hello.txt")).unwrap(),
@@ -1430,35 +1429,10 @@ async fn ending_without_a_word_after_a_failed_call_is_not_done() {
 #[tokio::test]
 async fn a_promise_to_act_with_no_call_is_nudged_once() {
     // Nudged, the model makes the call it promised.
-    let server = mock();
-    server.push(sse(&chunks::text_answer(
-        "I have read it. Now I'll write HI to out.txt.",
-    )));
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[("w1", "write", json!({"path": "out.txt", "content": "HI"}))],
-    )));
-    server.push(sse(&chunks::text_answer("Wrote HI to out.txt.")));
-    let mut harness = start(&server, 6);
-    let events = harness
-        .turn("write HI to out.txt", Some(ApprovalDecision::AllowOnce))
-        .await;
-    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
-    let told = server.chat_bodies()[1]["messages"]
-        .as_array()
-        .unwrap()
-        .last()
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let (told, _) = told_then_writes_hi("I have read it. Now I'll write HI to out.txt.").await;
     assert!(
         told.starts_with("(offcode) You said what you will do next but made no call"),
         "{told}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(harness.root.join("out.txt")).unwrap(),
-        "HI"
     );
     // Promising again instead: not done, and nothing written.
     let server = mock();
@@ -1482,14 +1456,12 @@ async fn a_read_written_again_before_a_write_does_not_hold_the_write_back() {
         "{read}\n{{\"name\": \"write\", \"arguments\": {{\"path\": \"out.txt\", \"content\": \"HELLO WORLD\\n\"}}}}"
     ))));
     server.push(sse(&chunks::text_answer("Done.")));
-    let mut harness = start(&server, 6);
-    std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
-    let events = harness
-        .turn(
-            "read hello.txt and write it in upper case to out.txt",
-            Some(ApprovalDecision::AllowOnce),
-        )
-        .await;
+    let (harness, events) = hello_turn(
+        &server,
+        6,
+        "read hello.txt and write it in upper case to out.txt",
+    )
+    .await;
     assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
     // The write was made with the read's result already seen.
     assert_eq!(server.chat_bodies().len(), 3);
