@@ -349,25 +349,90 @@ fn bare_call(value: &Value, schemas: &HashMap<String, Value>) -> Option<TextCall
 /// Required keys present, declared types right, no unknown keys when the
 /// schema forbids them.
 fn fits_schema(arguments: &Map<String, Value>, schema: &Value) -> bool {
-    let properties = schema.get("properties").and_then(Value::as_object);
-    let required = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice);
-    if required
-        .iter()
-        .filter_map(Value::as_str)
-        .any(|key| !arguments.contains_key(key))
-    {
-        return false;
+    Fit::of(arguments, schema).fits()
+}
+
+/// How a call's arguments stand against its tool's schema.
+struct Fit<'a> {
+    /// Required keys not given.
+    missing: Vec<&'a str>,
+    /// Keys given with the wrong type, and the type declared.
+    mistyped: Vec<(&'a str, &'a Value)>,
+    /// Keys the schema does not declare.
+    unknown: Vec<&'a str>,
+    /// The keys it declares.
+    known: Vec<&'a str>,
+    /// Whether undeclared keys are forbidden (`additionalProperties: false`).
+    closed: bool,
+}
+
+impl<'a> Fit<'a> {
+    fn of(arguments: &'a Map<String, Value>, schema: &'a Value) -> Self {
+        let properties = schema.get("properties").and_then(Value::as_object);
+        let mut fit = Self {
+            missing: schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map_or(&[][..], Vec::as_slice)
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|key| !arguments.contains_key(*key))
+                .collect(),
+            mistyped: Vec::new(),
+            unknown: Vec::new(),
+            known: properties.map_or_else(Vec::new, |p| p.keys().map(String::as_str).collect()),
+            closed: schema.get("additionalProperties") == Some(&Value::Bool(false)),
+        };
+        for (key, value) in arguments {
+            match properties.and_then(|p| p.get(key)) {
+                Some(property) if !has_type(value, property.get("type")) => {
+                    fit.mistyped
+                        .push((key, property.get("type").unwrap_or(&Value::Null)));
+                }
+                Some(_) => {}
+                None => fit.unknown.push(key),
+            }
+        }
+        fit
     }
-    let closed = schema.get("additionalProperties") == Some(&Value::Bool(false));
-    arguments
-        .iter()
-        .all(|(key, value)| match properties.and_then(|p| p.get(key)) {
-            Some(property) => has_type(value, property.get("type")),
-            None => !closed,
-        })
+
+    fn fits(&self) -> bool {
+        self.missing.is_empty()
+            && self.mistyped.is_empty()
+            && (!self.closed || self.unknown.is_empty())
+    }
+
+    /// What is wrong, one finding each, for the model.
+    fn problems(&self) -> Vec<String> {
+        let quoted = |keys: &[&str]| -> String {
+            keys.iter()
+                .map(|k| format!("`{k}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let mut problems = Vec::new();
+        if !self.missing.is_empty() {
+            problems.push(format!("missing {}", quoted(&self.missing)));
+        }
+        for (key, kind) in &self.mistyped {
+            problems.push(format!("`{key}` must be of type {kind}"));
+        }
+        if !self.unknown.is_empty() {
+            let known = if self.known.is_empty() {
+                "nothing".to_owned()
+            } else {
+                quoted(&self.known)
+            };
+            problems.push(format!(
+                "it takes no {} (it takes {known})",
+                quoted(&self.unknown)
+            ));
+        }
+        if problems.is_empty() {
+            problems.push("they do not match its schema".to_owned());
+        }
+        problems
+    }
 }
 
 fn has_type(value: &Value, kind: Option<&Value>) -> bool {
@@ -466,62 +531,13 @@ fn misfit_call(
         ));
     };
     let problems = match arguments.as_object() {
-        Some(arguments) => schema_problems(arguments, schema),
+        Some(arguments) => Fit::of(arguments, schema).problems(),
         None => vec!["`arguments` is not an object".to_owned()],
     };
     Some(format!(
         "Your last message has a `{name}` call whose arguments do not fit the tool, so nothing was run: {}. Send it again in a <tool_call> block with the arguments the tool takes, and wait for the result.",
         problems.join("; ")
     ))
-}
-
-/// What is wrong with `arguments` for `schema`, one finding each.
-fn schema_problems(arguments: &Map<String, Value>, schema: &Value) -> Vec<String> {
-    let properties = schema.get("properties").and_then(Value::as_object);
-    let mut problems = Vec::new();
-    let missing: Vec<String> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map_or(&[][..], Vec::as_slice)
-        .iter()
-        .filter_map(Value::as_str)
-        .filter(|key| !arguments.contains_key(*key))
-        .map(|key| format!("`{key}`"))
-        .collect();
-    if !missing.is_empty() {
-        problems.push(format!("missing {}", missing.join(", ")));
-    }
-    let mut unknown = Vec::new();
-    for (key, value) in arguments {
-        match properties.and_then(|p| p.get(key)) {
-            Some(property) if !has_type(value, property.get("type")) => {
-                let kind = property
-                    .get("type")
-                    .map_or_else(String::new, Value::to_string);
-                problems.push(format!("`{key}` must be of type {kind}"));
-            }
-            Some(_) => {}
-            None => unknown.push(format!("`{key}`")),
-        }
-    }
-    if !unknown.is_empty() {
-        let known: Vec<String> = properties
-            .map(|p| p.keys().map(|k| format!("`{k}`")).collect())
-            .unwrap_or_default();
-        problems.push(format!(
-            "it takes no {} (it takes {})",
-            unknown.join(", "),
-            if known.is_empty() {
-                "nothing".to_owned()
-            } else {
-                known.join(", ")
-            }
-        ));
-    }
-    if problems.is_empty() {
-        problems.push("they do not match its schema".to_owned());
-    }
-    problems
 }
 
 /// The tools described for a model that reads them from the prompt.
