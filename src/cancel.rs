@@ -1,4 +1,5 @@
-//! A cancellation signal shared between a turn and the work it started.
+//! A cancellation signal shared between a turn and the work it started,
+//! and the SIGINTs that front ends turn into one.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::sync::Arc;
@@ -60,6 +61,26 @@ impl Cancel {
                 }
             }
             None => own.await,
+        }
+    }
+}
+
+/// SIGINTs as they come, from one listener kept for as long as this lives:
+/// a `tokio::signal::ctrl_c()` made anew on each pass of a loop misses a
+/// signal that arrives between two passes.
+pub struct Interrupts(Option<tokio::signal::unix::Signal>);
+
+impl Interrupts {
+    /// Starts listening.
+    pub fn listen() -> Self {
+        Self(tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok())
+    }
+
+    /// The next SIGINT; never, when no listener could be made.
+    pub async fn next(&mut self) -> Option<()> {
+        match self.0.as_mut() {
+            Some(listener) => listener.recv().await,
+            None => std::future::pending().await,
         }
     }
 }

@@ -7,11 +7,11 @@
 
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
-use tokio::signal::unix::{Signal, SignalKind};
 
 use serde_json::Value;
 
 use crate::agent::{self, AgentSetup};
+use crate::cancel::Interrupts;
 use crate::cli::RunArgs;
 use crate::config::Environment;
 use crate::failure::{EXIT_FAILED, EXIT_INCOMPLETE, EXIT_USAGE, Failure};
@@ -56,10 +56,7 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
     handle.ops.submit(Op::UserTurn { text: prompt });
     let mut interrupted = false;
     let mut tick = tokio::time::interval(Duration::from_secs(1));
-    // One listener for the whole run: a `ctrl_c()` made anew each pass
-    // misses a SIGINT that comes between two passes (while text streams,
-    // passes follow each other closely).
-    let mut interrupts = tokio::signal::unix::signal(SignalKind::interrupt()).ok();
+    let mut interrupts = Interrupts::listen();
     loop {
         tokio::select! {
             _ = tick.tick() => {
@@ -84,7 +81,7 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
                     };
                 }
             }
-            signal = interrupt(interrupts.as_mut()) => {
+            signal = interrupts.next() => {
                 if signal.is_none() || interrupted {
                     return EXIT_FAILED;
                 }
@@ -93,14 +90,6 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
                 handle.ops.submit(Op::Interrupt);
             }
         }
-    }
-}
-
-/// The next SIGINT; never, without a listener.
-async fn interrupt(listener: Option<&mut Signal>) -> Option<()> {
-    match listener {
-        Some(listener) => listener.recv().await,
-        None => std::future::pending().await,
     }
 }
 

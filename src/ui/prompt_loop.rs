@@ -184,18 +184,11 @@ async fn leave(app: &mut App<'_>) -> u8 {
 /// Shows one turn's events as finished lines and answers its questions
 /// on the next input line; false when the core stopped unexpectedly.
 async fn plain_turn(app: &mut App<'_>, input: &mut Input) -> bool {
-    // One listener for the turn, so no SIGINT falls between two passes.
-    let mut interrupts =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()).ok();
+    let mut interrupts = crate::cancel::Interrupts::listen();
     loop {
         let event = tokio::select! {
             event = app.handle.events.recv() => event,
-            Some(()) = async {
-                match interrupts.as_mut() {
-                    Some(listener) => listener.recv().await,
-                    None => std::future::pending().await,
-                }
-            } => {
+            Some(()) = interrupts.next() => {
                 app.handle.ops.submit(Op::Interrupt);
                 continue;
             }
