@@ -10,6 +10,7 @@
 
 mod call;
 mod compact;
+mod failed;
 mod finish;
 mod permit;
 mod repeat;

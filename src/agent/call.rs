@@ -78,6 +78,42 @@ impl AgentState {
         (output, outcome)
     }
 
+    /// The reads of this session whose results the model has in front of
+    /// it: each call's tool and arguments, where the result was not an
+    /// error.
+    pub(super) fn seen_reads(&self) -> Vec<(String, Value)> {
+        // What the model sees: pruned and summarised results are not.
+        let whole = super::compact::first_whole(self.session.compaction.as_ref());
+        let messages = &self.session.messages[whole.min(self.session.messages.len())..];
+        let ok: std::collections::HashSet<&str> = messages
+            .iter()
+            .filter_map(|m| match m {
+                crate::session::Message::Tool {
+                    tool_call_id,
+                    is_error: false,
+                    ..
+                } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        messages
+            .iter()
+            .filter_map(|m| match m {
+                crate::session::Message::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .filter(|call| {
+                ok.contains(call.id.as_str())
+                    && crate::tools::effect(&call.name) == Effect::ReadsFiles
+            })
+            .filter_map(|call| {
+                let arguments = parse_argument_text(&call.arguments).ok()?;
+                Some((call.name.clone(), arguments))
+            })
+            .collect()
+    }
+
     /// A call not run because it was written before the results of
     /// `earlier` were seen: it is shown, and the model is told to call it
     /// again with what they returned.

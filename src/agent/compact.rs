@@ -96,6 +96,12 @@ pub fn overflow(error: &client::Error) -> Option<Overflow> {
     })
 }
 
+/// The first message that requests carry whole under `compaction`:
+/// before it, messages are summarised away or their tool output pruned.
+pub fn first_whole(compaction: Option<&Compaction>) -> usize {
+    compaction.map_or(0, |c| c.keep_from.max(c.prune_before))
+}
+
 /// The history as requests carry it under `compaction`.
 pub fn request_history(messages: &[Message], compaction: Option<&Compaction>) -> Vec<Message> {
     let Some(compaction) = compaction else {

@@ -1,11 +1,17 @@
 //! Telling a model that repeats itself from one that writes: small local
 //! models fall into loops (the same block of lines, again and again) and,
-//! left alone, generate until
-//! `max_tokens`, minutes on a CPU. The step stops such a stream once the
-//! loop is certain and keeps the text up to the end of its first round.
+//! left alone, generate until `max_tokens`, minutes on a CPU. The step
+//! stops such a stream once the loop is certain and keeps the text up to
+//! the end of its first round ([`AgentState::stopped_loop`]).
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use std::hash::{DefaultHasher, Hash, Hasher};
+
+use super::textcalls::StepText;
+use super::turn::{AgentState, Step};
+use crate::cancel::Cancel;
+use crate::client;
+use crate::protocol::{EventMsg, SubmissionId};
 
 /// Rounds of the same block before the stream is taken for a loop.
 const ROUNDS: usize = 5;
@@ -91,6 +97,44 @@ impl Repetition {
                 rounds: (lines.len() - begin) / period,
             })
         })
+    }
+}
+
+impl AgentState {
+    /// A response stopped because it went round in a loop: what came
+    /// before and the loop's first round are taken as the whole response.
+    pub(super) async fn stopped_loop(
+        &mut self,
+        id: SubmissionId,
+        raw: &str,
+        found: Loop,
+        reasoning: String,
+        cancel: &Cancel,
+    ) -> Step {
+        self.warn(
+            id,
+            &format!(
+                "The model wrote the same {} over and over; offcode stopped it after {} rounds and kept the first",
+                crate::protocol::count(found.lines, "line"),
+                found.rounds
+            ),
+        );
+        let mut parser = self.request.inline_parser();
+        let mut kept = StepText::default();
+        // Already shown as it streamed.
+        let shown = |_: EventMsg| {};
+        for out in parser.push(&raw[..found.keep]) {
+            kept.apply(out, &shown);
+        }
+        if kept.reasoning.is_empty() {
+            kept.reasoning = reasoning;
+        }
+        let mut response = client::Assembled {
+            finish_reason: Some("stop".to_owned()),
+            ..client::Assembled::default()
+        };
+        let recovered = self.finish_text(id, &mut parser, &mut kept, &mut response);
+        self.finish_step(id, response, recovered, cancel).await
     }
 }
 

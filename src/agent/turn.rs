@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 use super::compact::Budget;
 use super::finish::{Calls, Owed};
 use super::permit::Permits;
-use super::repeat::{Loop, Repetition};
+use super::repeat::Repetition;
 use super::request::Request;
 use super::textcalls::StepText;
 use super::{Queued, Shared, lock};
@@ -30,7 +30,7 @@ use crate::session::{EntryBody, Message, Session, ToolCall};
 use crate::tools::{Registry, ToolOutput};
 
 /// How a step ended.
-enum Step {
+pub(super) enum Step {
     /// The model answered without tool calls.
     Final(String),
     /// Ask the model again; these calls ran, and these waited for
@@ -404,156 +404,7 @@ impl AgentState {
         }
     }
 
-    /// The reads of this session whose results the model has in front of
-    /// it: each call's tool and arguments, where the result was not an
-    /// error.
-    fn seen_reads(&self) -> Vec<(String, serde_json::Value)> {
-        // What the model sees: pruned and summarised results are not.
-        let shown = self
-            .session
-            .compaction
-            .as_ref()
-            .map_or(0, |c| c.prune_before.max(c.keep_from));
-        let messages = &self.session.messages[shown.min(self.session.messages.len())..];
-        let ok: std::collections::HashSet<&str> = messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::Tool {
-                    tool_call_id,
-                    is_error: false,
-                    ..
-                } => Some(tool_call_id.as_str()),
-                _ => None,
-            })
-            .collect();
-        messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::Assistant { tool_calls, .. } => Some(tool_calls),
-                _ => None,
-            })
-            .flatten()
-            .filter(|call| {
-                ok.contains(call.id.as_str())
-                    && crate::tools::effect(&call.name) == crate::tools::Effect::ReadsFiles
-            })
-            .filter_map(|call| {
-                let arguments = serde_json::from_str(&call.arguments).ok()?;
-                Some((call.name.clone(), arguments))
-            })
-            .collect()
-    }
-
-    /// A response stopped because it went round in a loop: what came
-    /// before and the loop's first round are taken as the whole response.
-    async fn stopped_loop(
-        &mut self,
-        id: SubmissionId,
-        raw: &str,
-        found: Loop,
-        reasoning: String,
-        cancel: &Cancel,
-    ) -> Step {
-        self.warn(
-            id,
-            &format!(
-                "The model wrote the same {} over and over; offcode stopped it after {} rounds and kept the first",
-                crate::protocol::count(found.lines, "line"),
-                found.rounds
-            ),
-        );
-        let mut parser = self.request.inline_parser();
-        let mut kept = StepText::default();
-        // Already shown as it streamed.
-        let shown = |_: EventMsg| {};
-        for out in parser.push(&raw[..found.keep]) {
-            kept.apply(out, &shown);
-        }
-        if kept.reasoning.is_empty() {
-            kept.reasoning = reasoning;
-        }
-        let mut response = client::Assembled {
-            finish_reason: Some("stop".to_owned()),
-            ..client::Assembled::default()
-        };
-        let recovered = self.finish_text(id, &mut parser, &mut kept, &mut response);
-        self.finish_step(id, response, recovered, cancel).await
-    }
-
-    /// A request that failed: what arrived is kept, then the fallbacks
-    /// (text tool calls, compaction) or the error.
-    async fn step_failed(
-        &mut self,
-        id: SubmissionId,
-        error: client::Error,
-        mut parser: crate::client::inline::InlineParser,
-        mut text: StepText,
-        cancel: &Cancel,
-    ) -> Step {
-        // What was held back as possible markup is text after all; calls
-        // in a cut response are not run.
-        let emit = self.emitter(id);
-        for out in parser.finish(true).0 {
-            text.apply(out, &emit);
-        }
-        let (partial, reasoning) = (text.content, text.reasoning);
-        if !partial.is_empty() || !reasoning.is_empty() {
-            let message = Message::Assistant {
-                content: partial,
-                reasoning: (!reasoning.is_empty()).then_some(reasoning),
-                tool_calls: Vec::new(),
-                interrupted: true,
-            };
-            if let Err(status) = self.record(id, EntryBody::Message { message }) {
-                return Step::End(status);
-            }
-        }
-        if matches!(error, client::Error::Cancelled) {
-            return Step::End(TurnStatus::Aborted);
-        }
-        if error.refuses_tools()
-            && !self.request.shape().text_tools
-            && self.config.tool_calls == crate::config::ToolCallMode::Auto
-        {
-            self.switch_to_text_tools(id);
-            return Step::Continue(Calls::default());
-        }
-        // Too long for the model: compact and try once more.
-        if let Some(overflow) = super::compact::overflow(&error)
-            && self.budget.overflowed(overflow.limit)
-        {
-            if let Some(limit) = overflow.limit {
-                self.remember(id, |known| known.max_model_len = Some(limit));
-            }
-            // Only the room asked for the answer was too big: the retry
-            // asks for what the context leaves, with nothing compacted.
-            let answer_only = match (overflow.limit, overflow.prompt) {
-                (Some(limit), Some(prompt)) => {
-                    prompt + self.config.compaction.reserve.min(limit / 4) <= limit
-                }
-                _ => false,
-            };
-            if answer_only || self.fit(id, cancel, true).await {
-                return Step::Continue(Calls::default());
-            }
-        }
-        let mut message = client::error_chain(&error);
-        if error.is_certificate_problem() {
-            message = format!(
-                "{message}. The server's certificate is not trusted: {}",
-                client::CERTIFICATE_FIX
-            );
-        } else if error.refuses_tools() {
-            message = format!(
-                "{message}. To fix the server, start vLLM with {}; or set `tool_calls` to `auto` or `text`",
-                client::TOOL_PARSER_FLAGS
-            );
-        }
-        self.fail(id, message, error_kind(&error));
-        Step::End(TurnStatus::Failed)
-    }
-
-    async fn finish_step(
+    pub(super) async fn finish_step(
         &mut self,
         id: SubmissionId,
         response: client::Assembled,
@@ -656,7 +507,7 @@ impl AgentState {
     }
 
     /// Records an error that ends the turn and reports it.
-    fn fail(&mut self, id: SubmissionId, message: String, kind: ErrorKind) {
+    pub(super) fn fail(&mut self, id: SubmissionId, message: String, kind: ErrorKind) {
         let _ = self.record(
             id,
             EntryBody::Error {
@@ -673,19 +524,5 @@ impl AgentState {
                 message: message.to_owned(),
             },
         );
-    }
-}
-
-fn error_kind(error: &client::Error) -> ErrorKind {
-    match error {
-        client::Error::Connect { .. } | client::Error::Setup(_) => ErrorKind::Connect,
-        client::Error::Status { .. } | client::Error::InBand { .. } => ErrorKind::Server,
-        client::Error::Malformed { .. }
-        | client::Error::Truncated
-        | client::Error::TooLarge
-        | client::Error::Read(_)
-        | client::Error::BadResponse { .. } => ErrorKind::Stream,
-        client::Error::IdleTimeout(_) => ErrorKind::Timeout,
-        client::Error::Cancelled => ErrorKind::Internal,
     }
 }
