@@ -85,35 +85,29 @@ for run in $(seq "$runs"); do
             "$bin" run --yes --json "$prompt" > "$dir/events.jsonl" 2> "$dir/stderr") || code=$?
         seconds=$(( $(date +%s) - start ))
         # The final answer, for the tasks that ask a question.
-        python3 - "$dir/events.jsonl" > "$dir/project/answer.txt" <<'EOF'
+        # One read of the run's events: the final answer (into the project, for the tasks
+        # that ask a question), answers past the default max_tokens, the changes that
+        # worked (what offcode knows was done) and the last warning or error.
+        { read -r over; read -r changed; read -r said; } < <(python3 - "$dir/events.jsonl" "$dir/project/answer.txt" <<'EOF'
 import json, sys
+names, over, changed, said, answer = {}, [], 0, "", ""
 for line in open(sys.argv[1], encoding="utf-8"):
     event = json.loads(line)
-    if event["type"] == "turn_complete":
-        print(event.get("last_message") or "")
-EOF
-        # Every answer within the max_tokens its request asked for.
-        over=$(python3 - "$dir/events.jsonl" <<'EOF'
-import json, sys
-over = []
-for line in open(sys.argv[1], encoding="utf-8"):
-    event = json.loads(line)
-    if event["type"] == "token_usage" and event["completion_tokens"] > 4096:
+    kind = event["type"]
+    if kind == "turn_complete":
+        answer = event.get("last_message") or ""
+    elif kind == "token_usage" and event["completion_tokens"] > 4096:
         over.append(str(event["completion_tokens"]))
-print(" ".join(over))
-EOF
-)
-        # Changes the model made that worked: what offcode knows was done.
-        changed=$(python3 - "$dir/events.jsonl" <<'EOF'
-import json, sys
-names, changed = {}, 0
-for line in open(sys.argv[1], encoding="utf-8"):
-    event = json.loads(line)
-    if event["type"] == "tool_call_begin":
+    elif kind == "tool_call_begin":
         names[event["call_id"]] = event["name"]
-    elif event["type"] == "tool_call_end" and event["outcome"] == "ok":
+    elif kind == "tool_call_end" and event["outcome"] == "ok":
         changed += names.get(event["call_id"]) in ("write", "edit", "patch", "bash")
+    elif kind in ("warning", "error"):
+        said = event["message"].replace("\n", " ")[:90]
+open(sys.argv[2], "w", encoding="utf-8").write(answer + "\n")
+print(" ".join(over))
 print(changed)
+print(said)
 EOF
 )
         total=$((total + 1))
@@ -125,7 +119,6 @@ EOF
         elif [ "$did" = 1 ] && [ "$code" = 0 ]; then
             result="ok: done"
         elif [ "$did" = 0 ] && [ "$code" != 0 ]; then
-            said=$(python3 -c "import json,sys; w=[json.loads(l).get(\"message\",\"\") for l in open(sys.argv[1]) if json.loads(l)[\"type\"] in (\"warning\",\"error\")]; print((w or [\"\"])[-1][:90])" "$dir/events.jsonl" || true)
             result="ok: not done, and offcode said so ($said)"
         elif [ "$did" = 0 ] && [ "$kind" = ask ]; then
             result="miss: a wrong answer (the model's; offcode cannot tell)"
