@@ -35,6 +35,7 @@ fn view() -> View {
             limit: Some(32_768),
             session: "20261123-120000-abcd".into(),
             retry: None,
+            held: None,
         },
         80,
     )

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::agent::{self, AgentSetup};
+use crate::cadence::Cadence;
 use crate::cancel::Interrupts;
 use crate::cli::RunArgs;
 use crate::config::Environment;
@@ -94,58 +95,49 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
 }
 
 /// Says what a run waits for when the server is silent: the model's first
-/// output of a step, after [`Waiting::FIRST`] and then every
-/// [`Waiting::EVERY`].
+/// output of a step, after 5 s and then every 15 s.
 struct Waiting {
     base_url: String,
     gives_up: Duration,
-    /// Since when the step waits for the model, if it does.
-    since: Option<Instant>,
-    last_note: Option<Instant>,
+    /// While a step waits for the model.
+    cadence: Cadence,
 }
 
 impl Waiting {
-    const FIRST: Duration = Duration::from_secs(5);
-    const EVERY: Duration = Duration::from_secs(15);
-
     fn new(base_url: &str, gives_up: Duration) -> Self {
         Self {
             base_url: base_url.to_owned(),
             gives_up,
-            since: None,
-            last_note: None,
+            cadence: Cadence::new(Duration::from_secs(5), Duration::from_secs(15)),
         }
     }
 
     /// Any event but the start of a step's wait ends the wait.
     fn event(&mut self, msg: &EventMsg) {
-        self.since = match msg {
+        match msg {
             EventMsg::StateChanged {
                 state: TurnState::Planning,
-            } => Some(Instant::now()),
-            EventMsg::TokenUsage(_) => self.since,
-            _ => None,
-        };
-        self.last_note = None;
+            } => {
+                self.cadence.end();
+                self.cadence.begin(Instant::now());
+            }
+            EventMsg::TokenUsage(_) => {}
+            _ => self.cadence.end(),
+        }
     }
 
     fn note(&mut self) -> Option<String> {
-        let since = self.since?;
-        let due = match self.last_note {
-            Some(last) => last.elapsed() >= Self::EVERY,
-            None => since.elapsed() >= Self::FIRST,
-        };
-        if !due {
-            return None;
-        }
-        self.last_note = Some(Instant::now());
-        Some(format!(
-            "Waiting for the model at `{}`: no output for {} s (it gives up after {} s, \
-             `timeouts.idle_ms`; Ctrl+C stops)",
-            self.base_url,
-            since.elapsed().as_secs(),
-            self.gives_up.as_secs()
-        ))
+        let now = Instant::now();
+        let lasted = self.cadence.lasted(now)?;
+        self.cadence.due(now).then(|| {
+            format!(
+                "Waiting for the model at `{}`: no output for {} s (it gives up after {} s, \
+                 `timeouts.idle_ms`; Ctrl+C stops)",
+                self.base_url,
+                lasted.as_secs(),
+                self.gives_up.as_secs()
+            )
+        })
     }
 }
 
@@ -367,6 +359,13 @@ impl TextPrinter {
                     self.progress(&format!("  {}{line}{}", s.dim, s.reset));
                 }
             }
+            EventMsg::HeldText { bytes, secs } => self.progress(&format!(
+                "{}The model is writing what may be a tool call: {} in {secs} s so far \
+                 (shown or run when it ends; Ctrl+C stops){}",
+                s.dim,
+                crate::protocol::format_size(*bytes as u64),
+                s.reset
+            )),
             EventMsg::Warning { message } => {
                 self.progress(&format!("{}warning:{} {message}", s.yellow, s.reset));
             }

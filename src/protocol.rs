@@ -188,6 +188,16 @@ pub enum EventMsg {
         /// What the user typed.
         text: String,
     },
+    /// The model is writing text that may be a tool call, so it is not
+    /// shown while it arrives (it is shown, or run, when the step ends).
+    /// Sent every few seconds while that lasts, so a long one is not
+    /// taken for a hang.
+    HeldText {
+        /// Bytes written and not shown so far in this step.
+        bytes: usize,
+        /// Seconds since the step's request was sent.
+        secs: u64,
+    },
     /// The whole text of one model step, once it finished.
     AssistantMessage(AssistantMessageEvent),
     /// A tool call is about to run.
@@ -561,6 +571,17 @@ pub fn count(n: usize, noun: &str) -> String {
         format!("1 {noun}")
     } else {
         format!("{n} {noun}s")
+    }
+}
+
+/// `512 B`, `1.2 KB`, `3.0 MB`.
+pub fn format_size(bytes: u64) -> String {
+    #[expect(clippy::cast_precision_loss, reason = "one decimal is shown")]
+    let value = bytes as f64;
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1_048_576 => format!("{:.1} KB", value / 1024.0),
+        _ => format!("{:.1} MB", value / 1_048_576.0),
     }
 }
 

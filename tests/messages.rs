@@ -102,6 +102,42 @@ fn a_run_says_it_waits_for_the_model() {
 }
 
 #[test]
+fn a_long_call_written_as_text_is_reported_while_it_is_held() {
+    use crate::support::{Reply, chunks, mock, sse};
+    // A small model writes a call as bare JSON, slowly: nothing of it can
+    // be shown until it ends, so the run says what is going on.
+    let words = vec!["word"; 60].join(" ");
+    let call = format!(
+        r#"{{"name": "write", "arguments": {{"path": "notes.txt", "content": "{words}"}}}}"#
+    );
+    let server = mock();
+    server.push(Reply::sse_events(
+        chunks::text_answer(&call),
+        std::time::Duration::from_millis(100),
+    ));
+    server.push(sse(&chunks::text_answer("Wrote notes.txt.")));
+    let ws = Workspace::new();
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--yes", "--model", "mock-model", "write the notes"],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains("The model is writing what may be a tool call: "),
+        "{}",
+        output.stderr
+    );
+    // Held, then run: the file is there and the call's text never showed.
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("notes.txt")).unwrap(),
+        words
+    );
+    assert!(!output.stdout.contains("\"name\""), "{}", output.stdout);
+}
+
+#[test]
 fn a_message_too_big_for_the_model_says_by_how_much_and_is_not_sent() {
     let server = crate::support::demo_mock();
     let ws = Workspace::new();

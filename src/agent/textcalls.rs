@@ -2,6 +2,9 @@
 //! switching a session to text tool calls and back, and
 //! applying what [`InlineParser`] finds in the streamed text.
 
+use std::time::{Duration, Instant};
+
+use crate::cadence::Cadence;
 use crate::client::inline::{InlineParser, Out};
 use crate::client::{self, AssembledCall};
 use crate::config::ToolCallMode;
@@ -50,6 +53,43 @@ impl StepText {
         }
         self.reasoning.push_str(&delta);
         emit(EventMsg::ReasoningDelta { delta });
+    }
+}
+
+/// Says now and then that the model is writing text held back as a
+/// possible call ([`EventMsg::HeldText`]): a small model writing a long
+/// unfinished call would otherwise look like a hang.
+#[derive(Debug)]
+pub(super) struct HeldNotice {
+    /// When the step's request went out.
+    started: Instant,
+    /// Said after 5 s of held text, then every 10 s.
+    cadence: Cadence,
+}
+
+impl HeldNotice {
+    pub(super) fn new() -> Self {
+        Self {
+            started: Instant::now(),
+            cadence: Cadence::new(Duration::from_secs(5), Duration::from_secs(10)),
+        }
+    }
+
+    /// The event to send, if one is due, with `bytes` held now.
+    pub(super) fn check(&mut self, bytes: usize) -> Option<EventMsg> {
+        self.check_at(bytes, Instant::now())
+    }
+
+    fn check_at(&mut self, bytes: usize, now: Instant) -> Option<EventMsg> {
+        if bytes == 0 {
+            self.cadence.end();
+            return None;
+        }
+        self.cadence.begin(now);
+        self.cadence.due(now).then(|| EventMsg::HeldText {
+            bytes,
+            secs: now.saturating_duration_since(self.started).as_secs(),
+        })
     }
 }
 
@@ -142,5 +182,37 @@ impl AgentState {
             self.remember(id, |known| known.think_open = false);
         }
         recovered
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn held_text_is_said_after_a_while_and_then_now_and_then() {
+        let mut notice = HeldNotice::new();
+        let t0 = notice.started;
+        let at = |s: u64| t0 + Duration::from_secs(s);
+        assert_eq!(notice.check_at(300, at(1)), None, "held for a moment");
+        assert_eq!(notice.check_at(900, at(5)), None, "4 s held");
+        assert_eq!(
+            notice.check_at(1200, at(6)),
+            Some(EventMsg::HeldText {
+                bytes: 1200,
+                secs: 6
+            })
+        );
+        assert_eq!(notice.check_at(1500, at(12)), None, "said 6 s ago");
+        assert_eq!(
+            notice.check_at(2000, at(16)),
+            Some(EventMsg::HeldText {
+                bytes: 2000,
+                secs: 16
+            })
+        );
+        // Shown: nothing held, nothing to say; held again, a new wait.
+        assert_eq!(notice.check_at(0, at(40)), None);
+        assert_eq!(notice.check_at(10, at(41)), None);
     }
 }

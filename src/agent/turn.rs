@@ -14,7 +14,7 @@ use super::finish::{Calls, Owed};
 use super::permit::Permits;
 use super::repeat::Repetition;
 use super::request::Request;
-use super::textcalls::StepText;
+use super::textcalls::{HeldNotice, StepText};
 use super::{Queued, Shared, lock};
 
 use crate::cancel::Cancel;
@@ -352,6 +352,7 @@ impl AgentState {
         // A model caught in a loop is stopped alone, not the turn.
         let stop = cancel.child();
         let mut repetition = Repetition::default();
+        let mut held = HeldNotice::new();
         let mut raw = String::new();
         let mut looped = None;
         let result = self
@@ -375,6 +376,9 @@ impl AgentState {
                             }
                             for out in parser.push(&delta) {
                                 text.apply(out, &emit);
+                            }
+                            if let Some(notice) = held.check(parser.unshown()) {
+                                emit(notice);
                             }
                         }
                         Piece::Reasoning(delta) => text.reason(delta, &emit),

@@ -107,6 +107,8 @@ pub struct InlineParser {
     text_mode: bool,
     /// Where searches of held text resume.
     hold: Hold,
+    /// Bytes of content taken in.
+    taken: usize,
 }
 
 impl InlineParser {
@@ -136,6 +138,7 @@ impl InlineParser {
             tentative: Vec::new(),
             text_mode,
             hold: Hold::default(),
+            taken: 0,
         }
     }
 
@@ -155,8 +158,16 @@ impl InlineParser {
         &self.visible
     }
 
+    /// Bytes taken in but neither shown as text nor as reasoning yet: what
+    /// is held while it may be a call, and calls found.
+    pub fn unshown(&self) -> usize {
+        self.taken
+            .saturating_sub(self.visible.len() + self.thought.len())
+    }
+
     /// Takes in a content delta.
     pub fn push(&mut self, delta: &str) -> Vec<Out> {
+        self.taken += delta.len();
         self.buf.push_str(delta);
         let mut out = Vec::new();
         self.drain(false, &mut out);

@@ -107,7 +107,7 @@ fn read_entries(sandbox: &Sandbox, path: &str) -> Result<Vec<(bool, String, Stri
             }
             _ => format!(
                 "{name}  {}",
-                human_size(u64::try_from(stat.st_size).unwrap_or(0))
+                crate::protocol::format_size(u64::try_from(stat.st_size).unwrap_or(0))
             ),
         };
         entries.push((is_dir, name, text));
@@ -157,16 +157,6 @@ fn is_ignored(rules: &[Gitignore], path: &std::path::Path, is_dir: bool) -> bool
         }
     }
     false
-}
-
-fn human_size(bytes: u64) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "one decimal is shown")]
-    let value = bytes as f64;
-    match bytes {
-        0..1024 => format!("{bytes} B"),
-        1024..1_048_576 => format!("{:.1} KB", value / 1024.0),
-        _ => format!("{:.1} MB", value / 1_048_576.0),
-    }
 }
 
 #[cfg(test)]

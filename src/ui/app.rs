@@ -70,6 +70,7 @@ impl<'a> App<'a> {
             limit: None,
             session: setup.session.id.clone(),
             retry: None,
+            held: None,
         };
         let mut app = Self {
             environment,

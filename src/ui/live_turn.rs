@@ -538,6 +538,7 @@ mod tests {
                 limit: None,
                 session: "s".into(),
                 retry: None,
+                held: None,
             },
             40,
         );

@@ -37,6 +37,7 @@ fn status() -> Status {
         limit: None,
         session: "s1".into(),
         retry: None,
+        held: None,
     }
 }
 

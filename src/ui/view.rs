@@ -35,6 +35,8 @@ pub struct Status {
     pub session: String,
     /// A retry's time, number and allowed number, while one is waited for.
     pub retry: Option<(std::time::Instant, u32, u32)>,
+    /// Bytes the model has written that are held as a possible call.
+    pub held: Option<usize>,
 }
 
 impl Status {
@@ -53,6 +55,13 @@ impl Status {
             }
             TurnState::Idle | TurnState::Done | TurnState::Error => "ready",
             TurnState::Planning => "waiting for the model",
+            TurnState::ModelGenerating if self.held.is_some() => {
+                countdown = format!(
+                    "writing a call? {} held",
+                    crate::protocol::format_size(self.held.unwrap_or(0) as u64)
+                );
+                countdown.as_str()
+            }
             TurnState::ModelGenerating => "generating",
             TurnState::ToolRunning => "running tool",
             TurnState::AwaitingPermission => "awaiting approval",
@@ -203,7 +212,9 @@ impl View {
             EventMsg::StateChanged { state } => {
                 self.status.state = *state;
                 self.status.retry = None;
+                self.status.held = None;
             }
+            EventMsg::HeldText { bytes, .. } => self.status.held = Some(*bytes),
             EventMsg::ReasoningDelta { delta } => {
                 self.reasoning
                     .get_or_insert_with(String::new)
@@ -219,6 +230,8 @@ impl View {
                 self.after_text(lines);
             }
             EventMsg::AssistantDelta { delta } => {
+                // What was held may have turned out to be text.
+                self.status.held = None;
                 self.end_reasoning();
                 self.text(&render::clean(delta));
             }

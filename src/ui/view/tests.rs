@@ -11,6 +11,7 @@ fn view() -> View {
             limit: None,
             session: "s1".into(),
             retry: None,
+            held: None,
         },
         80,
     )
@@ -221,6 +222,28 @@ fn a_retry_counts_down_in_the_status_line_until_output_comes() {
     view.event(&EventMsg::StateChanged {
         state: TurnState::ModelGenerating,
     });
+    assert_eq!(
+        view.status.line(80, "").plain(),
+        "build · qwen3 · generating · s1"
+    );
+}
+
+#[test]
+fn text_held_as_a_possible_call_shows_in_the_status_line_until_it_is_shown() {
+    let mut view = view();
+    view.event(&EventMsg::StateChanged {
+        state: TurnState::ModelGenerating,
+    });
+    view.event(&EventMsg::HeldText {
+        bytes: 2_300,
+        secs: 12,
+    });
+    assert_eq!(
+        view.status.line(80, "").plain(),
+        "build · qwen3 · writing a call? 2.2 KB held · s1"
+    );
+    assert!(view.take_committed().is_empty(), "the status line only");
+    delta(&mut view, "It was text after all.");
     assert_eq!(
         view.status.line(80, "").plain(),
         "build · qwen3 · generating · s1"
