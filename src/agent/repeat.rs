@@ -15,6 +15,10 @@ use crate::protocol::{EventMsg, SubmissionId};
 
 /// Rounds of the same block before the stream is taken for a loop.
 const ROUNDS: usize = 5;
+/// Rounds of a block that changes only in its numbers (a model counting
+/// `"id": "1"`, `"id": "2"`… in a block it repeats), with at least one
+/// line the same in every round, before it is taken for a loop.
+const COUNTING_ROUNDS: usize = 8;
 /// The longest block, in lines, looked for.
 const MAX_PERIOD: usize = 16;
 /// Characters a block needs, so that short lines repeated by design
@@ -25,6 +29,8 @@ const MIN_BLOCK_CHARS: usize = 40;
 #[derive(Debug, Clone, Copy)]
 struct Seen {
     shape: u64,
+    /// The shape with every run of digits the same.
+    form: u64,
     chars: usize,
     start: usize,
 }
@@ -64,6 +70,7 @@ impl Repetition {
             let line = std::mem::take(&mut self.current);
             self.lines.push(Seen {
                 shape: shape(&line),
+                form: form(&line),
                 chars: line.trim().chars().count(),
                 start,
             });
@@ -74,29 +81,51 @@ impl Repetition {
         found
     }
 
-    /// Whether the last lines are [`ROUNDS`] rounds of one block.
+    /// Whether the last lines are [`ROUNDS`] rounds of one block, or
+    /// [`COUNTING_ROUNDS`] rounds of one that counts.
     fn looping(&self) -> Option<Loop> {
-        let lines = &self.lines;
-        (1..=MAX_PERIOD).find_map(|period| {
-            let span = period * ROUNDS;
-            let first = lines.len().checked_sub(span)?;
-            let periodic =
-                (first + period..lines.len()).all(|i| lines[i].shape == lines[i - period].shape);
-            let block: usize = lines[first..first + period].iter().map(|l| l.chars).sum();
-            if !periodic || block < MIN_BLOCK_CHARS {
-                return None;
-            }
-            // The loop may have begun before the rounds looked at.
-            let mut begin = first;
-            while begin > 0 && lines[begin - 1].shape == lines[begin - 1 + period].shape {
-                begin -= 1;
-            }
-            Some(Loop {
-                keep: lines[begin + period].start,
-                lines: period,
-                rounds: (lines.len() - begin) / period,
+        let exact = |line: &Seen| line.shape;
+        let counting = |line: &Seen| line.form;
+        (1..=MAX_PERIOD)
+            .find_map(|period| self.rounds(period, ROUNDS, exact))
+            .or_else(|| {
+                (2..=MAX_PERIOD).find_map(|period| {
+                    let found = self.rounds(period, COUNTING_ROUNDS, counting)?;
+                    self.anchored(period, COUNTING_ROUNDS).then_some(found)
+                })
             })
+    }
+
+    /// The loop whose last `rounds` rounds of `period` lines are the same
+    /// by `key`, if the block is long enough.
+    fn rounds(&self, period: usize, rounds: usize, key: impl Fn(&Seen) -> u64) -> Option<Loop> {
+        let lines = &self.lines;
+        let first = lines.len().checked_sub(period * rounds)?;
+        let same = |i: usize| key(&lines[i]) == key(&lines[i - period]);
+        let block: usize = lines[first..first + period].iter().map(|l| l.chars).sum();
+        if block < MIN_BLOCK_CHARS || !(first + period..lines.len()).all(same) {
+            return None;
+        }
+        // The loop may have begun before the rounds looked at.
+        let mut begin = first;
+        while begin > 0 && same(begin - 1 + period) {
+            begin -= 1;
+        }
+        Some(Loop {
+            keep: lines[begin + period].start,
+            lines: period,
+            rounds: (lines.len() - begin) / period,
         })
+    }
+
+    /// Whether some line of the last `rounds` rounds of `period` lines is
+    /// exactly the same in each: a counting block repeats more than its
+    /// numbers' shape (rows of a table or test cases differ in every line).
+    fn anchored(&self, period: usize, rounds: usize) -> bool {
+        let lines = &self.lines;
+        let first = lines.len() - period * rounds;
+        (first..first + period)
+            .any(|at| (1..rounds).all(|round| lines[at + round * period].shape == lines[at].shape))
     }
 }
 
@@ -138,11 +167,24 @@ impl AgentState {
     }
 }
 
-/// A line's shape: its text without surrounding space. Only exact
-/// rounds count: lines that differ in a number may be a table.
+/// A line's shape: its text without surrounding space.
 fn shape(line: &str) -> u64 {
     let mut hasher = DefaultHasher::new();
     line.trim().hash(&mut hasher);
+    hasher.finish()
+}
+
+/// A line's shape with each run of digits as one `0`.
+fn form(line: &str) -> u64 {
+    let mut hasher = DefaultHasher::new();
+    let mut digits = false;
+    for c in line.trim().chars() {
+        let digit = c.is_ascii_digit();
+        if !(digit && digits) {
+            (if digit { '0' } else { c }).hash(&mut hasher);
+        }
+        digits = digit;
+    }
     hasher.finish()
 }
 
@@ -206,5 +248,32 @@ mod tests {
             let _ = writeln!(table, "| {n} | item {} | ok |", n * 7);
         }
         assert_eq!(feed(&table, 11), None);
+        // Blocks of lines that all count, such as numbered test cases.
+        let mut cases = String::new();
+        for n in 0..30 {
+            let _ = write!(
+                cases,
+                "    fn case_{n}() {{\n        assert_eq!(parse(\"word{n}\"), Ok({n}));\n"
+            );
+        }
+        assert_eq!(feed(&cases, 9), None);
+    }
+
+    #[test]
+    fn a_block_that_counts_up_round_after_round_is_a_loop() {
+        // The 0.5B model's loop: a todo id counting up, other calls alike.
+        let round = |n: usize| {
+            format!(
+                "{{\"name\": \"todowrite\", \"arguments\": {{\"todos\": [{{\"id\": \"{n}\"}}]}}}}\n\
+                 {{\"name\": \"list\", \"arguments\": {{\"path\": \"/tmp/w\"}}}}\n"
+            )
+        };
+        let text: String = (1..=20).map(round).collect();
+        let found = feed(&text, 13).expect("a loop");
+        assert_eq!((found.lines, found.rounds), (2, COUNTING_ROUNDS));
+        assert_eq!(&text[..found.keep], round(1));
+        // One round short is not yet a loop.
+        let short: String = (1..COUNTING_ROUNDS).map(round).collect();
+        assert_eq!(feed(&short, 13), None);
     }
 }
