@@ -334,7 +334,9 @@ fn undouble(text: &str) -> String {
 }
 
 /// A bare JSON object is a call only with a known tool, nothing but the
-/// call's keys and arguments that fit the tool's schema.
+/// call's keys and arguments that fit the tool's schema, with no key it
+/// does not declare: a key of another tool's (`write` with `edit`'s
+/// `replace_all`) marks a model reciting its tools, not calling one.
 fn bare_call(value: &Value, schemas: &HashMap<String, Value>) -> Option<TextCall> {
     let object = value.as_object()?;
     let allowed = ["name", "arguments", "parameters", "id", "type", "function"];
@@ -343,13 +345,8 @@ fn bare_call(value: &Value, schemas: &HashMap<String, Value>) -> Option<TextCall
     }
     let (name, arguments) = name_and_arguments(value)?;
     let schema = schemas.get(&name)?;
-    fits_schema(arguments.as_object()?, schema).then(|| call(name, &arguments))
-}
-
-/// Required keys present, declared types right, no unknown keys when the
-/// schema forbids them.
-fn fits_schema(arguments: &Map<String, Value>, schema: &Value) -> bool {
-    Fit::of(arguments, schema).fits()
+    let fit = Fit::of(arguments.as_object()?, schema);
+    (fit.fits() && fit.unknown.is_empty()).then(|| call(name, &arguments))
 }
 
 /// How a call's arguments stand against its tool's schema.
@@ -396,6 +393,8 @@ impl<'a> Fit<'a> {
         fit
     }
 
+    /// Required keys present, declared types right, no unknown keys when
+    /// the schema forbids them.
     fn fits(&self) -> bool {
         self.missing.is_empty()
             && self.mistyped.is_empty()
@@ -469,6 +468,7 @@ pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
     // Nothing but objects (in a fence or bare): meant as calls.
     let only_objects = objects_only(strip_fence(text.trim()));
     let mut misfit = None;
+    let mut well_formed = None;
     for (at, _) in text.match_indices('{').take(MAX_OBJECTS) {
         let Some(end) = object_end(&text[at..]) else {
             continue;
@@ -477,17 +477,22 @@ pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
             continue;
         };
         if let Some(call) = bare_call(&value, &schemas) {
-            return Some(format!(
-                "Your last message has a `{}` call written with words around it, so it was taken as an example and not run, and nothing was done for it. To run a tool, send the call on its own in a <tool_call> block, with nothing after it, and wait for the result.",
-                call.name
-            ));
-        }
-        if misfit.is_none() {
+            well_formed.get_or_insert(call.name);
+        } else if misfit.is_none() {
             misfit = misfit_call(&value, &schemas, only_objects);
         }
     }
-    if misfit.is_some() {
-        return misfit;
+    // In a message of nothing but calls, one that does not fit is why
+    // none ran; elsewhere a well-formed call among words is the example.
+    match (well_formed, misfit) {
+        (Some(_), Some(misfit)) if only_objects => return Some(misfit),
+        (Some(name), _) => {
+            return Some(format!(
+                "Your last message has a `{name}` call written with words around it, so it was taken as an example and not run, and nothing was done for it. To run a tool, send the call on its own in a <tool_call> block, with nothing after it, and wait for the result."
+            ));
+        }
+        (None, Some(misfit)) => return Some(misfit),
+        (None, None) => {}
     }
     let block = text.find(super::CALL_OPEN)?;
     text[block + super::CALL_OPEN.len()..]

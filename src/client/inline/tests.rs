@@ -12,8 +12,7 @@ fn tools() -> Vec<ToolSpec> {
             parameters: json!({
                 "type": "object",
                 "properties": {key: {"type": "string"}, "limit": {"type": "integer"}},
-                "required": [key],
-                "additionalProperties": false
+                "required": [key]
             }),
         },
     };
@@ -513,6 +512,35 @@ fn calls_in_a_tools_block_are_read_and_its_schemas_are_not() {
     for input in not_calls {
         sweep(input, false, &expect(input, "", &[]));
     }
+}
+
+#[test]
+fn a_bare_call_with_a_key_its_tool_does_not_take_is_not_run() {
+    let tools = tools();
+    // The 0.5B model reciting its tools: `read` with another tool's key.
+    let recited =
+        "{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\", \"replace_all\": true}}";
+    for text_mode in [true, false] {
+        sweep_as(recited, text_mode, false, &expect(recited, "", &[]));
+    }
+    let told = unrun_call(recited, &tools).expect("told");
+    assert!(
+        told.contains("it takes no `replace_all` (it takes `path`, `limit`)"),
+        "{told}"
+    );
+    // Lines of calls, one of them recited: none ran, and the one that
+    // does not fit is named, not the well-formed one.
+    let dump = format!(
+        "{{\"name\": \"read\", \"arguments\": {{\"path\": \"a.txt\"}}}}\n{recited}\n{{\"name\": \"bash\", \"arguments\": {{\"command\": \"ls\"}}}}"
+    );
+    let got = run_as(&[&dump], false, false, false);
+    assert!(got.calls.is_empty(), "{got:?}");
+    let told = unrun_call(&dump, &tools).expect("told");
+    assert!(
+        told.starts_with("Your last message has a `read` call whose arguments do not fit the tool")
+            && told.contains("`replace_all`"),
+        "{told}"
+    );
 }
 
 #[test]
