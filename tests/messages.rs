@@ -106,14 +106,15 @@ fn a_long_call_written_as_text_is_reported_while_it_is_held() {
     use crate::support::{Reply, chunks, mock, sse};
     // A small model writes a call as bare JSON, slowly: nothing of it can
     // be shown until it ends, so the run says what is going on.
-    let words = vec!["word"; 60].join(" ");
+    let words = vec!["word"; 50].join(" ");
     let call = format!(
         r#"{{"name": "write", "arguments": {{"path": "notes.txt", "content": "{words}"}}}}"#
     );
     let server = mock();
     server.push(Reply::sse_events(
         chunks::text_answer(&call),
-        std::time::Duration::from_millis(100),
+        // About 12 s in all: past the first notice at 10 s.
+        std::time::Duration::from_millis(220),
     ));
     server.push(sse(&chunks::text_answer("Wrote notes.txt.")));
     let ws = Workspace::new();

@@ -63,7 +63,7 @@ impl StepText {
 pub(super) struct HeldNotice {
     /// When the step's request went out.
     started: Instant,
-    /// Said after 5 s of held text, then every 10 s.
+    /// Said after 10 s of held text, then every 10 s.
     cadence: Cadence,
 }
 
@@ -71,7 +71,7 @@ impl HeldNotice {
     pub(super) fn new() -> Self {
         Self {
             started: Instant::now(),
-            cadence: Cadence::new(Duration::from_secs(5), Duration::from_secs(10)),
+            cadence: Cadence::new(Duration::from_secs(10), Duration::from_secs(10)),
         }
     }
 
@@ -97,7 +97,7 @@ impl AgentState {
     /// Takes in what is known about the server and model: from the config,
     /// else from the cache of earlier runs.
     pub(super) fn adopt_server_facts(&mut self, id: SubmissionId) {
-        let known = self.servers.get(&self.config.base_url, &self.session.model);
+        let known = self.servers.get(&self.config.base_url, self.model());
         self.request.set_think_open(known.think_open);
         self.budget.adopt(known.max_model_len);
         let text = match self.config.tool_calls {
@@ -134,7 +134,7 @@ impl AgentState {
     pub(super) fn remember(&self, id: SubmissionId, change: impl Fn(&mut crate::servers::Known)) {
         if let Err(error) = self
             .servers
-            .update(&self.config.base_url, &self.session.model, change)
+            .update(&self.config.base_url, self.model(), change)
         {
             self.warn(id, &format!("Could not update the server cache: {error}"));
         }
@@ -195,20 +195,20 @@ mod tests {
         let t0 = notice.started;
         let at = |s: u64| t0 + Duration::from_secs(s);
         assert_eq!(notice.check_at(300, at(1)), None, "held for a moment");
-        assert_eq!(notice.check_at(900, at(5)), None, "4 s held");
+        assert_eq!(notice.check_at(900, at(10)), None, "9 s held");
         assert_eq!(
-            notice.check_at(1200, at(6)),
+            notice.check_at(1200, at(11)),
             Some(EventMsg::HeldText {
                 bytes: 1200,
-                secs: 6
+                secs: 11
             })
         );
-        assert_eq!(notice.check_at(1500, at(12)), None, "said 6 s ago");
+        assert_eq!(notice.check_at(1500, at(20)), None, "said 9 s ago");
         assert_eq!(
-            notice.check_at(2000, at(16)),
+            notice.check_at(2000, at(21)),
             Some(EventMsg::HeldText {
                 bytes: 2000,
-                secs: 16
+                secs: 21
             })
         );
         // Shown: nothing held, nothing to say; held again, a new wait.
