@@ -13,6 +13,7 @@ mod compact;
 mod failed;
 mod finish;
 mod permit;
+mod profile;
 mod repeat;
 mod request;
 mod shell;
@@ -58,6 +59,11 @@ pub struct AgentSetup {
     pub context: crate::context::Assembly,
     /// What earlier runs learned about servers (none: learn afresh).
     pub servers: crate::servers::ServerCache,
+    /// The agent profiles.
+    pub agents: crate::agents::Agents,
+    /// The agent to start with (`--agent`); else the session's, else
+    /// `build`.
+    pub agent: Option<String>,
 }
 
 /// Sends ops to a running core. Cheap to clone.
@@ -150,6 +156,8 @@ async fn route(
             Op::UserTurn { .. }
             | Op::Shell { .. }
             | Op::SetModel { .. }
+            | Op::SetAgent { .. }
+            | Op::ListAgents
             | Op::Context
             | Op::ListModels
             | Op::Compact

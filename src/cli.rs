@@ -39,6 +39,10 @@ pub struct SessionArgs {
     /// Resume the session with this id.
     #[arg(long, short = 's')]
     pub session: Option<String>,
+    /// Agent to work as: `build` (the default), `plan` (reads and plans,
+    /// changes nothing) or one of your own (docs/agents.md).
+    #[arg(long, short = 'a')]
+    pub agent: Option<String>,
 }
 
 /// The subcommands.

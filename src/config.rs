@@ -253,6 +253,9 @@ pub struct Loaded {
     /// What the project's config would loosen, and whether the user
     /// trusts it ([`crate::trust`]).
     pub loosening: Option<crate::trust::Loosening>,
+    /// The `agent` key of each loaded file, in precedence order
+    /// ([`crate::agents`]).
+    pub agent_layers: Vec<crate::agents::ConfigAgents>,
     merged: Merged,
 }
 
@@ -349,6 +352,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
     let mut merged = Merged::default();
     let mut files = Vec::new();
     let mut policy_layers = Vec::new();
+    let mut agent_layers = Vec::new();
     let project_files = project_files(environment);
     // What the project's files would loosen: applied only once trusted.
     let mut project = project::ProjectPart::default();
@@ -394,6 +398,13 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
                 message: "`commands` may only be set in your global config or the managed policy: a project cannot vouch for the programs it runs".to_owned(),
             });
         }
+        if let Some(value) = layer.remove("agent") {
+            agent_layers.push(crate::agents::ConfigAgents {
+                path: path.clone(),
+                value,
+                project: is_project,
+            });
+        }
         let permission = layer.remove("permission");
         if is_project {
             project.take(&path, &mut layer, permission.as_ref());
@@ -436,6 +447,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         files,
         policy_layers,
         loosening,
+        agent_layers,
         merged,
     })
 }

@@ -295,8 +295,8 @@ impl TextPrinter {
             EventMsg::SessionConfigured(c) => {
                 let resumed = if c.resumed { " (resumed)" } else { "" };
                 self.progress(&format!(
-                    "{}offcode · {} · session {}{resumed}{}",
-                    s.dim, c.model, c.session_id, s.reset
+                    "{}offcode · {} · {} · session {}{resumed}{}",
+                    s.dim, c.agent, c.model, c.session_id, s.reset
                 ));
             }
             EventMsg::ReasoningDelta { delta } => self.reasoning(delta),
@@ -354,6 +354,9 @@ impl TextPrinter {
             EventMsg::ModelChanged { model, .. } => {
                 self.progress(&format!("{}model: {model}{}", s.dim, s.reset));
             }
+            EventMsg::AgentChanged { agent, model } => {
+                self.progress(&format!("{}agent: {agent} · {model}{}", s.dim, s.reset));
+            }
             EventMsg::TodoUpdated { items } => {
                 for line in crate::tools::todo::checklist(items).lines() {
                     self.progress(&format!("  {}{line}{}", s.dim, s.reset));
@@ -379,6 +382,7 @@ impl TextPrinter {
             | EventMsg::ApprovalRequest(_)
             | EventMsg::ContextReport(_)
             | EventMsg::ModelList(_)
+            | EventMsg::AgentList { .. }
             | EventMsg::TokenUsage(_) => {}
         }
     }

@@ -5,6 +5,7 @@
 //! [`protocol::Event`]s. [`run`] dispatches the command line.
 
 pub mod agent;
+pub mod agents;
 pub mod cadence;
 pub mod cancel;
 pub mod cli;

@@ -52,6 +52,39 @@ pub struct Layer {
     pub untrusted: bool,
 }
 
+/// An agent profile's rules, laid over the config files' (and, for what a
+/// project defined, applied only where stricter).
+#[derive(Debug, Clone, Default)]
+pub struct AgentRules {
+    rules: Vec<Rule>,
+    only_tighten: Vec<Rule>,
+}
+
+impl AgentRules {
+    /// The rules of the agent `name` defined at `origin`: its
+    /// `permission`, and what a project added to it (`only_tighten`).
+    pub fn new(
+        name: &str,
+        origin: &str,
+        permission: Option<&Value>,
+        only_tighten: Option<&Value>,
+    ) -> Result<Self, Error> {
+        let source = Source::Agent {
+            name: name.to_owned(),
+            origin: origin.to_owned(),
+        };
+        let rules = |value: Option<&Value>| -> Result<Vec<Rule>, Error> {
+            value.map_or(Ok(Vec::new()), |value| {
+                rules_from(value, &source).map_err(|e| Error::Rule(format!("{source}: {e}")))
+            })
+        };
+        Ok(Self {
+            rules: rules(permission)?,
+            only_tighten: rules(only_tighten)?,
+        })
+    }
+}
+
 /// The effective policy for one workspace.
 #[derive(Debug)]
 pub struct Policy {
@@ -205,11 +238,23 @@ impl Policy {
     /// Decides on a call of `tool` with `arguments`; `session` holds rules
     /// the user allowed for this session.
     pub fn decide(&self, tool: &str, arguments: &Value, session: &[Rule]) -> Decision {
+        self.decide_as(tool, arguments, &AgentRules::default(), session)
+    }
+
+    /// Decides as [`Policy::decide`], with an agent profile's rules laid
+    /// over the config files'.
+    pub fn decide_as(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        agent: &AgentRules,
+        session: &[Rule],
+    ) -> Decision {
         let found = self.subjects(tool, arguments);
         let judged: Vec<Subject> = found
             .subjects
             .iter()
-            .map(|subject| self.judge(subject, session))
+            .map(|subject| self.judge(subject, agent, session))
             .collect();
         let deciding = judged
             .iter()
@@ -391,7 +436,7 @@ impl Policy {
     /// The rule that decides one subject: the last matching layered rule
     /// (a session rule may turn an ask into an allow), then the managed
     /// file when it is stricter.
-    fn judge(&self, subject: &Pending, session: &[Rule]) -> Subject {
+    fn judge(&self, subject: &Pending, agent: &AgentRules, session: &[Rule]) -> Subject {
         let matching = |rules: &[Rule]| -> Option<Rule> {
             rules
                 .iter()
@@ -409,11 +454,14 @@ impl Policy {
                 })
                 .cloned()
         };
-        let mut layered = matching(&self.rules);
-        if let Some(project) = matching(&self.untrusted)
-            && project.action > layered.as_ref().map_or(Action::Ask, |rule| rule.action)
-        {
-            layered = Some(project);
+        let mut layered = matching(&agent.rules).or_else(|| matching(&self.rules));
+        // What a project wrote, unless trusted, only tightens.
+        for stricter in [matching(&self.untrusted), matching(&agent.only_tighten)] {
+            if let Some(rule) = stricter
+                && rule.action > layered.as_ref().map_or(Action::Ask, |rule| rule.action)
+            {
+                layered = Some(rule);
+            }
         }
         let from_session = matching(session);
         let mut chosen = match (layered, from_session) {

@@ -47,6 +47,16 @@ pub enum Op {
         /// The model's id.
         model: String,
     },
+    /// Switch the session's agent profile: to `name`, or (none given) to
+    /// the next primary agent (Tab). Answered by
+    /// [`EventMsg::AgentChanged`], or a warning saying why not.
+    SetAgent {
+        /// The agent's name.
+        #[serde(default)]
+        name: Option<String>,
+    },
+    /// List the agents; answered by [`EventMsg::AgentList`].
+    ListAgents,
     /// Compact the context now (`/compact`), as a turn of its own.
     Compact,
     /// Report what a request carries now; answered by
@@ -222,6 +232,18 @@ pub enum EventMsg {
     },
     /// The answer to [`Op::ListModels`].
     ModelList(ModelListEvent),
+    /// The session's agent profile changed.
+    AgentChanged {
+        /// The agent's name.
+        agent: String,
+        /// The model its requests go to.
+        model: String,
+    },
+    /// The answer to [`Op::ListAgents`].
+    AgentList {
+        /// Every agent, the built-ins first.
+        agents: Vec<AgentSummary>,
+    },
     /// The agent's todo list changed.
     TodoUpdated {
         /// The todo list.
@@ -254,6 +276,9 @@ pub struct SessionConfiguredEvent {
     pub path: String,
     /// The model requests go to.
     pub model: String,
+    /// The agent profile in use.
+    #[serde(default)]
+    pub agent: String,
     /// The endpoint requests go to.
     pub base_url: String,
     /// Whether an existing session was resumed.
@@ -263,6 +288,21 @@ pub struct SessionConfiguredEvent {
     /// The todo list restored from the session file.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<TodoItem>,
+}
+
+/// One agent in an [`EventMsg::AgentList`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSummary {
+    /// Its name.
+    pub name: String,
+    /// `primary`, `subagent` or `all`.
+    pub mode: String,
+    /// What it is for.
+    pub description: String,
+    /// Where it was defined (`built in`, a file).
+    pub origin: String,
+    /// Whether the session uses it now.
+    pub active: bool,
 }
 
 /// Payload of [`EventMsg::AssistantMessage`].

@@ -94,6 +94,8 @@ pub struct Session {
     pub meta: Meta,
     /// The active model (the latest switch, or the creation model).
     pub model: String,
+    /// The active agent profile (the latest switch, or the creation one).
+    pub agent: String,
     /// The conversation, rebuilt from the active branch.
     pub messages: Vec<Message>,
     /// Lines that could not be read when the session was opened.
@@ -170,7 +172,7 @@ impl Store {
             session_id: id.clone(),
             cwd: cwd.display().to_string(),
             model: model.to_owned(),
-            agent: "build".to_owned(),
+            agent: crate::agents::DEFAULT.to_owned(),
             base_url: base_url.to_owned(),
         };
         let mut session = Session {
@@ -178,6 +180,7 @@ impl Store {
             path,
             meta: meta.clone(),
             model: model.to_owned(),
+            agent: crate::agents::DEFAULT.to_owned(),
             messages: Vec::new(),
             skipped_lines: 0,
             allowed: Vec::new(),
@@ -231,6 +234,7 @@ impl Store {
         let Rebuilt {
             messages,
             model,
+            agent,
             allowed,
             todos,
             compaction,
@@ -239,6 +243,7 @@ impl Store {
             id: id.to_owned(),
             path,
             model,
+            agent,
             messages,
             skipped_lines,
             allowed,
@@ -367,6 +372,7 @@ fn read_meta(path: &Path) -> Option<Meta> {
 struct Rebuilt {
     messages: Vec<Message>,
     model: String,
+    agent: String,
     allowed: Vec<AllowedRule>,
     todos: Vec<crate::protocol::TodoItem>,
     compaction: Option<Compaction>,
@@ -391,6 +397,7 @@ fn rebuild(entries: &[Entry], meta: &Meta) -> Rebuilt {
     let mut rebuilt = Rebuilt {
         messages: Vec::new(),
         model: meta.model.clone(),
+        agent: meta.agent.clone(),
         allowed: Vec::new(),
         todos: Vec::new(),
         compaction: None,
@@ -399,6 +406,7 @@ fn rebuild(entries: &[Entry], meta: &Meta) -> Rebuilt {
         match &entry.body {
             EntryBody::Message { message } => rebuilt.messages.push(message.clone()),
             EntryBody::ModelChange { model: next } => rebuilt.model.clone_from(next),
+            EntryBody::AgentChange { agent } => rebuilt.agent.clone_from(agent),
             EntryBody::Permission { allowed: more, .. } => {
                 rebuilt.allowed.extend(more.iter().cloned());
             }
@@ -434,6 +442,7 @@ impl Session {
         match entry.body {
             EntryBody::Message { message } => self.messages.push(message),
             EntryBody::ModelChange { model } => self.model = model,
+            EntryBody::AgentChange { agent } => self.agent = agent,
             EntryBody::Permission { allowed, .. } => self.allowed.extend(allowed),
             EntryBody::Todo { items } => self.todos = items,
             EntryBody::Compaction(compaction) => self.compaction = Some(compaction),

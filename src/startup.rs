@@ -27,6 +27,8 @@ pub struct Start {
     pub session: Option<String>,
     /// `--continue`.
     pub resume_latest: bool,
+    /// `--agent`.
+    pub agent: Option<String>,
 }
 
 impl From<&crate::cli::SessionArgs> for Start {
@@ -35,6 +37,7 @@ impl From<&crate::cli::SessionArgs> for Start {
             model: args.model.clone(),
             session: args.session.clone(),
             resume_latest: args.r#continue,
+            agent: args.agent.clone(),
         }
     }
 }
@@ -55,6 +58,17 @@ pub fn prepare(
     // Before a session is created, so a failure leaves no empty session.
     let sandbox = workspace(environment)?;
     let policy = policy_source(environment, &flags, &loaded, sandbox.root())?;
+    let agents = crate::agents::Agents::load(
+        &loaded.agent_layers,
+        environment.config_dir().as_deref(),
+        Some(&sandbox),
+    )
+    .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
+    if let Some(name) = &start.agent {
+        agents.primary(name).map_err(|why| {
+            Failure::message(format!("Invalid value for --agent: {why}"), EXIT_USAGE)
+        })?;
+    }
     let untrusted = loaded
         .loosening
         .as_ref()
@@ -109,6 +123,8 @@ pub fn prepare(
         policy,
         approver,
         servers: crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref()),
+        agents,
+        agent: start.agent.clone(),
     })
 }
 

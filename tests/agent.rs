@@ -45,6 +45,8 @@ fn start_with(server: &MockServer, adjust: impl FnOnce(&mut offcode::config::Con
         approver: offcode::protocol::Decider::User,
         context: offcode::context::Assembly::default(),
         servers: offcode::servers::ServerCache::default(),
+        agents: offcode::agents::Agents::default(),
+        agent: None,
     });
     Harness {
         _dir: dir,
@@ -418,6 +420,8 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
         approver: offcode::protocol::Decider::User,
         context: offcode::context::Assembly::default(),
         servers: offcode::servers::ServerCache::default(),
+        agents: offcode::agents::Agents::default(),
+        agent: None,
     });
     resumed.ops.submit(Op::UserTurn {
         text: "one more".into(),

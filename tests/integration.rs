@@ -8,6 +8,7 @@
 
 mod abort;
 mod agent;
+mod agents;
 mod attacks;
 mod cli;
 mod client;

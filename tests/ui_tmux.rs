@@ -418,6 +418,43 @@ fn models_lists_and_switches_and_the_next_request_uses_it() {
 }
 
 #[test]
+fn shift_tab_and_slash_agent_switch_the_agent_and_keep_what_was_typed() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("agents");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "build · mock-model · ready");
+    // Shift+Tab with a half-typed task: the agent changes, the text stays.
+    tmux.type_text("one", "draft 草稿");
+    tmux.keys("one", &["BTab"]);
+    let screen = tmux.wait_for("one", "plan · mock-model · ready");
+    assert!(screen.contains("> draft 草稿"), "{screen}");
+    assert!(!screen.contains("build · mock-model"), "debris:\n{screen}");
+    tmux.keys("one", &["C-u"]);
+    tmux.send("one", "/agent");
+    let screen = tmux.wait_for("one", "AGENTS");
+    for row in [
+        "  ● plan (primary, built in)",
+        "    build (primary, built in)",
+        "    explore (subagent, built in)",
+    ] {
+        assert!(screen.contains(row), "{row}:\n{screen}");
+    }
+    tmux.send("one", "/agent explore");
+    tmux.wait_for("one", "`explore` is a subagent");
+    tmux.send("one", "/agent build");
+    tmux.wait_for("one", "build · mock-model · ready");
+    // The session records both switches.
+    let text = session_text(&data);
+    assert_eq!(
+        text.matches("\"type\":\"agent_change\"").count(),
+        2,
+        "{text}"
+    );
+}
+
+#[test]
 fn no_color_gives_plain_text_and_colour_is_the_default() {
     let server = demo_mock();
     let ws = Workspace::new();

@@ -287,7 +287,7 @@ impl AgentState {
         let client = std::sync::Arc::clone(&self.client);
         let specs = self.request.specs().to_vec();
         let counted = client
-            .count_tokens(self.session.model.clone(), messages, specs)
+            .count_tokens(self.model().to_owned(), messages, specs)
             .await;
         let Ok(Some(response)) = counted else {
             self.budget.tokenize_unsupported = true;
@@ -374,7 +374,7 @@ impl AgentState {
             text_message("system", SUMMARY_PROMPT),
             text_message("user", &transcript),
         ];
-        let model = self.session.model.clone();
+        let model = self.model().to_owned();
         let mut request = ChatRequest::streaming(&model, &messages, &[], &self.config);
         request.max_tokens =
             Some(u32::try_from(self.config.compaction.reserve / 2).unwrap_or(2_048));

@@ -9,7 +9,7 @@ use tokio::sync::oneshot;
 use super::lock;
 use super::turn::AgentState;
 use crate::cancel::Cancel;
-use crate::policy::{Action, Decision, Policy, PolicySource, Rule, Source};
+use crate::policy::{Action, AgentRules, Decision, Policy, PolicySource, Rule, Source};
 use crate::protocol::{
     ApprovalDecision, ApprovalRequestEvent, Decider, EventMsg, PermissionDecisionEvent,
     SubmissionId, TurnState,
@@ -24,6 +24,8 @@ pub(super) struct Permits {
     policy: Arc<PolicySource>,
     /// Rules the user allowed for the rest of the session.
     session_rules: Vec<Rule>,
+    /// The agent profile's rules.
+    agent: AgentRules,
     /// Who answers approval requests.
     approver: Decider,
     /// The last call asked for and how many times in a row.
@@ -45,9 +47,15 @@ impl Permits {
                 .map(|a| Rule::for_session(a.permission.clone(), a.pattern.clone()))
                 .collect(),
             approver,
+            agent: AgentRules::default(),
             last_call: None,
             repeats: 0,
         }
+    }
+
+    /// Lays the agent profile's rules over the config's.
+    pub(super) fn set_agent(&mut self, rules: AgentRules) {
+        self.agent = rules;
     }
 
     /// Something other than the model's calls happened (a user message, a
@@ -75,9 +83,10 @@ impl Permits {
         if repeats < DOOM_LOOP_REPEATS {
             return;
         }
-        let doom = policy.decide(
+        let doom = policy.decide_as(
             "doom_loop",
             &Value::String(call.name.clone()),
+            &self.agent,
             &self.session_rules,
         );
         if doom.action > decision.action {
@@ -94,6 +103,33 @@ impl Permits {
 }
 
 impl AgentState {
+    /// A call refused because the policy could not be loaded: said,
+    /// recorded, and what the model is told.
+    fn policy_unloaded(
+        &mut self,
+        id: SubmissionId,
+        call: &ToolCall,
+        arguments: &Value,
+        problem: &dyn std::fmt::Display,
+    ) -> ToolOutput {
+        let message = format!(
+            "Not run: the permission policy could not be loaded ({problem}); fix it and ask again"
+        );
+        self.warn(id, &message);
+        let entry = EntryBody::Permission {
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            summary: summarize(&call.name, arguments),
+            dangerous: false,
+            decision: ApprovalDecision::Deny,
+            by: Decider::Policy,
+            rule: format!("the policy could not be loaded: {problem}"),
+            allowed: Vec::new(),
+        };
+        let _ = self.record(id, entry);
+        ToolOutput::error(message)
+    }
+
     /// `Ok` with how to run it when the call may run; otherwise the result
     /// the model gets.
     pub(super) async fn permit(
@@ -106,28 +142,22 @@ impl AgentState {
         if self.tools.get(&call.name).is_none() {
             return Ok(Permit::default()); // the registry reports the unknown tool
         }
+        if !self.agent.offers(&call.name) {
+            return Err(ToolOutput::error(format!(
+                "`{}` is not one of the `{}` agent's tools, so it was not run; use the tools you were given",
+                call.name, self.agent.name
+            )));
+        }
         let policy = match self.permits.policy.current() {
             Ok(policy) => policy,
-            Err(problem) => {
-                let message = format!(
-                    "Not run: the permission policy could not be loaded ({problem}); fix it and ask again"
-                );
-                self.warn(id, &message);
-                let entry = EntryBody::Permission {
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    summary: summarize(&call.name, &arguments),
-                    dangerous: false,
-                    decision: ApprovalDecision::Deny,
-                    by: Decider::Policy,
-                    rule: format!("the policy could not be loaded: {problem}"),
-                    allowed: Vec::new(),
-                };
-                let _ = self.record(id, entry);
-                return Err(ToolOutput::error(message));
-            }
+            Err(problem) => return Err(self.policy_unloaded(id, call, &arguments, &problem)),
         };
-        let mut decision = policy.decide(&call.name, &arguments, &self.permits.session_rules);
+        let mut decision = policy.decide_as(
+            &call.name,
+            &arguments,
+            &self.permits.agent,
+            &self.permits.session_rules,
+        );
         self.permits.doom_loop(&policy, call, &mut decision);
         let summary = summarize(&call.name, &arguments);
         let (answer, reason, by) = match decision.action {

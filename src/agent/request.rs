@@ -24,7 +24,8 @@ pub(super) struct Shape {
 pub(super) struct Request {
     /// The system prompt's parts, for the prompt and context reports.
     context: Assembly,
-    /// The system prompt without tool descriptions: the same everywhere.
+    /// The system prompt without tool descriptions: the same everywhere
+    /// for one agent (its prompt follows offcode's).
     base_system: String,
     /// The workspace block that opens the first user message.
     workspace: String,
@@ -32,6 +33,8 @@ pub(super) struct Request {
     tools: Vec<ToolSpec>,
     /// How tools and reasoning travel.
     shape: Shape,
+    /// Text calls are wanted (they are used when there are tools).
+    text_wanted: bool,
 }
 
 impl Request {
@@ -42,6 +45,7 @@ impl Request {
             context,
             tools,
             shape: Shape::default(),
+            text_wanted: false,
         }
     }
 
@@ -55,6 +59,17 @@ impl Request {
         &self.tools
     }
 
+    /// An agent's prompt after offcode's, and the tools it is offered.
+    pub(super) fn set_agent(&mut self, prompt: &str, tools: Vec<ToolSpec>) {
+        self.base_system = self.context.system_prompt();
+        if !prompt.is_empty() {
+            self.base_system.push_str("\n\n");
+            self.base_system.push_str(prompt);
+        }
+        self.tools = tools;
+        self.set_text_tools(self.text_wanted);
+    }
+
     /// How tools and reasoning travel now.
     pub(super) fn shape(&self) -> Shape {
         self.shape
@@ -63,6 +78,7 @@ impl Request {
     /// Tools described in the prompt (`true`, when there are any) or sent
     /// as definitions.
     pub(super) fn set_text_tools(&mut self, text: bool) {
+        self.text_wanted = text;
         self.shape.text_tools = text && !self.tools.is_empty();
     }
 

@@ -27,6 +27,7 @@ impl AgentState {
                 self.warn(0, &message);
             }
         }
+        self.record_start_agent();
         self.adopt_server_facts(0);
         if self.session.skipped_lines > 0 {
             self.emit(

@@ -48,7 +48,13 @@ pub(super) struct AgentState {
     pub(super) tools: Registry,
     /// What earlier runs learned about servers.
     pub(super) servers: crate::servers::ServerCache,
+    /// The configuration with the agent's sampling and step limit.
     pub(super) config: Config,
+    /// The configuration as loaded.
+    pub(super) base_config: Config,
+    /// The agent profiles, and the one in use.
+    pub(super) agents: crate::agents::Agents,
+    pub(super) agent: crate::agents::Profile,
     pub(super) sandbox: Arc<Sandbox>,
     pub(super) shell: Arc<crate::confine::Shell>,
     pub(super) events: mpsc::UnboundedSender<Event>,
@@ -71,21 +77,34 @@ impl AgentState {
         shared: Arc<Shared>,
     ) -> Self {
         setup.tools.set_todos(setup.session.todos.clone());
-        Self {
+        let wanted = setup
+            .agent
+            .clone()
+            .unwrap_or_else(|| setup.session.agent.clone());
+        let mut state = Self {
             request: Request::new(setup.context, setup.tools.specs()),
             budget: Budget::default(),
             permits: Permits::new(setup.policy, &setup.session.allowed, setup.approver),
             servers: setup.servers,
             client: setup.client,
             tools: setup.tools,
+            base_config: setup.config.clone(),
             config: setup.config,
+            agent: setup
+                .agents
+                .get(crate::agents::DEFAULT)
+                .cloned()
+                .unwrap_or_else(|| crate::agents::Agents::default().all()[0].clone()),
+            agents: setup.agents,
             sandbox: setup.sandbox,
             shell: setup.shell,
             events,
             listed,
             shared,
             session: setup.session,
-        }
+        };
+        state.start_agent(&wanted);
+        state
     }
 
     /// A sender of events for submission `id` that does not borrow the
@@ -132,7 +151,8 @@ impl AgentState {
             EventMsg::SessionConfigured(SessionConfiguredEvent {
                 session_id: self.session.id.clone(),
                 path: self.session.path.display().to_string(),
-                model: self.session.model.clone(),
+                model: self.model().to_owned(),
+                agent: self.agent.name.clone(),
                 base_url: self.client.base_url().to_owned(),
                 resumed: self.session.resumed,
                 restored_messages: self.session.messages.len(),
@@ -157,7 +177,11 @@ impl AgentState {
             match op {
                 Op::UserTurn { text } => self.run_turn(id, text, &cancel).await,
                 Op::Shell { command } => self.run_shell(id, command, &cancel).await,
+                Op::SetAgent { name } => self.set_agent(id, name),
+                Op::ListAgents => self.list_agents(id),
                 Op::SetModel { model } => {
+                    // A model chosen by hand wins over the agent's.
+                    self.agent.model = None;
                     if self
                         .record(
                             id,
@@ -339,7 +363,7 @@ impl AgentState {
         // says its length, and the retry asks for less.
         let limit = self.known_limit();
         let messages = self.request.messages(&history);
-        let model = self.session.model.clone();
+        let model = self.model().to_owned();
         let specs = self.request.specs();
         let estimate = super::compact::estimate_request(&messages, specs);
         let mut request = ChatRequest::streaming(&model, &messages, specs, &self.config);

@@ -66,6 +66,13 @@ pub enum Source {
     /// A managed policy file: it only tightens, and its questions need a
     /// person.
     Managed(PathBuf),
+    /// An agent profile: its name and where it was defined.
+    Agent {
+        /// The agent.
+        name: String,
+        /// Where it was defined (`built in`, a file).
+        origin: String,
+    },
     /// The user allowed it for this session.
     Session,
     /// No rule matched; the fallback asks.
@@ -78,6 +85,7 @@ impl fmt::Display for Source {
             Self::BuiltIn => f.write_str("built-in policy/default.jsonc"),
             Self::Config(path) => write!(f, "{}", path.display()),
             Self::Managed(path) => write!(f, "managed {}", path.display()),
+            Self::Agent { name, origin } => write!(f, "agent `{name}` ({origin})"),
             Self::Session => f.write_str("allowed for this session"),
             Self::Unmatched => f.write_str("no rule matched"),
         }

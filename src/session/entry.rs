@@ -34,6 +34,11 @@ pub enum EntryBody {
         /// The model's id.
         model: String,
     },
+    /// The agent profile was switched.
+    AgentChange {
+        /// The agent's name.
+        agent: String,
+    },
     /// Token counts of one request.
     Usage(TokenUsage),
     /// A permission question and its answer.

@@ -222,6 +222,12 @@ impl<'a> App<'a> {
             "/help" => self.help(),
             "/models" => return self.models_command(argument).await,
             "/context" => return Dispatch::Turn(Op::Context),
+            "/agent" if argument.is_empty() => return Dispatch::Turn(Op::ListAgents),
+            "/agent" => {
+                return Dispatch::Turn(Op::SetAgent {
+                    name: Some(argument.to_owned()),
+                });
+            }
             "/todo" => self.todo(),
             "/expand" => {
                 let number = if argument.is_empty() {
@@ -266,7 +272,8 @@ impl<'a> App<'a> {
             "  !CMD      run a shell command (same checks as the agent's)",
             "  @PATH     attach a workspace file (Tab completes)",
             "Keys: Enter sends · Alt+Enter or Ctrl+J new line · Up/Down history",
-            "      Tab completes · Esc or Ctrl+C stops the agent",
+            "      Tab completes · Shift+Tab switches the agent (build, plan, …)",
+            "      Esc or Ctrl+C stops the agent",
             "      Ctrl+C twice or Ctrl+D leaves",
             "      while the agent works, Enter queues the text for later",
             "Approvals: y allow once · n (or Esc) deny · a allow for this session",
@@ -364,6 +371,8 @@ impl<'a> App<'a> {
             model: Some(model),
             session: session.map(str::to_owned),
             resume_latest: false,
+            // A resumed session goes on with its own agent.
+            agent: session.is_none().then(|| self.view.status.agent.clone()),
         };
         let prepared =
             crate::startup::prepare(self.environment, &start, crate::protocol::Decider::User);
@@ -491,14 +500,20 @@ fn config_sources(environment: &Environment) -> String {
 
 /// Waits up to `limit` for the core's answer to a quick op (a model
 /// switch, a context report), showing what arrives.
-pub async fn settle(app: &mut App<'_>, limit: Duration) {
+pub async fn settle(app: &mut App<'_>, asked: crate::protocol::SubmissionId, limit: Duration) {
     let deadline = tokio::time::Instant::now() + limit;
     while let Ok(Some(event)) = tokio::time::timeout_at(deadline, app.handle.events.recv()).await {
         app.view.event(&event.msg);
-        if matches!(
+        let answer = matches!(
             event.msg,
-            EventMsg::ModelChanged { .. } | EventMsg::ContextReport(_) | EventMsg::Error { .. }
-        ) {
+            EventMsg::ModelChanged { .. }
+                | EventMsg::AgentChanged { .. }
+                | EventMsg::AgentList { .. }
+                | EventMsg::ContextReport(_)
+                | EventMsg::Warning { .. }
+                | EventMsg::Error { .. }
+        );
+        if answer && event.id == asked {
             break;
         }
     }

@@ -9,6 +9,10 @@ use reedline::{Completer, CompletionResult, Span, Suggestion};
 pub const COMMANDS: &[(&str, &str)] = &[
     ("/help", "keys and commands"),
     ("/models", "list the served models; /models ID switches"),
+    (
+        "/agent",
+        "list the agents; /agent NAME switches (also Shift+Tab)",
+    ),
     ("/context", "how full the model's context is"),
     ("/compact", "summarise the older conversation now"),
     ("/todo", "the agent's todo list"),

@@ -44,6 +44,9 @@ const CTRL_C: &str = "\u{3}";
 /// What Ctrl+O sends back from the editor: `/expand`, the last call's
 /// whole output (what was typed stays in the editor).
 const CTRL_O: &str = "\u{f}";
+/// What Shift+Tab sends back from the editor: the next primary agent
+/// (what was typed stays in the editor).
+const SHIFT_TAB: &str = "\u{1b}[Z";
 
 /// What the loop asks for.
 pub enum Request {
@@ -84,6 +87,9 @@ pub enum Reply {
     /// Ctrl+O in the editor: `/expand`, then the editor again with what
     /// was typed.
     Expand(String),
+    /// Shift+Tab in the editor: the next agent, then the editor again
+    /// with what was typed.
+    NextAgent(String),
     /// Keys are no longer read; every key read before is reported.
     Paused,
 }
@@ -239,6 +245,14 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                             let _ = write!(std::io::stderr(), "\r\n");
                             Reply::Expand(typed)
                         }
+                        Ok(Signal::HostCommand(command)) if command == SHIFT_TAB => {
+                            let typed = editor.current_buffer_contents().to_owned();
+                            editor.run_edit_commands(&[EditCommand::Clear]);
+                            // Written over: the status line above says the
+                            // agent the editor comes back with.
+                            let _ = write!(std::io::stderr(), "\r");
+                            Reply::NextAgent(typed)
+                        }
                         Ok(Signal::HostCommand(_) | Signal::ExternalBreak(_)) => Reply::Escape,
                         Ok(_) | Err(_) => Reply::End,
                     };
@@ -303,6 +317,17 @@ fn build_editor(history: Option<PathBuf>, completions: Completions, colour: bool
         KeyModifiers::CONTROL,
         KeyCode::Char('o'),
         ReedlineEvent::ExecuteHostCommand(CTRL_O.to_owned()),
+    );
+    // Tab completes, so Shift+Tab switches the agent (build ⇄ plan ⇄ …).
+    keys.add_binding(
+        KeyModifiers::SHIFT,
+        KeyCode::BackTab,
+        ReedlineEvent::ExecuteHostCommand(SHIFT_TAB.to_owned()),
+    );
+    keys.add_binding(
+        KeyModifiers::NONE,
+        KeyCode::BackTab,
+        ReedlineEvent::ExecuteHostCommand(SHIFT_TAB.to_owned()),
     );
     // No marker: the prompt stays `> ` while the menu is open.
     let menu = ColumnarMenu::default().with_name(MENU).with_marker("");

@@ -46,17 +46,16 @@ pub async fn run(
             app.print_committed();
             queued
         } else {
-            refresh_width(&mut app, &input);
-            let hint = interrupted.then_some("Ctrl+C again (on an empty prompt) leaves");
-            input.request(Request::Line {
-                status: app.status_line(hint),
-                prompt: input::TASK,
-                initial: std::mem::take(&mut typed),
-            });
+            ask_for_line(&mut app, &input, interrupted, std::mem::take(&mut typed));
             match next_reply(&mut app, &mut input).await {
                 Some(Reply::Line(text)) => {
                     interrupted = false;
                     text
+                }
+                Some(Reply::NextAgent(kept)) => {
+                    typed = kept;
+                    quick(&mut app, Op::SetAgent { name: None }).await;
+                    continue;
                 }
                 Some(Reply::Expand(kept)) => {
                     typed = kept;
@@ -92,9 +91,10 @@ pub async fn run(
                 }
                 continue;
             }
-            Dispatch::Turn(op @ (Op::SetModel { .. } | Op::Context)) => {
-                app.handle.ops.submit(op);
-                app::settle(&mut app, SETTLE).await;
+            Dispatch::Turn(
+                op @ (Op::SetModel { .. } | Op::SetAgent { .. } | Op::ListAgents | Op::Context),
+            ) => {
+                quick(&mut app, op).await;
                 continue;
             }
             Dispatch::Turn(op) => op,
@@ -127,6 +127,25 @@ pub async fn run(
     app.print_committed();
     app.stop().await;
     0
+}
+
+/// Asks the editor for a line, with the status line above it and `typed`
+/// in it.
+fn ask_for_line(app: &mut App<'_>, input: &Input, interrupted: bool, typed: String) {
+    refresh_width(app, input);
+    let hint = interrupted.then_some("Ctrl+C again (on an empty prompt) leaves");
+    input.request(Request::Line {
+        status: app.status_line(hint),
+        prompt: input::TASK,
+        initial: typed,
+    });
+}
+
+/// An op the core answers at once (a switch, a report): sent, and its
+/// answer shown.
+async fn quick(app: &mut App<'_>, op: Op) {
+    let asked = app.handle.ops.submit(op);
+    app::settle(app, asked, SETTLE).await;
 }
 
 /// Takes the terminal's width now (it may have been resized).

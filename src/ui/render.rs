@@ -223,6 +223,36 @@ pub fn context_report(report: &ContextReport, width: usize) -> Vec<Line> {
     lines
 }
 
+/// `/agent`: each agent with its mode, where it comes from and what it
+/// is for; the one in use marked.
+pub fn agent_list(agents: &[crate::protocol::AgentSummary], width: usize) -> Vec<Line> {
+    let mut lines = vec![Line::new().with(Role::Label, "AGENTS ").with(
+        Role::Dim,
+        "Tab or /agent NAME switches; subagents are started by the task tool",
+    )];
+    for agent in agents {
+        let (mark, role) = if agent.active {
+            ("  ● ", Role::Ok)
+        } else {
+            ("    ", Role::Dim)
+        };
+        lines.extend(wrap(
+            &Line::new()
+                .with(role, mark)
+                .with(Role::Label, agent.name.clone())
+                .with(Role::Dim, format!(" ({}, {})", agent.mode, agent.origin)),
+            width,
+        ));
+        if !agent.description.is_empty() {
+            let room = width.saturating_sub(6).max(10);
+            for row in textwrap::wrap(&one_line(&agent.description), room) {
+                lines.push(Line::new().with(Role::Dim, format!("      {row}")));
+            }
+        }
+    }
+    lines
+}
+
 /// The agent's todo list as a checklist (`[ ]` pending, `[~]` in
 /// progress, `[x]` done), with a count of what is done.
 pub fn todo(items: &[TodoItem], width: usize) -> Vec<Line> {

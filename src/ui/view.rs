@@ -194,15 +194,37 @@ impl View {
         !self.committed.is_empty()
     }
 
+    fn configured(&mut self, configured: &crate::protocol::SessionConfiguredEvent) {
+        self.todos.clone_from(&configured.todos);
+        self.status.session.clone_from(&configured.session_id);
+        self.status.model.clone_from(&configured.model);
+        if !configured.agent.is_empty() {
+            self.status.agent.clone_from(&configured.agent);
+        }
+    }
+
+    fn agent_event(&mut self, msg: &EventMsg) {
+        match msg {
+            // The status line says it; a line in the scrollback would land
+            // where the editor is being drawn again (Shift+Tab).
+            EventMsg::AgentChanged { agent, model } => {
+                self.status.agent.clone_from(agent);
+                self.status.model.clone_from(model);
+            }
+            EventMsg::AgentList { agents } => {
+                self.committed
+                    .extend(render::agent_list(agents, self.width));
+            }
+            _ => {}
+        }
+    }
+
     /// Takes in one event from the core.
     pub fn event(&mut self, msg: &EventMsg) {
         let width = self.width;
         match msg {
-            EventMsg::SessionConfigured(configured) => {
-                self.todos.clone_from(&configured.todos);
-                self.status.session.clone_from(&configured.session_id);
-                self.status.model.clone_from(&configured.model);
-            }
+            EventMsg::SessionConfigured(configured) => self.configured(configured),
+            EventMsg::AgentChanged { .. } | EventMsg::AgentList { .. } => self.agent_event(msg),
             EventMsg::TurnStarted { text } => {
                 self.shell = text.starts_with('!');
                 self.previewed.clear();

@@ -138,9 +138,7 @@ impl AgentState {
         if !self.budget.limit_asked {
             self.budget.limit_asked = true;
             let client = std::sync::Arc::clone(&self.client);
-            let found = client
-                .fetch_context_length(self.session.model.clone())
-                .await;
+            let found = client.fetch_context_length(self.model().to_owned()).await;
             self.budget.limit = found;
             if let Some(limit) = found {
                 self.remember(0, |known| known.max_model_len = Some(limit));
@@ -156,7 +154,7 @@ impl AgentState {
     pub(in crate::agent) fn known_limit(&self) -> Option<u64> {
         crate::context::context_limit(self.config.context_limit, self.budget.limit, || {
             let listed = self.budget.listed.as_ref()?;
-            listed.context_length(&self.session.model)
+            listed.context_length(self.model())
         })
     }
 

@@ -1,0 +1,134 @@
+//! The session's agent profile: what switching to one changes (the
+//! prompt, the tools offered, the rules, the model and sampling), and the
+//! record of each switch.
+
+use super::turn::AgentState;
+use crate::agents::Profile;
+use crate::config::Config;
+use crate::policy::AgentRules;
+use crate::protocol::{AgentSummary, EventMsg, SubmissionId};
+use crate::session::EntryBody;
+
+impl AgentState {
+    /// The model requests go to: the agent's, else the session's.
+    pub(super) fn model(&self) -> &str {
+        self.agent.model.as_deref().unwrap_or(&self.session.model)
+    }
+
+    /// Makes `profile` the agent: its prompt, tools, rules and sampling.
+    pub(super) fn adopt_agent(&mut self, profile: Profile) -> Result<(), String> {
+        let rules = AgentRules::new(
+            &profile.name,
+            &profile.origin.to_string(),
+            profile.permission.as_ref(),
+            profile.project_permission.as_ref(),
+        )
+        .map_err(|e| e.to_string())?;
+        let tools = self
+            .tools
+            .specs()
+            .into_iter()
+            .filter(|spec| profile.offers(&spec.function.name))
+            .collect();
+        self.request.set_agent(&profile.prompt, tools);
+        self.permits.set_agent(rules);
+        self.config = with_profile(&self.base_config, &profile);
+        self.agent = profile;
+        Ok(())
+    }
+
+    /// At the start: the agent `wanted` (`--agent`, or the session's),
+    /// else `build`. Told and recorded by [`AgentState::record_start_agent`].
+    pub(super) fn start_agent(&mut self, wanted: &str) {
+        let profile = self.agents.primary(wanted).ok().cloned();
+        if let Some(profile) = profile
+            && self.adopt_agent(profile).is_ok()
+        {
+            return;
+        }
+        if let Some(build) = self.agents.get(crate::agents::DEFAULT).cloned() {
+            let _ = self.adopt_agent(build);
+        }
+    }
+
+    /// Before the first turn: a session that ran with an agent no longer
+    /// defined is told so, and a start with another agent than the
+    /// session's last is recorded.
+    pub(super) fn record_start_agent(&mut self) {
+        if self.session.agent == self.agent.name {
+            return;
+        }
+        if self.agents.primary(&self.session.agent).is_err() {
+            let message = format!(
+                "The session's agent `{}` is not defined here; it goes on with `{}`",
+                self.session.agent, self.agent.name
+            );
+            self.warn(0, &message);
+        }
+        let agent = self.agent.name.clone();
+        let _ = self.record(0, EntryBody::AgentChange { agent });
+    }
+
+    /// [`Op::SetAgent`](crate::protocol::Op::SetAgent): switches, records
+    /// the switch and says so; a name that is not a primary agent is
+    /// refused with the names that are.
+    pub(super) fn set_agent(&mut self, id: SubmissionId, name: Option<String>) {
+        let name = name.unwrap_or_else(|| self.agents.next_primary(&self.agent.name).to_owned());
+        let profile = match self.agents.primary(&name) {
+            Ok(profile) => profile.clone(),
+            Err(why) => {
+                self.warn(id, &format!("The agent was not switched: {why}"));
+                return;
+            }
+        };
+        if let Err(why) = self.adopt_agent(profile) {
+            self.warn(id, &format!("The agent was not switched: {why}"));
+            return;
+        }
+        let agent = self.agent.name.clone();
+        if self
+            .record(
+                id,
+                EntryBody::AgentChange {
+                    agent: agent.clone(),
+                },
+            )
+            .is_ok()
+        {
+            self.adopt_server_facts(id);
+            let model = self.model().to_owned();
+            self.emit(id, EventMsg::AgentChanged { agent, model });
+        }
+    }
+
+    /// [`Op::ListAgents`](crate::protocol::Op::ListAgents).
+    pub(super) fn list_agents(&self, id: SubmissionId) {
+        let agents = self
+            .agents
+            .all()
+            .iter()
+            .map(|p| AgentSummary {
+                name: p.name.clone(),
+                mode: match p.mode {
+                    crate::agents::Mode::Primary => "primary",
+                    crate::agents::Mode::Subagent => "subagent",
+                    crate::agents::Mode::All => "all",
+                }
+                .to_owned(),
+                description: p.description.clone(),
+                origin: p.origin.to_string(),
+                active: p.name == self.agent.name,
+            })
+            .collect();
+        self.emit(id, EventMsg::AgentList { agents });
+    }
+}
+
+/// `config` with the profile's sampling and step limit.
+fn with_profile(config: &Config, profile: &Profile) -> Config {
+    let mut config = config.clone();
+    config.temperature = profile.temperature.or(config.temperature);
+    config.top_p = profile.top_p.or(config.top_p);
+    config.max_steps = profile.max_steps.unwrap_or(config.max_steps);
+    config
+}

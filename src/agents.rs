@@ -1,0 +1,605 @@
+//! Agent profiles: who the model is asked to be, with which tools, rules
+//! and sampling. Built in: `build` (the default, every tool), `plan`
+//! (reads, and says what it would change), and the subagents `general`
+//! and `explore`. More come from the config's `agent` key and from
+//! Markdown files with YAML frontmatter in `~/.config/offcode/agents/` and
+//! the project's `.offcode/agents/` (`OpenCode`'s shape); a definition with
+//! a built-in's name changes that built-in.
+//!
+//! A profile's `permission` is a policy layer above the config files; the
+//! gate, the managed policy and confinement still apply, and a project's
+//! profile (its config or its `.offcode/agents/`) can only tighten.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::sandbox::Sandbox;
+
+/// The agent a session starts with.
+pub const DEFAULT: &str = "build";
+/// Bytes of one agent file read.
+const MAX_FILE_BYTES: usize = 64 * 1024;
+
+/// Where an agent can be used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// As the session's agent (Tab, `/agent`, `--agent`).
+    Primary,
+    /// Only through the `task` tool.
+    Subagent,
+    /// Either.
+    All,
+}
+
+impl Mode {
+    /// Whether a session can be switched to it.
+    pub fn primary(self) -> bool {
+        matches!(self, Self::Primary | Self::All)
+    }
+}
+
+/// Where a profile was defined.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Origin {
+    /// Compiled in.
+    BuiltIn,
+    /// A config file's `agent` key.
+    Config(PathBuf),
+    /// A Markdown file.
+    File(PathBuf),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::BuiltIn => f.write_str("built in"),
+            Self::Config(path) | Self::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// One agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// Its name, as typed after `/agent`.
+    pub name: String,
+    /// Where it can be used.
+    pub mode: Mode,
+    /// What it is for, shown in lists and to a model choosing a subagent.
+    pub description: String,
+    /// The model it asks, instead of the session's.
+    pub model: Option<String>,
+    /// Sampling temperature, instead of the config's.
+    pub temperature: Option<f64>,
+    /// Nucleus sampling, instead of the config's.
+    pub top_p: Option<f64>,
+    /// Model requests in one turn, instead of the config's `max_steps`.
+    pub max_steps: Option<u32>,
+    /// Tools switched on or off by name (`*` for all); unnamed tools are on.
+    pub tools: BTreeMap<String, bool>,
+    /// Its `permission` rules, laid over the config's.
+    pub permission: Option<Value>,
+    /// Rules a project's definition adds: they only tighten.
+    pub project_permission: Option<Value>,
+    /// Added to the system prompt.
+    pub prompt: String,
+    /// Where it was defined, last.
+    pub origin: Origin,
+}
+
+impl Profile {
+    /// An agent with nothing set yet.
+    fn blank(name: &str, mode: Mode, origin: Origin) -> Self {
+        Self {
+            name: name.to_owned(),
+            mode,
+            description: String::new(),
+            model: None,
+            temperature: None,
+            top_p: None,
+            max_steps: None,
+            tools: BTreeMap::new(),
+            permission: None,
+            project_permission: None,
+            prompt: String::new(),
+            origin,
+        }
+    }
+
+    /// Whether the tool `name` is offered to this agent.
+    pub fn offers(&self, name: &str) -> bool {
+        self.tools
+            .get(name)
+            .or_else(|| self.tools.get("*"))
+            .copied()
+            .unwrap_or(true)
+    }
+}
+
+/// A definition as written: every field optional, unknown ones refused.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Definition {
+    /// Ignored in a config (the key is the name); a file's name otherwise.
+    name: Option<String>,
+    mode: Option<Mode>,
+    description: Option<String>,
+    model: Option<String>,
+    temperature: Option<f64>,
+    top_p: Option<f64>,
+    #[serde(alias = "steps")]
+    max_steps: Option<u32>,
+    tools: Option<BTreeMap<String, bool>>,
+    permission: Option<Value>,
+    prompt: Option<String>,
+    /// `true` removes the agent (built-ins too, except `build`).
+    disable: Option<bool>,
+}
+
+/// Problems with an agent definition.
+#[derive(Debug, thiserror::Error)]
+#[error("Invalid agent `{name}` in `{path}`{}: {message}", position(*.line, *.column))]
+pub struct Error {
+    /// The agent's name.
+    pub name: String,
+    /// The file it is defined in.
+    pub path: PathBuf,
+    /// The line, from 1, when known.
+    pub line: Option<usize>,
+    /// The column, from 1, when known.
+    pub column: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(line), Some(column)) => format!(" at line {line}, column {column}"),
+        (Some(line), None) => format!(" at line {line}"),
+        _ => String::new(),
+    }
+}
+
+/// One config file's `agent` key.
+#[derive(Debug, Clone)]
+pub struct ConfigAgents {
+    /// The file.
+    pub path: PathBuf,
+    /// The key's value: an object of definitions by name.
+    pub value: Value,
+    /// A project's file: its rules only tighten.
+    pub project: bool,
+}
+
+/// The agents of a session.
+#[derive(Debug, Clone)]
+pub struct Agents {
+    profiles: Vec<Profile>,
+}
+
+impl Default for Agents {
+    fn default() -> Self {
+        Self {
+            profiles: built_in(),
+        }
+    }
+}
+
+impl Agents {
+    /// The built-ins, changed and added to by the config files' `agent`
+    /// keys (in precedence order), then the global agent files in
+    /// `config_dir`, then the project's (read through `sandbox`).
+    pub fn load(
+        config: &[ConfigAgents],
+        config_dir: Option<&Path>,
+        sandbox: Option<&Sandbox>,
+    ) -> Result<Self, Error> {
+        let mut agents = Self::default();
+        for layer in config {
+            let Some(map) = layer.value.as_object() else {
+                return Err(Error {
+                    name: "agent".to_owned(),
+                    path: layer.path.clone(),
+                    line: None,
+                    column: None,
+                    message: "`agent` must be an object of agents by name".to_owned(),
+                });
+            };
+            for (name, value) in map {
+                let fail = |message: String| Error {
+                    name: name.clone(),
+                    path: layer.path.clone(),
+                    line: None,
+                    column: None,
+                    message,
+                };
+                let definition: Definition = serde_json::from_value(value.clone())
+                    .map_err(|e| fail(format!("`agent.{name}`: {e}")))?;
+                let origin = Origin::Config(layer.path.clone());
+                agents
+                    .define(name, definition, origin, layer.project)
+                    .map_err(fail)?;
+            }
+        }
+        if let Some(dir) = config_dir {
+            for (path, text) in global_files(&dir.join("agents")) {
+                agents.define_file(&path, &text, false)?;
+            }
+        }
+        if let Some(sandbox) = sandbox {
+            for (path, text) in project_files(sandbox) {
+                agents.define_file(&path, &text, true)?;
+            }
+        }
+        Ok(agents)
+    }
+
+    /// The agent called `name`.
+    pub fn get(&self, name: &str) -> Option<&Profile> {
+        self.profiles.iter().find(|p| p.name == name)
+    }
+
+    /// Every agent, built-ins first.
+    pub fn all(&self) -> &[Profile] {
+        &self.profiles
+    }
+
+    /// The agent a session can switch to by `name`, or why not.
+    pub fn primary(&self, name: &str) -> Result<&Profile, String> {
+        let names = || {
+            self.profiles
+                .iter()
+                .filter(|p| p.mode.primary())
+                .map(|p| p.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        match self.get(name) {
+            Some(profile) if profile.mode.primary() => Ok(profile),
+            Some(_) => Err(format!(
+                "`{name}` is a subagent, started by the `task` tool; the agents to switch to are: {}",
+                names()
+            )),
+            None => Err(format!(
+                "there is no agent `{name}`; the agents to switch to are: {}",
+                names()
+            )),
+        }
+    }
+
+    /// The primary agent after `name`, round the list (Tab).
+    pub fn next_primary(&self, name: &str) -> &str {
+        let primaries: Vec<&Profile> = self.profiles.iter().filter(|p| p.mode.primary()).collect();
+        let at = primaries.iter().position(|p| p.name == name);
+        let next = at.map_or(0, |at| (at + 1) % primaries.len().max(1));
+        primaries.get(next).map_or(DEFAULT, |p| p.name.as_str())
+    }
+
+    fn define_file(&mut self, path: &Path, text: &str, project: bool) -> Result<(), Error> {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let (definition, name) = parse_file(path, &name, text)?;
+        self.define(&name, definition, Origin::File(path.to_path_buf()), project)
+            .map_err(|message| Error {
+                name,
+                path: path.to_path_buf(),
+                line: None,
+                column: None,
+                message,
+            })
+    }
+
+    /// Lays `definition` over the agent `name` (or adds it).
+    fn define(
+        &mut self,
+        name: &str,
+        definition: Definition,
+        origin: Origin,
+        project: bool,
+    ) -> Result<(), String> {
+        check_name(name)?;
+        if let Some(t) = definition.temperature
+            && !(0.0..=2.0).contains(&t)
+        {
+            return Err(format!("`temperature` must be between 0 and 2, not {t}"));
+        }
+        if let Some(p) = definition.top_p
+            && !(p > 0.0 && p <= 1.0)
+        {
+            return Err(format!("`top_p` must be above 0 and at most 1, not {p}"));
+        }
+        if definition.max_steps == Some(0) {
+            return Err("`max_steps` must be at least 1".to_owned());
+        }
+        if let Some(permission) = &definition.permission {
+            crate::policy::rules_from(permission, &crate::policy::Source::BuiltIn)
+                .map_err(|e| format!("`permission`: {e}"))?;
+        }
+        if definition.disable == Some(true) {
+            if name == DEFAULT {
+                return Err(format!(
+                    "`{DEFAULT}` is the default agent and cannot be disabled"
+                ));
+            }
+            self.profiles.retain(|p| p.name != name);
+            return Ok(());
+        }
+        let known = self.profiles.iter().position(|p| p.name == name);
+        let at = known.unwrap_or_else(|| {
+            self.profiles
+                .push(Profile::blank(name, Mode::All, origin.clone()));
+            self.profiles.len() - 1
+        });
+        let profile = &mut self.profiles[at];
+        if name == DEFAULT && definition.mode.is_some_and(|m| !m.primary()) {
+            return Err(format!(
+                "`{DEFAULT}` is the default agent and must stay primary"
+            ));
+        }
+        if let Some(mode) = definition.mode {
+            profile.mode = mode;
+        }
+        if let Some(description) = definition.description {
+            profile.description = description;
+        }
+        if definition.model.is_some() {
+            profile.model = definition.model.filter(|m| !m.trim().is_empty());
+        }
+        profile.temperature = definition.temperature.or(profile.temperature);
+        profile.top_p = definition.top_p.or(profile.top_p);
+        profile.max_steps = definition.max_steps.or(profile.max_steps);
+        if let Some(tools) = definition.tools {
+            profile.tools.extend(tools);
+        }
+        if let Some(permission) = definition.permission {
+            let rules = if project {
+                &mut profile.project_permission
+            } else {
+                &mut profile.permission
+            };
+            *rules = Some(match rules.take() {
+                Some(before) => merge_permission(before, permission),
+                None => permission,
+            });
+        }
+        if let Some(prompt) = definition.prompt {
+            prompt.trim().clone_into(&mut profile.prompt);
+        }
+        profile.origin = origin;
+        Ok(())
+    }
+}
+
+/// `later` laid over `earlier`: tool keys of `later` win, and a tool's
+/// patterns are added after the earlier ones (the last match wins).
+fn merge_permission(earlier: Value, later: Value) -> Value {
+    match (earlier, later) {
+        (Value::Object(mut earlier), Value::Object(later)) => {
+            for (key, value) in later {
+                let merged = match (earlier.remove(&key), value) {
+                    (Some(Value::Object(mut before)), Value::Object(after)) => {
+                        for (pattern, action) in after {
+                            before.remove(&pattern);
+                            before.insert(pattern, action);
+                        }
+                        Value::Object(before)
+                    }
+                    (_, value) => value,
+                };
+                earlier.insert(key, merged);
+            }
+            Value::Object(earlier)
+        }
+        (_, later) => later,
+    }
+}
+
+fn check_name(name: &str) -> Result<(), String> {
+    let fine = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if fine {
+        Ok(())
+    } else {
+        Err(format!(
+            "the name `{name}` must be 1-64 letters, digits, `-`, `_` or `.`"
+        ))
+    }
+}
+
+/// A Markdown agent file: YAML frontmatter between `---` lines, then the
+/// prompt. Errors point at the line and column in the file.
+fn parse_file(path: &Path, name: &str, text: &str) -> Result<(Definition, String), Error> {
+    let fail = |line: Option<usize>, column: Option<usize>, message: String| Error {
+        name: name.to_owned(),
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    };
+    let text = text.trim_start_matches('\u{feff}');
+    let (front, body) = match text.strip_prefix("---") {
+        Some(rest) if rest.starts_with(['\n', '\r']) => {
+            let rest = rest.trim_start_matches('\r');
+            let rest = rest.strip_prefix('\n').unwrap_or(rest);
+            let end = rest
+                .match_indices("---")
+                .map(|(at, _)| at)
+                .find(|at| *at == 0 || rest[..*at].ends_with('\n'))
+                .ok_or_else(|| {
+                    fail(
+                        Some(1),
+                        None,
+                        "the frontmatter opened by `---` is never closed by another `---` line"
+                            .to_owned(),
+                    )
+                })?;
+            let after = &rest[end + 3..];
+            (&rest[..end], after.split_once('\n').map_or("", |(_, b)| b))
+        }
+        _ => ("", text),
+    };
+    let mut definition = if front.trim().is_empty() {
+        Definition::default()
+    } else {
+        serde_yaml_ng::from_str::<Definition>(front).map_err(|e| {
+            // The frontmatter starts on the file's second line.
+            let at = e.location();
+            let message = e.to_string();
+            let message = message.split(" at line ").next().unwrap_or_default();
+            fail(
+                at.as_ref().map(|l| l.line() + 1),
+                at.as_ref().map(serde_yaml_ng::Location::column),
+                message.to_owned(),
+            )
+        })?
+    };
+    let name = definition.name.take().unwrap_or_else(|| name.to_owned());
+    let body = body.trim();
+    if definition.prompt.is_none() && !body.is_empty() {
+        definition.prompt = Some(body.to_owned());
+    }
+    Ok((definition, name))
+}
+
+/// The `*.md` files of a global agents folder, sorted by name.
+fn global_files(dir: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = entries
+        .filter_map(Result::ok)
+        .map(|e| e.path())
+        .filter(|p| is_markdown(p))
+        .collect();
+    paths.sort();
+    paths
+        .into_iter()
+        .filter_map(|path| {
+            let bytes = std::fs::read(&path).ok()?;
+            Some((path, cut(&bytes)))
+        })
+        .collect()
+}
+
+/// The project's `.offcode/agents/*.md`, read through the sandbox.
+fn project_files(sandbox: &Sandbox) -> Vec<(PathBuf, String)> {
+    const DIR: &str = ".offcode/agents";
+    let Ok(entries) = std::fs::read_dir(sandbox.root().join(DIR)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| is_markdown(Path::new(n)))
+        .collect();
+    names.sort();
+    names
+        .into_iter()
+        .filter_map(|name| {
+            let relative = format!("{DIR}/{name}");
+            let bytes = sandbox.read(&relative).ok()?;
+            Some((PathBuf::from(relative), cut(&bytes)))
+        })
+        .collect()
+}
+
+fn is_markdown(path: &Path) -> bool {
+    path.extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("md"))
+}
+
+fn cut(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FILE_BYTES)]).into_owned()
+}
+
+/// Commands `plan` and `explore` may run: plain reads.
+const READ_ONLY_COMMANDS: &[&str] = &[
+    "ls *",
+    "cat *",
+    "head *",
+    "tail *",
+    "wc *",
+    "grep *",
+    "rg *",
+    "pwd",
+    "echo *",
+    "tree *",
+    "file *",
+    "stat *",
+    "du *",
+    "git status*",
+    "git diff*",
+    "git log*",
+    "git show*",
+    "git branch",
+    "git blame *",
+];
+
+/// Permissions of an agent that only reads.
+fn read_only_permission() -> Value {
+    let mut bash = serde_json::Map::new();
+    bash.insert("*".to_owned(), json!("deny"));
+    for command in READ_ONLY_COMMANDS {
+        bash.insert((*command).to_owned(), json!("allow"));
+    }
+    json!({ "edit": "deny", "task": "deny", "bash": bash })
+}
+
+fn built_in() -> Vec<Profile> {
+    let read_only_tools: BTreeMap<String, bool> = ["write", "edit", "patch"]
+        .into_iter()
+        .map(|t| (t.to_owned(), false))
+        .collect();
+    let profile = |name: &str, mode: Mode, description: &str, prompt: &str| Profile {
+        description: description.to_owned(),
+        prompt: prompt.to_owned(),
+        ..Profile::blank(name, mode, Origin::BuiltIn)
+    };
+    vec![
+        profile(
+            "build",
+            Mode::Primary,
+            "The default agent: reads, changes files and runs commands to do the task.",
+            "",
+        ),
+        Profile {
+            tools: read_only_tools.clone(),
+            permission: Some(read_only_permission()),
+            ..profile(
+                "plan",
+                Mode::Primary,
+                "Plans without changing anything: reads and searches, runs only plain read-only commands, and says what it would change.",
+                "You are in plan mode. You cannot change files and may run only plain read-only commands. Study what the task needs, then answer with a plan: which files you would change, how, and why, in order. Do not claim to have changed anything.",
+            )
+        },
+        profile(
+            "general",
+            Mode::Subagent,
+            "A general agent for a self-contained part of a larger task; it can change files and run commands.",
+            "You are a subagent working on one part of a larger task. Do it, then answer with what you did and found, briefly, for the agent that asked.",
+        ),
+        Profile {
+            tools: read_only_tools,
+            permission: Some(read_only_permission()),
+            ..profile(
+                "explore",
+                Mode::Subagent,
+                "Explores the code without changing it: finds files, searches, reads, and reports what it found.",
+                "You are a subagent that explores code without changing it. Search and read what the question needs, then answer with what you found: paths, line numbers and the facts asked for.",
+            )
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests;

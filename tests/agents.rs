@@ -1,0 +1,274 @@
+//! Agent profiles, as a user meets them: `--agent plan` changes nothing,
+//! an agent of one's own from a Markdown file brings its model, sampling,
+//! prompt and rules, a repository's agent cannot loosen anything, and the
+//! session remembers the agent. Each test checks the effect on disk and
+//! what the server was sent.
+
+use serde_json::{Value, json};
+
+use crate::support::{MockServer, Workspace, chunks, mock, run, sse};
+
+/// The tool names a chat request offered.
+fn offered(body: &Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The system message of a chat request.
+fn system(body: &Value) -> String {
+    body["messages"][0]["content"].as_str().unwrap().to_owned()
+}
+
+/// Every tool result a chat request carried.
+fn results(body: &Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// A mock whose model makes `calls` and then answers `Done.`.
+fn calling(calls: &[(&str, &str, Value)]) -> MockServer {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer("", calls)));
+    server.push(sse(&chunks::text_answer("Done.")));
+    server
+}
+
+fn write_agent(dir: &std::path::Path, name: &str, text: &str) {
+    std::fs::create_dir_all(dir).unwrap();
+    std::fs::write(dir.join(format!("{name}.md")), text).unwrap();
+}
+
+#[test]
+fn the_plan_agent_changes_no_file_and_runs_no_command_that_writes() {
+    let server = calling(&[
+        (
+            "c1",
+            "write",
+            json!({"path": "notes.txt", "content": "planned"}),
+        ),
+        ("c2", "bash", json!({"command": "touch made-by-plan"})),
+        ("c3", "bash", json!({"command": "ls > listing.txt"})),
+        ("c4", "read", json!({"path": "hello.txt"})),
+    ]);
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("hello.txt"), "hello\n").unwrap();
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "--agent",
+            "plan",
+            "--yes",
+            "--model",
+            "mock-model",
+            "plan it",
+        ],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    for made in ["notes.txt", "made-by-plan", "listing.txt"] {
+        assert!(!ws.root.join(made).exists(), "{made} was made");
+    }
+    let bodies = server.chat_bodies();
+    let tools = offered(&bodies[0]);
+    assert!(tools.contains(&"read".to_owned()), "{tools:?}");
+    for hidden in ["write", "edit", "patch"] {
+        assert!(!tools.contains(&hidden.to_owned()), "{hidden}: {tools:?}");
+    }
+    assert!(system(&bodies[0]).contains("You are in plan mode"));
+    let results = results(&bodies[1]);
+    assert!(
+        results[0].contains("not one of the `plan` agent's tools"),
+        "{results:?}"
+    );
+    assert!(
+        results[1].contains("denied by the rule agent `plan` (built in)"),
+        "{results:?}"
+    );
+    assert!(results[2].contains("denied"), "{results:?}");
+    assert!(
+        results[3].contains("hello"),
+        "reads still work: {results:?}"
+    );
+    assert!(
+        output.stderr.contains("offcode · plan · mock-model"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn an_agent_from_a_markdown_file_brings_its_model_sampling_prompt_and_rules() {
+    let server = calling(&[
+        ("c1", "bash", json!({"command": "touch denied-by-agent"})),
+        ("c2", "bash", json!({"command": "git status"})),
+    ]);
+    let ws = Workspace::new();
+    write_agent(
+        &ws.home.join(".config/offcode/agents"),
+        "reviewer",
+        "---\ndescription: Reviews the working tree\nmode: primary\nmodel: reviewer-model\ntemperature: 0.1\ntools:\n  write: false\npermission:\n  bash:\n    \"*\": deny\n    \"git status\": allow\n---\nYou review changes and never make them.\n",
+    );
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "--agent",
+            "reviewer",
+            "--model",
+            "mock-model",
+            "review",
+        ],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(!ws.root.join("denied-by-agent").exists());
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies[0]["model"], "reviewer-model");
+    assert_eq!(bodies[0]["temperature"], 0.1);
+    assert!(system(&bodies[0]).ends_with("You review changes and never make them."));
+    assert!(!offered(&bodies[0]).contains(&"write".to_owned()));
+    let results = results(&bodies[1]);
+    assert!(results[0].contains("denied"), "{results:?}");
+    // Allowed by the agent's rule without --yes (the config would ask).
+    assert!(!results[1].contains("denied"), "{results:?}");
+    assert!(!results[1].contains("needs approval"), "{results:?}");
+}
+
+#[test]
+fn an_agent_in_the_repository_cannot_loosen_the_rules() {
+    let ws = Workspace::new();
+    // A repository's own agent, and its change to `plan`, both allowing
+    // every command.
+    let dir = ws.root.join(".offcode/agents");
+    write_agent(
+        &dir,
+        "yolo",
+        "---\nmode: primary\npermission:\n  bash: allow\n  edit: allow\n---\nRun anything.\n",
+    );
+    write_agent(
+        &dir,
+        "plan",
+        "---\npermission:\n  bash: allow\n  edit: allow\n---\n",
+    );
+    for agent in ["yolo", "plan"] {
+        let server = calling(&[("c1", "bash", json!({"command": "touch by-repo"}))]);
+        // No --yes: an ask is refused, only an allow would run it.
+        let output = run(ws.offcode(
+            &server.base_url(),
+            &["run", "--agent", agent, "--model", "mock-model", "go"],
+        ));
+        assert_eq!(output.code, 0, "{agent}: {}", output.stderr);
+        assert!(!ws.root.join("by-repo").exists(), "{agent} ran it");
+        let results = results(&server.chat_bodies()[1]);
+        assert!(
+            results[0].contains("needs approval") || results[0].contains("denied"),
+            "{agent}: {results:?}"
+        );
+    }
+}
+
+#[test]
+fn the_managed_policy_still_denies_what_an_agent_allows() {
+    let ws = Workspace::new();
+    write_agent(
+        &ws.home.join(".config/offcode/agents"),
+        "free",
+        "---\nmode: primary\npermission:\n  bash: allow\n  edit: allow\n---\n",
+    );
+    std::fs::write(
+        ws.managed_policy(),
+        r#"{ "permission": { "bash": { "touch *": "deny" } } }"#,
+    )
+    .unwrap();
+    let server = calling(&[
+        ("c1", "bash", json!({"command": "touch managed-said-no"})),
+        ("c2", "bash", json!({"command": "mkdir agent-said-yes"})),
+    ]);
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--agent", "free", "--model", "mock-model", "go"],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(!ws.root.join("managed-said-no").exists());
+    // What the managed file does not cover, the agent's rule allows.
+    assert!(ws.root.join("agent-said-yes").is_dir(), "{}", output.stderr);
+}
+
+#[test]
+fn the_session_remembers_its_agent() {
+    let ws = Workspace::new();
+    let server = mock();
+    server.push(sse(&chunks::text_answer("First.")));
+    server.push(sse(&chunks::text_answer("Second.")));
+    let first = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--agent", "plan", "--model", "mock-model", "one"],
+    ));
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let session = std::fs::read_to_string(ws.session_files().pop().unwrap()).unwrap();
+    assert!(
+        session.contains(r#""type":"agent_change","agent":"plan""#),
+        "{session}"
+    );
+    let second = run(ws.offcode(&server.base_url(), &["run", "--continue", "--json", "two"]));
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert!(
+        second.stdout.contains(r#""agent":"plan""#),
+        "{}",
+        second.stdout
+    );
+    let bodies = server.chat_bodies();
+    assert!(!offered(&bodies[1]).contains(&"write".to_owned()));
+    assert!(system(&bodies[1]).contains("You are in plan mode"));
+}
+
+#[test]
+fn a_bad_agent_is_named_with_where_and_why_and_nothing_runs() {
+    let ws = Workspace::new();
+    write_agent(
+        &ws.root.join(".offcode/agents"),
+        "broken",
+        "---\nmode: primary\ntemperatur: 0.3\n---\nHi\n",
+    );
+    let server = mock();
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--model", "mock-model", "hello"],
+    ));
+    assert_eq!(output.code, 2, "{}", output.stderr);
+    assert!(
+        output.stderr.contains(
+            "Invalid agent `broken` in `.offcode/agents/broken.md` at line 3, column 1: unknown field `temperatur`"
+        ),
+        "{}",
+        output.stderr
+    );
+    std::fs::remove_file(ws.root.join(".offcode/agents/broken.md")).unwrap();
+    for (agent, why) in [
+        (
+            "nobody",
+            "there is no agent `nobody`; the agents to switch to are: build, plan",
+        ),
+        ("explore", "`explore` is a subagent"),
+    ] {
+        let output = run(ws.offcode(
+            &server.base_url(),
+            &["run", "--agent", agent, "--model", "mock-model", "hello"],
+        ));
+        assert_eq!(output.code, 2, "{}", output.stderr);
+        assert!(output.stderr.contains(why), "{}", output.stderr);
+    }
+    assert!(server.chat_bodies().is_empty(), "a request went out");
+    assert!(ws.session_files().is_empty(), "a session was started");
+}
