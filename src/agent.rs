@@ -21,6 +21,7 @@ mod startup;
 mod textcalls;
 mod todo;
 mod turn;
+mod validate;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -149,6 +149,32 @@ pub enum ToolCallMode {
     Text,
 }
 
+/// Checking the work after a turn that changed files.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ValidateConfig {
+    /// Whether to validate at all.
+    pub enabled: bool,
+    /// Commands run in order, each through the permission rules and
+    /// confinement; unset, the project type's default.
+    pub commands: Option<Vec<String>>,
+    /// Validations in one turn before it ends as incomplete.
+    pub attempts: u32,
+    /// Time one command may take.
+    pub timeout_ms: u64,
+}
+
+impl Default for ValidateConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            commands: None,
+            attempts: 3,
+            timeout_ms: 600_000,
+        }
+    }
+}
+
 /// TLS for `https://` endpoints.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -199,6 +225,8 @@ pub struct Config {
     pub timeouts: TimeoutsConfig,
     /// How shell commands are confined.
     pub sandbox: SandboxConfig,
+    /// Validation after a turn that changed files.
+    pub validate: ValidateConfig,
 }
 
 impl Default for Config {
@@ -220,6 +248,7 @@ impl Default for Config {
             retry: RetryConfig::default(),
             timeouts: TimeoutsConfig::default(),
             sandbox: SandboxConfig::default(),
+            validate: ValidateConfig::default(),
         }
     }
 }
@@ -383,6 +412,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         // By position, not by prefix: run from $HOME, the global config
         // lies under the working directory but is still the user's own.
         let is_project = explicit.as_ref() != Some(&path) && project_files.contains(&path);
+        validate_layer(&mut layer);
         sandbox_layer(&mut layer, is_project).map_err(|message| Error::Invalid {
             path: path.clone(),
             line: None,
@@ -450,6 +480,25 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         agent_layers,
         merged,
     })
+}
+
+/// Reads the short forms of `validate`: a command (`"cargo test"`), a
+/// list of them, or `false`.
+fn validate_layer(layer: &mut Map<String, Value>) {
+    let Some(validate) = layer.get_mut("validate") else {
+        return;
+    };
+    match validate {
+        Value::String(_) | Value::Array(_) => {
+            let commands = match validate.take() {
+                Value::String(command) => json!([command]),
+                list => list,
+            };
+            *validate = json!({ "commands": commands });
+        }
+        Value::Bool(enabled) => *validate = json!({ "enabled": *enabled }),
+        _ => {}
+    }
 }
 
 /// Reads `"sandbox": "off"` as `{"mode": "off"}`, and refuses what a

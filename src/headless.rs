@@ -5,6 +5,7 @@
 //! streams as it arrives. `--json` prints every event as one JSON object per
 //! line. Approval requests are answered here: yes with `--yes`, else no.
 
+use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::time::{Duration, Instant};
 
@@ -277,6 +278,34 @@ struct TextPrinter {
 }
 
 impl TextPrinter {
+    /// `→ validate cargo test (Cargo.toml)`, then `✓ passed in 3.1 s` or
+    /// `✗ 2 failed` with the start of what failed.
+    fn validation(&mut self, event: &crate::protocol::ValidationEvent) {
+        use crate::protocol::ValidationStatus;
+        let s = self.style;
+        let line = match event.status {
+            ValidationStatus::Running => format!(
+                "{}→ validate{} {} {}({}){}",
+                s.cyan, s.reset, event.command, s.dim, event.from, s.reset
+            ),
+            ValidationStatus::Passed => format!("  {}✓{} {}", s.green, s.reset, event.summary),
+            ValidationStatus::Failed => {
+                let mut text = format!(
+                    "  {}✗{} {} (attempt {}; sent to the model)",
+                    s.red, s.reset, event.summary, event.attempt
+                );
+                for line in event.output.lines().take(8) {
+                    let _ = write!(text, "\n    {}{line}{}", s.dim, s.reset);
+                }
+                text
+            }
+            ValidationStatus::NotRun => {
+                format!("  {}⊘ not run:{} {}", s.yellow, s.reset, event.summary)
+            }
+        };
+        self.progress(&line);
+    }
+
     fn progress(&mut self, line: &str) {
         self.end_reasoning();
         let _ = writeln!(std::io::stderr(), "{line}");
@@ -354,6 +383,7 @@ impl TextPrinter {
             EventMsg::ModelChanged { model, .. } => {
                 self.progress(&format!("{}model: {model}{}", s.dim, s.reset));
             }
+            EventMsg::Validation(event) => self.validation(event),
             EventMsg::AgentChanged { agent, model } => {
                 self.progress(&format!("{}agent: {agent} · {model}{}", s.dim, s.reset));
             }

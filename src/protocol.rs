@@ -232,6 +232,8 @@ pub enum EventMsg {
     },
     /// The answer to [`Op::ListModels`].
     ModelList(ModelListEvent),
+    /// A validation command started or ended.
+    Validation(ValidationEvent),
     /// The session's agent profile changed.
     AgentChanged {
         /// The agent's name.
@@ -288,6 +290,39 @@ pub struct SessionConfiguredEvent {
     /// The todo list restored from the session file.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<TodoItem>,
+}
+
+/// Where a validation stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ValidationStatus {
+    /// Started.
+    Running,
+    /// Exited 0.
+    Passed,
+    /// Failed; its output went to the model.
+    Failed,
+    /// Refused or aborted.
+    NotRun,
+}
+
+/// Payload of [`EventMsg::Validation`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ValidationEvent {
+    /// The command.
+    pub command: String,
+    /// Where it came from: the config's `validate`, `Cargo.toml`, ...
+    pub from: String,
+    /// The turn's validation it belongs to, from 1.
+    pub attempt: u32,
+    /// Where it stands.
+    pub status: ValidationStatus,
+    /// `passed in 3.1 s`, `2 failed`, `3 errors`, or why it did not run.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub summary: String,
+    /// A failure's output, failing part first.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub output: String,
 }
 
 /// One agent in an [`EventMsg::AgentList`].

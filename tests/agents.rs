@@ -272,3 +272,39 @@ fn a_bad_agent_is_named_with_where_and_why_and_nothing_runs() {
     assert!(server.chat_bodies().is_empty(), "a request went out");
     assert!(ws.session_files().is_empty(), "a session was started");
 }
+
+#[test]
+fn an_agent_in_the_config_file_works_and_a_bad_one_is_named() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "agent": { "terse": { "mode": "primary", "prompt": "Answer in one line.", "top_p": 0.5 } } }"#,
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&chunks::text_answer("One line.")));
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--agent", "terse", "--model", "mock-model", "hi"],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let body = &server.chat_bodies()[0];
+    assert!(system(body).ends_with("Answer in one line."));
+    assert_eq!(body["top_p"], 0.5);
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "agent": { "terse": { "top_p": 3 } } }"#,
+    )
+    .unwrap();
+    let output = run(ws.offcode(&server.base_url(), &["run", "--model", "mock-model", "hi"]));
+    assert_eq!(output.code, 2, "{}", output.stderr);
+    assert!(
+        output.stderr.contains("Invalid agent `terse` in `")
+            && output
+                .stderr
+                .contains("offcode.jsonc`: `top_p` must be above 0 and at most 1, not 3"),
+        "{}",
+        output.stderr
+    );
+    assert_eq!(server.chat_bodies().len(), 1, "a request went out");
+}

@@ -26,3 +26,4 @@ mod support;
 mod trust;
 mod ui_lines;
 mod ui_tmux;
+mod validate;

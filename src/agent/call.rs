@@ -37,13 +37,7 @@ impl AgentState {
         let output = match self.permit(id, call, arguments, cancel).await {
             Ok(permit) => {
                 self.set_state(id, TurnState::ToolRunning);
-                let context = ToolContext {
-                    sandbox: Arc::clone(&self.sandbox),
-                    cancel: cancel.clone(),
-                    allow_clobber: permit.clobbers,
-                    shell: Arc::clone(&self.shell),
-                    unconfined: permit.unconfined,
-                };
+                let context = self.tool_context(permit, cancel);
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.
                 let (output, outcome) = tokio::select! {
@@ -76,6 +70,21 @@ impl AgentState {
             self.todos_changed(id);
         }
         (output, outcome)
+    }
+
+    /// What a permitted call runs with.
+    pub(super) fn tool_context(
+        &self,
+        permit: super::permit::Permit,
+        cancel: &Cancel,
+    ) -> ToolContext {
+        ToolContext {
+            sandbox: Arc::clone(&self.sandbox),
+            cancel: cancel.clone(),
+            allow_clobber: permit.clobbers,
+            shell: Arc::clone(&self.shell),
+            unconfined: permit.unconfined,
+        }
     }
 
     /// The reads of this session whose results the model has in front of

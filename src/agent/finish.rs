@@ -18,6 +18,10 @@ pub(super) struct Calls {
     pub(super) deferred: Vec<String>,
     /// Calls that ran and failed: the name and the error.
     pub(super) failed: Vec<(String, String)>,
+    /// A write, edit or patch worked.
+    pub(super) changed: bool,
+    /// A command ran, and may have changed files.
+    pub(super) ran_command: bool,
 }
 
 /// What a turn still owes.
@@ -219,7 +223,7 @@ mod tests {
         owed.after_step(Calls {
             ran: vec!["read".into()],
             deferred: vec!["write".into(), "todowrite".into()],
-            failed: vec![],
+            ..Calls::default()
         });
         // The todo list held back is not owed; the write is.
         assert_eq!(owed.deferred, ["write"]);

@@ -15,6 +15,7 @@ use super::permit::Permits;
 use super::repeat::Repetition;
 use super::request::Request;
 use super::textcalls::{HeldNotice, StepText};
+use super::validate::{Validation, Verdict};
 use super::{Queued, Shared, lock};
 
 use crate::cancel::Cancel;
@@ -67,6 +68,8 @@ pub(super) struct AgentState {
     pub(super) budget: Budget,
     /// Whether each call may run.
     pub(super) permits: Permits,
+    /// The user was told that nothing validates this project.
+    pub(super) said_no_validation: bool,
 }
 
 impl AgentState {
@@ -102,6 +105,7 @@ impl AgentState {
             listed,
             shared,
             session: setup.session,
+            said_no_validation: false,
         };
         state.start_agent(&wanted);
         state
@@ -302,11 +306,30 @@ impl AgentState {
         }
         let mut told = false;
         let mut owed = Owed::default();
+        let mut validation = Validation::new();
         for _ in 0..self.config.max_steps {
             match self.step(id, cancel).await {
                 Step::Final(text) => {
                     let Some(undone) = owed.undone(&text, self.request.tools()) else {
-                        return (TurnStatus::Done, Some(text));
+                        match self.validate(id, &mut validation, cancel).await {
+                            Verdict::NotRun if cancel.is_cancelled() => {
+                                return (TurnStatus::Aborted, Some(text));
+                            }
+                            // Refused: the user knows it was not checked.
+                            Verdict::Done | Verdict::NotRun => {
+                                return (TurnStatus::Done, Some(text));
+                            }
+                            Verdict::GaveUp(why) => {
+                                self.warn(id, &format!("The task is not done: {why}"));
+                                return (TurnStatus::Incomplete, Some(text));
+                            }
+                            Verdict::Retry(note) => {
+                                if !self.validation_note(id, &note) {
+                                    return (TurnStatus::Failed, None);
+                                }
+                                continue;
+                            }
+                        }
                     };
                     let what = undone.what;
                     // Told once what went wrong, the model tries again;
@@ -330,7 +353,11 @@ impl AgentState {
                         return (status, None);
                     }
                 }
-                Step::Continue(calls) => owed.after_step(calls),
+                Step::Continue(calls) => {
+                    validation.changed |= calls.changed;
+                    validation.ran_command |= calls.ran_command;
+                    owed.after_step(calls);
+                }
                 Step::End(status) => return (status, None),
             }
         }
@@ -509,6 +536,14 @@ impl AgentState {
                 self.not_yet(id, call, &tool_calls[..first])
             } else {
                 let (output, outcome) = self.run_call(id, call, recovered, cancel).await;
+                let ran = matches!(outcome, CallOutcome::Ok | CallOutcome::Failed);
+                match crate::tools::effect(&call.name) {
+                    crate::tools::Effect::ChangesFiles => {
+                        calls.changed |= outcome == CallOutcome::Ok;
+                    }
+                    crate::tools::Effect::RunsCommands => calls.ran_command |= ran,
+                    _ => {}
+                }
                 if outcome == CallOutcome::Failed {
                     calls
                         .failed

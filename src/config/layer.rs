@@ -64,6 +64,34 @@ pub struct FileLayer {
     permission: Option<crate::policy::PermissionValue>,
     dangerous: Option<crate::policy::DangerousValue>,
     commands: Option<Value>,
+    /// Checked by [`crate::agents`], which names the agent and the key.
+    agent: Option<serde_json::Map<String, Value>>,
+    validate: Option<ValidateLayer>,
+}
+
+/// `"validate": "cargo test"`, a list of commands, `false`, or the
+/// object form.
+#[derive(Debug, Deserialize)]
+#[serde(
+    untagged,
+    expecting = "a command, a list of commands, true or false, or an object with `enabled`, `commands`, `attempts`, `timeout_ms`"
+)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+enum ValidateLayer {
+    Command(NonEmpty),
+    Commands(Vec<NonEmpty>),
+    Enabled(bool),
+    Keys(ValidateKeys),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+struct ValidateKeys {
+    enabled: Option<bool>,
+    commands: Option<Vec<NonEmpty>>,
+    attempts: Option<Positive>,
+    timeout_ms: Option<Positive>,
 }
 
 /// `"sandbox": "off"` or the object form.

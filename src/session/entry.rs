@@ -34,6 +34,15 @@ pub enum EntryBody {
         /// The model's id.
         model: String,
     },
+    /// A validation command ran.
+    Validation {
+        /// The command.
+        command: String,
+        /// Whether it passed.
+        ok: bool,
+        /// `passed in 3.1 s`, `2 failed`, ...
+        summary: String,
+    },
     /// The agent profile was switched.
     AgentChange {
         /// The agent's name.

@@ -24,6 +24,67 @@ pub fn tool_begin(name: &str, subject: &str, width: usize) -> Line {
         .with(Role::Code, truncate(&one_line(subject), room))
 }
 
+/// A validation: `VALIDATE cargo test  (Cargo.toml)` when it starts;
+/// `  ✓ passed in 3.1 s` or `  ✗ 2 failed` with the first lines of what
+/// failed when it ends.
+pub fn validation(event: &crate::protocol::ValidationEvent, width: usize) -> Vec<Line> {
+    use crate::protocol::ValidationStatus;
+    let room = width.saturating_sub(4);
+    match event.status {
+        ValidationStatus::Running => {
+            let head = format!("VALIDATE {}  ({})", event.command, event.from);
+            vec![
+                Line::new()
+                    .with(Role::Label, "VALIDATE ")
+                    .with(Role::Code, event.command.clone())
+                    .with(Role::Dim, format!("  ({})", event.from)),
+            ]
+            .into_iter()
+            .map(|line| {
+                if head.width() > width {
+                    tail(&line, width)
+                } else {
+                    line
+                }
+            })
+            .collect()
+        }
+        ValidationStatus::Passed => vec![
+            Line::new()
+                .with(Role::Ok, "  ✓ ")
+                .with(Role::Dim, truncate(&event.summary, room)),
+        ],
+        ValidationStatus::Failed => {
+            let mut lines = vec![
+                Line::new()
+                    .with(Role::Error, "  ✗ ")
+                    .with(
+                        Role::Text,
+                        truncate(&event.summary, room.saturating_sub(20)),
+                    )
+                    .with(Role::Dim, " · sent to the model"),
+            ];
+            let shown: Vec<&str> = event.output.lines().take(FOLD_LINES).collect();
+            for line in &shown {
+                lines.push(Line::new().with(Role::Dim, format!("    {}", truncate(line, room))));
+            }
+            let more = event.output.lines().count().saturating_sub(shown.len());
+            if more > 0 {
+                lines.push(Line::new().with(
+                    Role::Dim,
+                    format!("    … {}", crate::protocol::count(more, "more line")),
+                ));
+            }
+            lines
+        }
+        ValidationStatus::NotRun => vec![
+            Line::new()
+                .with(Role::Warning, "  ⊘ not run: ")
+                .with(Role::Dim, truncate(&event.summary, room.saturating_sub(12))),
+        ],
+    }
+}
+
 /// How many lines of a tool's output are shown before folding.
 pub const FOLD_LINES: usize = 4;
 
@@ -368,6 +429,53 @@ mod tests {
         assert_eq!(
             painted,
             "\x1b[1;33m  [~] \x1b[0m\x1b[1m修复 parser 的边界条件\x1b[0m"
+        );
+    }
+
+    #[test]
+    fn a_validation_shows_its_command_then_how_it_came_out() {
+        use crate::protocol::{ValidationEvent, ValidationStatus};
+        let event = |status, summary: &str, output: &str| ValidationEvent {
+            command: "cargo test".into(),
+            from: "Cargo.toml".into(),
+            attempt: 1,
+            status,
+            summary: summary.into(),
+            output: output.into(),
+        };
+        let plain = |lines: Vec<Line>| lines.iter().map(Line::plain).collect::<Vec<_>>();
+        assert_eq!(
+            plain(validation(&event(ValidationStatus::Running, "", ""), 80)),
+            ["VALIDATE cargo test  (Cargo.toml)"]
+        );
+        assert_eq!(
+            plain(validation(
+                &event(ValidationStatus::Passed, "passed in 2.5 s", ""),
+                80
+            )),
+            ["  ✓ passed in 2.5 s"]
+        );
+        let output = "error[E0308]: mismatched types\n --> src/lib.rs:2:5\n  |\n2 |     \"two\"\n  |     ^^^^^ expected `i32`\n[exit code: 101]";
+        assert_eq!(
+            plain(validation(
+                &event(ValidationStatus::Failed, "1 error", output),
+                80
+            )),
+            [
+                "  ✗ 1 error · sent to the model",
+                "    error[E0308]: mismatched types",
+                "     --> src/lib.rs:2:5",
+                "      |",
+                "    2 |     \"two\"",
+                "    … 2 more lines",
+            ]
+        );
+        assert_eq!(
+            plain(validation(
+                &event(ValidationStatus::NotRun, "the user declined", ""),
+                80
+            )),
+            ["  ⊘ not run: the user declined"]
         );
     }
 

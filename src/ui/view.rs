@@ -203,8 +203,29 @@ impl View {
         }
     }
 
+    fn tool_begin(&mut self, call: &crate::protocol::ToolCallBeginEvent) {
+        let width = self.width;
+        self.end_reasoning();
+        self.end_block("PLAN");
+        let subject = crate::tools::subject(&call.name, &call.arguments).unwrap_or("");
+        if call.recovered {
+            // Read from the model's text: the server did not parse it.
+            const MARK: &str = " (from text)";
+            let line = render::tool_begin(&call.name, subject, width.saturating_sub(MARK.len()));
+            self.commit(line.with(Role::Dim, MARK));
+        } else {
+            self.commit(render::tool_begin(&call.name, subject, width));
+        }
+    }
+
+    /// The agent switched or listed; a validation ran.
     fn agent_event(&mut self, msg: &EventMsg) {
         match msg {
+            EventMsg::Validation(event) => {
+                self.end_reasoning();
+                self.end_block("PLAN");
+                self.committed.extend(render::validation(event, self.width));
+            }
             // The status line says it; a line in the scrollback would land
             // where the editor is being drawn again (Shift+Tab).
             EventMsg::AgentChanged { agent, model } => {
@@ -224,7 +245,11 @@ impl View {
         let width = self.width;
         match msg {
             EventMsg::SessionConfigured(configured) => self.configured(configured),
-            EventMsg::AgentChanged { .. } | EventMsg::AgentList { .. } => self.agent_event(msg),
+            EventMsg::AgentChanged { .. }
+            | EventMsg::AgentList { .. }
+            | EventMsg::Validation(_) => {
+                self.agent_event(msg);
+            }
             EventMsg::TurnStarted { text } => {
                 self.shell = text.starts_with('!');
                 self.previewed.clear();
@@ -265,20 +290,7 @@ impl View {
                     "ANSWER"
                 });
             }
-            EventMsg::ToolCallBegin(call) => {
-                self.end_reasoning();
-                self.end_block("PLAN");
-                let subject = crate::tools::subject(&call.name, &call.arguments).unwrap_or("");
-                if call.recovered {
-                    // Read from the model's text: the server did not parse it.
-                    const MARK: &str = " (from text)";
-                    let line =
-                        render::tool_begin(&call.name, subject, width.saturating_sub(MARK.len()));
-                    self.commit(line.with(Role::Dim, MARK));
-                } else {
-                    self.commit(render::tool_begin(&call.name, subject, width));
-                }
-            }
+            EventMsg::ToolCallBegin(call) => self.tool_begin(call),
             EventMsg::ToolCallEnd(end) => self.tool_end(end),
             EventMsg::ApprovalRequest(request) => {
                 if request.preview.is_some() {
