@@ -5,7 +5,7 @@
 //! ending makes the turn incomplete.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use crate::client::inline::unrun_call;
+use crate::client::inline::unrun_call_as;
 use crate::client::wire::ToolSpec;
 use crate::tools::{Effect, effect};
 
@@ -73,8 +73,14 @@ impl Owed {
     }
 
     /// What `text`, a final answer, leaves undone, if anything.
-    pub(super) fn undone(&self, text: &str, tools: &[ToolSpec]) -> Option<Undone> {
-        if let Some(note) = unrun_call(text, tools) {
+    /// `withheld`: tools that exist but are not the agent's.
+    pub(super) fn undone(
+        &self,
+        text: &str,
+        tools: &[ToolSpec],
+        withheld: &[String],
+    ) -> Option<Undone> {
+        if let Some(note) = unrun_call_as(text, tools, withheld) {
             return Some(Undone {
                 note,
                 what: "a call it wrote but did not send in a form offcode can run",
@@ -242,13 +248,13 @@ mod tests {
             failed: vec![("read".into(), "Error: not found".into())],
             ..Calls::default()
         });
-        let undone = owed.undone("", &[]).expect("owed");
+        let undone = owed.undone("", &[], &[]).expect("owed");
         assert_eq!(undone.what, "no word after a call that failed");
-        assert!(owed.undone("The file does not exist.", &[]).is_none());
+        assert!(owed.undone("The file does not exist.", &[], &[]).is_none());
         owed.after_step(Calls {
             ran: vec!["read".into()],
             ..Calls::default()
         });
-        assert!(owed.undone("", &[]).is_none());
+        assert!(owed.undone("", &[], &[]).is_none());
     }
 }

@@ -15,6 +15,16 @@ impl AgentState {
         self.agent.model.as_deref().unwrap_or(&self.session.model)
     }
 
+    /// Tools offcode has that this agent is not offered.
+    pub(super) fn withheld_tools(&self) -> Vec<String> {
+        self.tools
+            .specs()
+            .into_iter()
+            .map(|spec| spec.function.name)
+            .filter(|name| !self.agent.offers(name))
+            .collect()
+    }
+
     /// Makes `profile` the agent: its prompt, tools, rules and sampling.
     pub(super) fn adopt_agent(&mut self, profile: Profile) -> Result<(), String> {
         let rules = AgentRules::new(

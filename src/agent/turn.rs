@@ -310,7 +310,8 @@ impl AgentState {
         for _ in 0..self.config.max_steps {
             match self.step(id, cancel).await {
                 Step::Final(text) => {
-                    let Some(undone) = owed.undone(&text, self.request.tools()) else {
+                    let withheld = self.withheld_tools();
+                    let Some(undone) = owed.undone(&text, self.request.tools(), &withheld) else {
                         match self.validate(id, &mut validation, cancel).await {
                             Verdict::NotRun if cancel.is_cancelled() => {
                                 return (TurnStatus::Aborted, Some(text));

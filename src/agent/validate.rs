@@ -284,7 +284,7 @@ impl AgentState {
         let permit = match self.permit(id, &call, arguments, cancel).await {
             Ok(permit) => permit,
             Err(refusal) => {
-                let why = refusal.output.trim_start_matches("Error: ").to_owned();
+                let why = refusal_reason(&refusal.output).to_owned();
                 self.emit(
                     id,
                     event(ValidationStatus::NotRun, why.clone(), String::new()),
@@ -338,6 +338,15 @@ impl AgentState {
         };
         self.record(id, entry).is_ok()
     }
+}
+
+/// Why a call was refused, for the user: the reason inside a refusal's
+/// text, without the words meant for the model.
+fn refusal_reason(text: &str) -> &str {
+    let text = text.trim_start_matches("Error: ");
+    text.split_once(" was not run (")
+        .and_then(|(_, rest)| rest.rsplit_once(")."))
+        .map_or(text, |(why, _)| why)
 }
 
 /// What failed, in a few words: `2 failed`, `3 errors`, `exit code 1`.

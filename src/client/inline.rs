@@ -528,5 +528,5 @@ mod hold;
 #[cfg(test)]
 mod tests;
 
-pub use calls::{describe_tools, unrun_call};
+pub use calls::{describe_tools, unrun_call, unrun_call_as};
 use hold::Hold;

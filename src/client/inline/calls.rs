@@ -459,6 +459,12 @@ fn has_type(value: &Value, kind: Option<&Value>) -> bool {
 /// that does not exist, or a `<tool_call>` block that did not parse. Says
 /// which, in words the model can act on.
 pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
+    unrun_call_as(text, tools, &[])
+}
+
+/// [`unrun_call`], where `withheld` are tools that exist but are not this
+/// agent's (`plan` has no `write`): a call to one is told as such.
+pub fn unrun_call_as(text: &str, tools: &[ToolSpec], withheld: &[String]) -> Option<String> {
     /// Objects looked at; a longer answer is not searched further.
     const MAX_OBJECTS: usize = 64;
     let schemas: HashMap<String, Value> = tools
@@ -479,7 +485,7 @@ pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
         if let Some(call) = bare_call(&value, &schemas) {
             well_formed.get_or_insert(call.name);
         } else if misfit.is_none() {
-            misfit = misfit_call(&value, &schemas, only_objects);
+            misfit = misfit_call(&value, &schemas, only_objects, withheld);
         }
     }
     // In a message of nothing but calls, one that does not fit is why
@@ -518,6 +524,7 @@ fn misfit_call(
     value: &Value,
     schemas: &HashMap<String, Value>,
     only_objects: bool,
+    withheld: &[String],
 ) -> Option<String> {
     let object = value.as_object()?;
     if !object.contains_key("arguments") && !object.contains_key("parameters") {
@@ -525,6 +532,11 @@ fn misfit_call(
     }
     let (name, arguments) = name_and_arguments(value)?;
     let Some(schema) = schemas.get(&name) else {
+        if withheld.contains(&name) {
+            return Some(format!(
+                "Your last message calls `{name}`, which you do not have here, so nothing was run. Do the task with the tools you have; if it needs `{name}`, answer in words with what you would do instead."
+            ));
+        }
         if !only_objects {
             return None;
         }

@@ -544,6 +544,32 @@ fn a_bare_call_with_a_key_its_tool_does_not_take_is_not_run() {
 }
 
 #[test]
+fn a_call_to_a_tool_the_agent_lacks_is_told_as_such() {
+    let tools = tools();
+    let text =
+        "```json\n{\"name\": \"write\", \"arguments\": {\"path\": \"a\", \"content\": \"b\"}}\n```";
+    let told = unrun_call_as(text, &tools, &["write".to_owned()]).expect("told");
+    assert!(
+        told.starts_with("Your last message calls `write`, which you do not have here")
+            && told.contains("answer in words"),
+        "{told}"
+    );
+    // Also amid words: the name says what was meant.
+    let told = unrun_call_as(
+        &format!("I will write it:\n{text}\nDone."),
+        &tools,
+        &["write".to_owned()],
+    );
+    assert!(told.is_some_and(|t| t.contains("which you do not have here")));
+    // Without an agent that lacks it, still a tool that does not exist.
+    assert!(
+        unrun_call(text, &tools)
+            .unwrap()
+            .contains("there is no tool by that name")
+    );
+}
+
+#[test]
 fn a_call_that_cannot_be_run_says_what_is_wrong() {
     let tools = tools();
     // A small model's edit with grep's arguments, the whole message.
