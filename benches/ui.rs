@@ -139,6 +139,7 @@ fn main() {
                 diff: format!("--- /dev/null\n+++ b/src/lib.rs\n@@ -0,0 +1,200 @@\n{diff}"),
             }],
         }),
+        agent: None,
     };
     let mut samples = Vec::new();
     for _ in 0..500 {

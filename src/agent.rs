@@ -18,6 +18,7 @@ mod repeat;
 mod request;
 mod shell;
 mod startup;
+mod task;
 mod textcalls;
 mod todo;
 mod turn;
@@ -65,6 +66,9 @@ pub struct AgentSetup {
     /// The agent to start with (`--agent`); else the session's, else
     /// `build`.
     pub agent: Option<String>,
+    /// 0 for the session's own core; 1 for a subagent's (which gets no
+    /// `task` tool).
+    pub depth: u32,
 }
 
 /// Sends ops to a running core. Cheap to clone.

@@ -122,7 +122,8 @@ pub fn sessions(args: &SessionsArgs, environment: &Environment) -> Result<u8, Fa
         .list()
         .map_err(|e| Failure::new(&e, EXIT_FAILED))?
         .into_iter()
-        .filter(|s| args.all || s.meta.cwd == cwd)
+        // Subagents' sessions belong to their parents'.
+        .filter(|s| (args.all || s.meta.cwd == cwd) && s.meta.parent.is_none())
         .collect();
     if args.json {
         let rows: Vec<_> = summaries

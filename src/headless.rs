@@ -186,6 +186,15 @@ struct Style {
 }
 
 impl Style {
+    /// `✓` in green for a call that worked, `✗` in red for one that did not.
+    fn mark(self, ok: bool) -> (&'static str, &'static str) {
+        if ok {
+            ("✓", self.green)
+        } else {
+            ("✗", self.red)
+        }
+    }
+
     fn new(enabled: bool) -> Self {
         if enabled {
             Self {
@@ -306,6 +315,32 @@ impl TextPrinter {
         self.progress(&line);
     }
 
+    /// A subagent's calls and problems, indented under its `task` line.
+    fn subagent(&mut self, sub: &crate::protocol::SubagentEvent) {
+        let s = self.style;
+        let line = match sub.event.as_ref() {
+            EventMsg::ToolCallBegin(call) => format!(
+                "  │ {}{}{} {}→ {}{} {}",
+                s.dim,
+                sub.agent,
+                s.reset,
+                s.cyan,
+                call.name,
+                s.reset,
+                describe_arguments(&call.name, &call.arguments)
+            ),
+            EventMsg::ToolCallEnd(end) => {
+                let (mark, colour) = s.mark(end.outcome.ok());
+                format!("  │   {colour}{mark}{} {}", s.reset, end.summary)
+            }
+            EventMsg::Warning { message } | EventMsg::Error { message, .. } => {
+                format!("  │ {}{}: {message}{}", s.yellow, sub.agent, s.reset)
+            }
+            _ => return,
+        };
+        self.progress(&line);
+    }
+
     fn progress(&mut self, line: &str) {
         self.end_reasoning();
         let _ = writeln!(std::io::stderr(), "{line}");
@@ -354,11 +389,7 @@ impl TextPrinter {
                 describe_arguments(&call.name, &call.arguments)
             )),
             EventMsg::ToolCallEnd(end) => {
-                let (mark, colour) = if end.outcome.ok() {
-                    ("✓", s.green)
-                } else {
-                    ("✗", s.red)
-                };
+                let (mark, colour) = s.mark(end.outcome.ok());
                 self.progress(&format!("  {colour}{mark}{} {}", s.reset, end.summary));
             }
             EventMsg::PermissionDecision(decision) => {
@@ -384,6 +415,7 @@ impl TextPrinter {
                 self.progress(&format!("{}model: {model}{}", s.dim, s.reset));
             }
             EventMsg::Validation(event) => self.validation(event),
+            EventMsg::Subagent(sub) => self.subagent(sub),
             EventMsg::AgentChanged { agent, model } => {
                 self.progress(&format!("{}agent: {agent} · {model}{}", s.dim, s.reset));
             }

@@ -130,6 +130,18 @@ pub enum TurnStatus {
     Incomplete,
 }
 
+impl TurnStatus {
+    /// `done`, `failed`, `aborted`, `not done`.
+    pub fn words(self) -> &'static str {
+        match self {
+            Self::Done => "done",
+            Self::Failed => "failed",
+            Self::Aborted => "aborted",
+            Self::Incomplete => "not done",
+        }
+    }
+}
+
 /// Token counts reported by the server for one request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TokenUsage {
@@ -234,6 +246,8 @@ pub enum EventMsg {
     ModelList(ModelListEvent),
     /// A validation command started or ended.
     Validation(ValidationEvent),
+    /// Something a subagent did, as it happened.
+    Subagent(SubagentEvent),
     /// The session's agent profile changed.
     AgentChanged {
         /// The agent's name.
@@ -290,6 +304,19 @@ pub struct SessionConfiguredEvent {
     /// The todo list restored from the session file.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub todos: Vec<TodoItem>,
+}
+
+/// Payload of [`EventMsg::Subagent`]: one event of a subagent's core.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SubagentEvent {
+    /// The `task` call that started it.
+    pub call_id: String,
+    /// Its session's id.
+    pub child_session_id: String,
+    /// The agent.
+    pub agent: String,
+    /// What happened there.
+    pub event: Box<EventMsg>,
 }
 
 /// Where a validation stands.
@@ -577,6 +604,9 @@ pub struct ApprovalRequestEvent {
     /// out without making it (absent when the call would fail).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<ToolDisplay>,
+    /// The subagent whose call this is; none for the session's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 /// Payload of [`EventMsg::PermissionDecision`].

@@ -13,7 +13,9 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
-pub use entry::{AllowedRule, Compaction, Entry, EntryBody, Message, Meta, ToolCall, now_rfc3339};
+pub use entry::{
+    AllowedRule, Compaction, Entry, EntryBody, Message, Meta, ParentRef, ToolCall, now_rfc3339,
+};
 
 /// The session file format version written by this build.
 pub const FORMAT_VERSION: u32 = 1;
@@ -151,6 +153,27 @@ impl Store {
 
     /// Starts a new session.
     pub fn create(&self, cwd: &Path, model: &str, base_url: &str) -> Result<Session, Error> {
+        self.create_as(cwd, model, base_url, None)
+    }
+
+    /// Starts a subagent's session under `parent`'s `task` call.
+    pub fn create_child(
+        &self,
+        cwd: &Path,
+        model: &str,
+        base_url: &str,
+        parent: ParentRef,
+    ) -> Result<Session, Error> {
+        self.create_as(cwd, model, base_url, Some(parent))
+    }
+
+    fn create_as(
+        &self,
+        cwd: &Path,
+        model: &str,
+        base_url: &str,
+        parent: Option<ParentRef>,
+    ) -> Result<Session, Error> {
         std::fs::create_dir_all(&self.dir).map_err(io("create the directory of", &self.dir))?;
         let stamp = now_rfc3339();
         let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
@@ -174,6 +197,7 @@ impl Store {
             model: model.to_owned(),
             agent: crate::agents::DEFAULT.to_owned(),
             base_url: base_url.to_owned(),
+            parent,
         };
         let mut session = Session {
             id,
@@ -276,7 +300,11 @@ impl Store {
             let Some(meta) = read_meta(&path) else {
                 continue;
             };
-            if meta.cwd == cwd_text && best.as_ref().is_none_or(|(time, _)| modified > *time) {
+            // A subagent's session is resumed through its parent's.
+            if meta.cwd == cwd_text
+                && meta.parent.is_none()
+                && best.as_ref().is_none_or(|(time, _)| modified > *time)
+            {
                 best = Some((modified, meta.session_id));
             }
         }

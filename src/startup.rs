@@ -125,6 +125,7 @@ pub fn prepare(
         servers: crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref()),
         agents,
         agent: start.agent.clone(),
+        depth: 0,
     })
 }
 

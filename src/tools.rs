@@ -159,6 +159,10 @@ pub fn subject<'a>(tool: &str, arguments: &'a Value) -> Option<&'a str> {
 
 /// The argument naming what a call of `tool` acts on ([`Tool::SUBJECT`]).
 pub fn subject_key(tool: &str) -> Option<&'static str> {
+    // `task` is the core's, not a tool here: the subagent it starts.
+    if tool == "task" {
+        return Some("agent");
+    }
     built_in(tool)?.subject
 }
 

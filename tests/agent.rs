@@ -47,6 +47,7 @@ fn start_with(server: &MockServer, adjust: impl FnOnce(&mut offcode::config::Con
         servers: offcode::servers::ServerCache::default(),
         agents: offcode::agents::Agents::default(),
         agent: None,
+        depth: 0,
     });
     Harness {
         _dir: dir,
@@ -188,7 +189,7 @@ async fn tool_result_goes_back_with_its_call_id() {
         &bodies[1]["messages"].as_array().unwrap()[..first.len()],
         &first[..]
     );
-    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 10);
+    assert_eq!(bodies[0]["tools"].as_array().unwrap().len(), 11);
     let names: Vec<String> = events
         .iter()
         .map(|e| {
@@ -422,6 +423,7 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
         servers: offcode::servers::ServerCache::default(),
         agents: offcode::agents::Agents::default(),
         agent: None,
+        depth: 0,
     });
     resumed.ops.submit(Op::UserTurn {
         text: "one more".into(),

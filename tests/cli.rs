@@ -846,7 +846,7 @@ fn sessions_in_different_directories_share_the_request_prefix() {
         assert_eq!(bodies[0]["tools"], bodies[1]["tools"], "{mode}");
         let system = bodies[0]["messages"][0]["content"].as_str().unwrap();
         match mode {
-            "native" => assert_eq!(bodies[0]["tools"].as_array().map(Vec::len), Some(10)),
+            "native" => assert_eq!(bodies[0]["tools"].as_array().map(Vec::len), Some(11)),
             _ => assert!(system.contains("<tool_call>"), "{system}"),
         }
         assert_ne!(bodies[0]["messages"][1], bodies[1]["messages"][1], "{mode}");

@@ -22,6 +22,7 @@ mod ordinary;
 mod policy;
 mod sandbox;
 mod servers;
+mod subagents;
 mod support;
 mod trust;
 mod ui_lines;

@@ -455,6 +455,49 @@ fn shift_tab_and_slash_agent_switch_the_agent_and_keep_what_was_typed() {
 }
 
 #[test]
+fn a_subagent_works_indented_under_its_task_and_can_be_listed_and_inspected() {
+    let server =
+        crate::support::MockServer::start(std::sync::Arc::new(crate::subagents::port_finder));
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("subagent");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "which port?");
+    tmux.wait_for("one", "answer:");
+    let screen = tmux.screen("one");
+    assert!(screen.contains("Allow task?"), "{screen}");
+    answer_after_grace(&tmux, "one", "y");
+    let screen = tmux.wait_for("one", "ANSWER It listens on 7341.");
+    for expected in [
+        "TOOL task  explore",
+        "  │ explore read  config.json",
+        "  │   ✓ config.json: lines 1-1 of 1",
+        "  └ explore done · 2 steps · ",
+    ] {
+        assert!(screen.contains(expected), "{expected}:\n{screen}");
+    }
+    let id = screen
+        .lines()
+        .find_map(|l| l.split("  └ explore done · 2 steps · ").nth(1))
+        .unwrap()
+        .trim()
+        .to_owned();
+    tmux.send("one", "/agents");
+    let screen = tmux.wait_for("one", "/inspect ID");
+    assert!(
+        screen.contains(&format!("{id}  explore · done · 2 steps")),
+        "{screen}"
+    );
+    tmux.send("one", &format!("/inspect {id}"));
+    let screen = tmux.wait_for("one", "INSPECT");
+    assert!(screen.contains("Find the port in this project"), "{screen}");
+    assert!(screen.contains("RESULT"), "{screen}");
+    assert!(!screen.contains("USER\n  which port?"), "{screen}");
+}
+
+#[test]
 fn no_color_gives_plain_text_and_colour_is_the_default() {
     let server = demo_mock();
     let ws = Workspace::new();
@@ -547,7 +590,7 @@ fn tab_completes_commands_and_workspace_paths_and_at_path_attaches() {
     tmux.wait_for("one", "> /context");
     tmux.keys("one", &["Enter"]);
     let screen = tmux.wait_for("one", "of 32.8k tokens (");
-    assert!(screen.contains("  tool schemas   10 tools"), "{screen}");
+    assert!(screen.contains("  tool schemas   11 tools"), "{screen}");
     tmux.type_text("one", "summarise @do");
     tmux.keys("one", &["Tab"]);
     tmux.wait_for("one", "> summarise @docs/");

@@ -23,17 +23,7 @@ impl AgentState {
         recovered: bool,
         cancel: &Cancel,
     ) -> (ToolOutput, CallOutcome) {
-        let arguments = parse_argument_text(&call.arguments)
-            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-        self.emit(
-            id,
-            EventMsg::ToolCallBegin(ToolCallBeginEvent {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments: arguments.clone(),
-                recovered,
-            }),
-        );
+        let arguments = self.announce(id, call, recovered);
         let output = match self.permit(id, call, arguments, cancel).await {
             Ok(permit) => {
                 self.set_state(id, TurnState::ToolRunning);
@@ -55,6 +45,21 @@ impl AgentState {
             Err(refusal) => (refusal, false, CallOutcome::Refused),
         };
         let (output, todos_changed, outcome) = output;
+        self.ended(id, call, &output, outcome);
+        if todos_changed {
+            self.todos_changed(id);
+        }
+        (output, outcome)
+    }
+
+    /// Says a call ended, and how.
+    pub(super) fn ended(
+        &self,
+        id: SubmissionId,
+        call: &ToolCall,
+        output: &ToolOutput,
+        outcome: CallOutcome,
+    ) {
         self.emit(
             id,
             EventMsg::ToolCallEnd(ToolCallEndEvent {
@@ -66,10 +71,23 @@ impl AgentState {
                 display: output.display.clone(),
             }),
         );
-        if todos_changed {
-            self.todos_changed(id);
-        }
-        (output, outcome)
+    }
+
+    /// Says a call starts; its arguments, parsed (or the text, when they
+    /// are not JSON).
+    pub(super) fn announce(&self, id: SubmissionId, call: &ToolCall, recovered: bool) -> Value {
+        let arguments = parse_argument_text(&call.arguments)
+            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+        self.emit(
+            id,
+            EventMsg::ToolCallBegin(ToolCallBeginEvent {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                arguments: arguments.clone(),
+                recovered,
+            }),
+        );
+        arguments
     }
 
     /// What a permitted call runs with.
@@ -132,34 +150,15 @@ impl AgentState {
         call: &ToolCall,
         earlier: &[ToolCall],
     ) -> ToolOutput {
-        let arguments = parse_argument_text(&call.arguments)
-            .unwrap_or_else(|_| Value::String(call.arguments.clone()));
-        self.emit(
-            id,
-            EventMsg::ToolCallBegin(ToolCallBeginEvent {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                arguments,
-                recovered: true,
-            }),
-        );
+        self.announce(id, call, true);
         let names: Vec<String> = earlier.iter().map(|c| format!("`{}`", c.name)).collect();
-        let output = ToolOutput::error(format!(
+        let mut output = ToolOutput::error(format!(
             "Not run yet: it was written before the result of {} was seen. That result is above now. Next, call `{}` again with the real data from it.",
             names.join(", "),
             call.name
         ));
-        self.emit(
-            id,
-            EventMsg::ToolCallEnd(ToolCallEndEvent {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                outcome: CallOutcome::Failed,
-                summary: "not run yet: it may depend on the calls before it".to_owned(),
-                output: output.output.clone(),
-                display: None,
-            }),
-        );
+        "not run yet: it may depend on the calls before it".clone_into(&mut output.summary);
+        self.ended(id, call, &output, CallOutcome::Failed);
         output
     }
 }

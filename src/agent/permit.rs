@@ -53,6 +53,16 @@ impl Permits {
         }
     }
 
+    /// The policy, for a subagent's core.
+    pub(super) fn policy(&self) -> Arc<PolicySource> {
+        Arc::clone(&self.policy)
+    }
+
+    /// Who answers questions, for a subagent's core.
+    pub(super) fn approver(&self) -> Decider {
+        self.approver
+    }
+
     /// Lays the agent profile's rules over the config's.
     pub(super) fn set_agent(&mut self, rules: AgentRules) {
         self.agent = rules;
@@ -139,7 +149,7 @@ impl AgentState {
         arguments: Value,
         cancel: &Cancel,
     ) -> Result<Permit, ToolOutput> {
-        if self.tools.get(&call.name).is_none() {
+        if self.tools.get(&call.name).is_none() && call.name != super::task::NAME {
             return Ok(Permit::default()); // the registry reports the unknown tool
         }
         if !self.agent.offers(&call.name) {
@@ -281,6 +291,7 @@ impl AgentState {
                 confinement: decision.confinement.clone(),
                 unconfined: decision.unconfined,
                 preview,
+                agent: None,
             }),
         );
         let answer = tokio::select! {

@@ -34,12 +34,16 @@ impl AgentState {
             profile.project_permission.as_ref(),
         )
         .map_err(|e| e.to_string())?;
-        let tools = self
+        let mut tools: Vec<_> = self
             .tools
             .specs()
             .into_iter()
             .filter(|spec| profile.offers(&spec.function.name))
             .collect();
+        // Only the session's own agent starts subagents.
+        if self.depth == 0 && profile.offers(super::task::NAME) {
+            tools.extend(super::task::spec(&self.agents));
+        }
         self.request.set_agent(&profile.prompt, tools);
         self.permits.set_agent(rules);
         self.config = with_profile(&self.base_config, &profile);
@@ -50,7 +54,12 @@ impl AgentState {
     /// At the start: the agent `wanted` (`--agent`, or the session's),
     /// else `build`. Told and recorded by [`AgentState::record_start_agent`].
     pub(super) fn start_agent(&mut self, wanted: &str) {
-        let profile = self.agents.primary(wanted).ok().cloned();
+        // A subagent's core starts as its subagent.
+        let profile = if self.depth > 0 {
+            self.agents.get(wanted).cloned()
+        } else {
+            self.agents.primary(wanted).ok().cloned()
+        };
         if let Some(profile) = profile
             && self.adopt_agent(profile).is_ok()
         {
@@ -68,7 +77,7 @@ impl AgentState {
         if self.session.agent == self.agent.name {
             return;
         }
-        if self.agents.primary(&self.session.agent).is_err() {
+        if self.depth == 0 && self.agents.primary(&self.session.agent).is_err() {
             let message = format!(
                 "The session's agent `{}` is not defined here; it goes on with `{}`",
                 self.session.agent, self.agent.name

@@ -70,6 +70,8 @@ pub(super) struct AgentState {
     pub(super) permits: Permits,
     /// The user was told that nothing validates this project.
     pub(super) said_no_validation: bool,
+    /// 0 for the session's own core, 1 for a subagent's.
+    pub(super) depth: u32,
 }
 
 impl AgentState {
@@ -106,6 +108,7 @@ impl AgentState {
             shared,
             session: setup.session,
             said_no_validation: false,
+            depth: setup.depth,
         };
         state.start_agent(&wanted);
         state
@@ -526,15 +529,44 @@ impl AgentState {
         } else {
             None
         };
+        self.run_calls(id, &tool_calls, recovered, waiting, cancel)
+            .await
+    }
+
+    /// Runs a step's calls in order and records each result; those from
+    /// `waiting` on are held back for the results of earlier ones.
+    async fn run_calls(
+        &mut self,
+        id: SubmissionId,
+        tool_calls: &[ToolCall],
+        recovered: bool,
+        waiting: Option<usize>,
+        cancel: &Cancel,
+    ) -> Step {
         // After an abort the remaining calls still get a result, so the
         // history stays a valid request.
         let mut calls = Calls::default();
+        // Every `task` call of the step runs at once, when the first is due.
+        let mut tasks: Option<std::collections::HashMap<String, ToolOutput>> = None;
         for (index, call) in tool_calls.iter().enumerate() {
             let output = if cancel.is_cancelled() {
                 ToolOutput::error("not run: the turn was aborted")
             } else if let Some(first) = waiting.filter(|&first| index >= first) {
                 calls.deferred.push(call.name.clone());
                 self.not_yet(id, call, &tool_calls[..first])
+            } else if call.name == super::task::NAME {
+                if tasks.is_none() {
+                    let due: Vec<&ToolCall> = tool_calls[index..]
+                        .iter()
+                        .filter(|c| c.name == super::task::NAME)
+                        .collect();
+                    tasks = Some(self.run_tasks(id, &due, cancel).await);
+                }
+                calls.ran.push(call.name.clone());
+                tasks
+                    .as_mut()
+                    .and_then(|done| done.remove(&call.id))
+                    .unwrap_or_else(|| ToolOutput::error("not run: the turn was aborted"))
             } else {
                 let (output, outcome) = self.run_call(id, call, recovered, cancel).await;
                 let ran = matches!(outcome, CallOutcome::Ok | CallOutcome::Failed);

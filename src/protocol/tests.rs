@@ -54,6 +54,7 @@ fn a_mandate_keeps_mandatory_on_the_wire() {
         confinement: None,
         unconfined: false,
         preview: None,
+        agent: None,
     };
     let value = serde_json::to_value(&request).unwrap();
     assert_eq!(value["mandatory"], true);

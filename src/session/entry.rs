@@ -130,6 +130,19 @@ pub struct Meta {
     pub agent: String,
     /// The endpoint at creation.
     pub base_url: String,
+    /// For a subagent's session: the session and the `task` call that
+    /// started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentRef>,
+}
+
+/// Where a subagent's session hangs in its parent's.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentRef {
+    /// The parent session's id.
+    pub session_id: String,
+    /// The parent's `task` call.
+    pub call_id: String,
 }
 
 /// A conversation message as stored and replayed.

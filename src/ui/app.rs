@@ -223,6 +223,8 @@ impl<'a> App<'a> {
             "/models" => return self.models_command(argument).await,
             "/context" => return Dispatch::Turn(Op::Context),
             "/agent" if argument.is_empty() => return Dispatch::Turn(Op::ListAgents),
+            "/agents" => self.subagents(),
+            "/inspect" => self.inspect(argument),
             "/agent" => {
                 return Dispatch::Turn(Op::SetAgent {
                     name: Some(argument.to_owned()),

@@ -13,6 +13,11 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "/agent",
         "list the agents; /agent NAME switches (also Shift+Tab)",
     ),
+    ("/agents", "the subagents started in this session"),
+    (
+        "/inspect",
+        "a subagent's whole context and transcript: /inspect ID",
+    ),
     ("/context", "how full the model's context is"),
     ("/compact", "summarise the older conversation now"),
     ("/todo", "the agent's todo list"),

@@ -388,6 +388,7 @@ mod tests {
             confinement: None,
             unconfined: false,
             preview: None,
+            agent: None,
         }
     }
 

@@ -77,6 +77,7 @@ fn ask(tool: &str, arguments: serde_json::Value) -> ApprovalRequestEvent {
         confinement: Some("confined: writes only inside the workspace, no network".into()),
         unconfined: false,
         preview: None,
+        agent: None,
     }
 }
 

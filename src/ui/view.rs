@@ -134,6 +134,23 @@ pub struct View {
     pub todos: Vec<crate::protocol::TodoItem>,
     /// The server's models, as last listed.
     pub models: Option<Vec<crate::protocol::ModelInfo>>,
+    /// The subagents of this session, in the order they started.
+    pub subagents: Vec<SubagentRow>,
+}
+
+/// One subagent, for `/agents`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentRow {
+    /// Its session's id (`/inspect` takes it).
+    pub session_id: String,
+    /// The agent.
+    pub agent: String,
+    /// `running`, `done`, `not done`, `aborted`, `failed`.
+    pub state: String,
+    /// Model requests so far.
+    pub steps: usize,
+    /// Tokens of its last request.
+    pub tokens: u64,
 }
 
 /// `message` (any number of lines, any characters) as lines in `role`.
@@ -167,6 +184,7 @@ impl View {
             shell: false,
             deferred: Vec::new(),
             todos: Vec::new(),
+            subagents: Vec::new(),
             models: None,
         }
     }
@@ -203,6 +221,88 @@ impl View {
         }
     }
 
+    /// A subagent's event: its calls indented under the `task` line, its
+    /// end as one line; its row in `/agents` kept up to date.
+    fn subagent(&mut self, sub: &crate::protocol::SubagentEvent) {
+        let known = self
+            .subagents
+            .iter()
+            .position(|r| r.session_id == sub.child_session_id);
+        let at = known.unwrap_or_else(|| {
+            self.subagents.push(SubagentRow {
+                session_id: sub.child_session_id.clone(),
+                agent: sub.agent.clone(),
+                state: "running".to_owned(),
+                steps: 0,
+                tokens: 0,
+            });
+            self.subagents.len() - 1
+        });
+        let row = &mut self.subagents[at];
+        let width = self.width.saturating_sub(4);
+        let line = match sub.event.as_ref() {
+            EventMsg::AssistantMessage(_) => {
+                row.steps += 1;
+                None
+            }
+            EventMsg::TokenUsage(usage) => {
+                row.tokens = usage.total_tokens;
+                None
+            }
+            EventMsg::ToolCallBegin(call) => {
+                let subject = crate::tools::subject(&call.name, &call.arguments).unwrap_or("");
+                Some(
+                    Line::new()
+                        .with(Role::Dim, format!("  │ {} ", sub.agent))
+                        .with(Role::Tool, call.name.clone())
+                        .with(Role::Text, "  ")
+                        .with(
+                            Role::Code,
+                            render::truncate(&render::one_line(subject), width),
+                        ),
+                )
+            }
+            EventMsg::ToolCallEnd(end) => {
+                let (mark, role) = if end.outcome.ok() {
+                    ("✓ ", Role::Ok)
+                } else {
+                    ("✗ ", Role::Error)
+                };
+                Some(
+                    Line::new()
+                        .with(Role::Dim, "  │   ")
+                        .with(role, mark)
+                        .with(Role::Dim, render::truncate(&end.summary, width)),
+                )
+            }
+            EventMsg::Warning { message } | EventMsg::Error { message, .. } => {
+                Some(Line::new().with(Role::Dim, "  │ ").with(
+                    Role::Warning,
+                    render::truncate(&render::one_line(message), width),
+                ))
+            }
+            EventMsg::TurnComplete(complete) => {
+                complete.status.words().clone_into(&mut row.state);
+                Some(Line::new().with(
+                    Role::Dim,
+                    format!(
+                        "  └ {} {} · {} · {}",
+                        row.agent,
+                        row.state,
+                        crate::protocol::count(row.steps, "step"),
+                        row.session_id
+                    ),
+                ))
+            }
+            _ => None,
+        };
+        if let Some(line) = line {
+            self.end_reasoning();
+            self.end_block("PLAN");
+            self.commit(line);
+        }
+    }
+
     fn tool_begin(&mut self, call: &crate::protocol::ToolCallBeginEvent) {
         let width = self.width;
         self.end_reasoning();
@@ -218,9 +318,11 @@ impl View {
         }
     }
 
-    /// The agent switched or listed; a validation ran.
+    /// The agent switched or listed; a validation ran; a subagent did
+    /// something.
     fn agent_event(&mut self, msg: &EventMsg) {
         match msg {
+            EventMsg::Subagent(sub) => self.subagent(sub),
             EventMsg::Validation(event) => {
                 self.end_reasoning();
                 self.end_block("PLAN");
@@ -247,7 +349,8 @@ impl View {
             EventMsg::SessionConfigured(configured) => self.configured(configured),
             EventMsg::AgentChanged { .. }
             | EventMsg::AgentList { .. }
-            | EventMsg::Validation(_) => {
+            | EventMsg::Validation(_)
+            | EventMsg::Subagent(_) => {
                 self.agent_event(msg);
             }
             EventMsg::TurnStarted { text } => {

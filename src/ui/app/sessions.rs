@@ -24,13 +24,126 @@ impl App<'_> {
         Some(
             summaries
                 .into_iter()
-                .filter(|s| s.meta.cwd == cwd)
+                // Subagents' sessions are inspected, not resumed.
+                .filter(|s| s.meta.cwd == cwd && s.meta.parent.is_none())
                 .take(LISTED)
                 .collect(),
         )
     }
 
     /// `/sessions`: the list, the current one starred.
+    /// `/agents`: the subagents of this session, with their state.
+    pub(super) fn subagents(&mut self) {
+        if self.view.subagents.is_empty() {
+            self.note(
+                "No subagents in this session yet; the agent starts them with the `task` tool.",
+            );
+            return;
+        }
+        for row in self.view.subagents.clone() {
+            let tokens = if row.tokens > 0 {
+                format!(" · {} tokens", crate::protocol::format_tokens(row.tokens))
+            } else {
+                String::new()
+            };
+            self.view.commit(
+                Line::new()
+                    .with(Role::Code, format!("  {}  ", row.session_id))
+                    .with(Role::Label, row.agent.clone())
+                    .with(
+                        Role::Dim,
+                        format!(
+                            " · {} · {}{tokens}",
+                            row.state,
+                            crate::protocol::count(row.steps, "step")
+                        ),
+                    ),
+            );
+        }
+        self.note("`/inspect ID` shows one's whole context and transcript.");
+    }
+
+    /// `/inspect ID`: a subagent's session, whole: what it was given and
+    /// everything it did.
+    pub(super) fn inspect(&mut self, id: &str) {
+        if id.is_empty() {
+            self.error("`/inspect` takes a subagent's session id; /agents lists them");
+            return;
+        }
+        let loaded = crate::startup::session_store(self.environment)
+            .map_err(|f| f.message)
+            .and_then(|store| store.load(id).map_err(|e| e.to_string()));
+        let (meta, messages) = match loaded {
+            Ok(loaded) => loaded,
+            Err(why) => {
+                self.error(format!("Could not inspect `{id}`: {why}"));
+                return;
+            }
+        };
+        let agent = self
+            .view
+            .subagents
+            .iter()
+            .find(|r| r.session_id == id)
+            .map_or_else(
+                || "a subagent".to_owned(),
+                |r| format!("the `{}` agent", r.agent),
+            );
+        let parent = meta.parent.as_ref().map_or_else(
+            || "not a subagent's session".to_owned(),
+            |p| format!("started by call {} of session {}", p.call_id, p.session_id),
+        );
+        self.view.commit(
+            Line::new()
+                .with(Role::Label, "INSPECT ")
+                .with(Role::Code, id.to_owned())
+                .with(Role::Dim, format!(" · {parent}")),
+        );
+        self.note(format!(
+            "Its context: offcode's system prompt with {agent}'s prompt after it, the workspace block (path, rules), then only what follows; nothing of this session."
+        ));
+        let width = self.view.width;
+        for message in &messages {
+            let (label, text) = match message {
+                crate::session::Message::User { content } => ("USER", content.clone()),
+                crate::session::Message::Assistant {
+                    content,
+                    tool_calls,
+                    ..
+                } => {
+                    let calls: Vec<String> = tool_calls
+                        .iter()
+                        .map(|c| format!("→ {} {}", c.name, c.arguments))
+                        .collect();
+                    (
+                        "ASSISTANT",
+                        [content.clone(), calls.join("\n")]
+                            .join("\n")
+                            .trim()
+                            .to_owned(),
+                    )
+                }
+                crate::session::Message::Tool { name, content, .. } => {
+                    ("RESULT", format!("{name}: {content}"))
+                }
+            };
+            self.view.commit(Line::new().with(Role::Label, label));
+            for line in text.lines().take(12) {
+                self.view.commit(Line::new().with(
+                    Role::Text,
+                    format!("  {}", render::truncate(line, width.saturating_sub(2))),
+                ));
+            }
+            let more = text.lines().count().saturating_sub(12);
+            if more > 0 {
+                self.view.commit(Line::new().with(
+                    Role::Dim,
+                    format!("  … {}", crate::protocol::count(more, "more line")),
+                ));
+            }
+        }
+    }
+
     pub(super) fn sessions(&mut self) {
         let Some(summaries) = self.here() else {
             return;

@@ -208,6 +208,7 @@ mod tests {
             confinement: None,
             unconfined: false,
             preview: None,
+            agent: None,
         }
     }
 

@@ -26,6 +26,11 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
             .with(Role::Tool, &request.tool)
             .with(Role::Label, "?")
     };
+    // A subagent's call says whose it is.
+    let title = match &request.agent {
+        Some(agent) => title.with(Role::Warning, format!("  (subagent {agent})")),
+        None => title,
+    };
     let mut lines = wrap(&title, width);
     let argument = |name: &str| request.arguments.get(name).and_then(|v| v.as_str());
     match (request.tool.as_str(), &request.preview) {
