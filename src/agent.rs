@@ -107,6 +107,8 @@ struct Shared {
     cancels: Mutex<Vec<Cancel>>,
     /// Approval requests waiting for an answer, by call id.
     approvals: Mutex<HashMap<String, oneshot::Sender<Answer>>>,
+    /// Cancels of the subagents running now.
+    subagents: Mutex<Vec<Cancel>>,
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -146,6 +148,21 @@ async fn route(
         match op {
             Op::Interrupt => {
                 for cancel in lock(&shared.cancels).drain(..) {
+                    cancel.cancel();
+                }
+            }
+            Op::InterruptSubagents => {
+                let running: Vec<Cancel> = lock(&shared.subagents)
+                    .iter()
+                    .filter(|c| !c.is_cancelled())
+                    .cloned()
+                    .collect();
+                if running.is_empty() {
+                    for cancel in lock(&shared.cancels).drain(..) {
+                        cancel.cancel();
+                    }
+                }
+                for cancel in running {
                     cancel.cancel();
                 }
             }

@@ -25,6 +25,9 @@ pub enum Op {
     },
     /// Abort the running turn: close the model connection, kill the tool.
     Interrupt,
+    /// Stop the subagents running now (each ends as aborted, and the turn
+    /// goes on with that result); without any, the same as [`Op::Interrupt`].
+    InterruptSubagents,
     /// Answer an [`EventMsg::ApprovalRequest`].
     Approve {
         /// The call the answer is for.

@@ -498,6 +498,56 @@ fn a_subagent_works_indented_under_its_task_and_can_be_listed_and_inspected() {
 }
 
 #[test]
+fn esc_stops_the_subagent_alone_and_the_turn_goes_on() {
+    use crate::support::{Reply, chunks, server::Request};
+    let server = crate::support::MockServer::start(std::sync::Arc::new(|request: &Request| {
+        let body = request.json();
+        let system = body["messages"][0]["content"].as_str().unwrap_or("");
+        let answered = body["messages"]
+            .as_array()
+            .is_some_and(|m| m.iter().any(|m| m["role"] == "tool"));
+        if system.contains("subagent") {
+            // A child that takes its time.
+            let words = vec!["slowly"; 100].join(" ");
+            return Reply::sse_events(chunks::text_answer(&words), Duration::from_millis(100));
+        }
+        let events = if answered {
+            chunks::text_answer("Carried on without it.")
+        } else {
+            chunks::tool_answer(
+                "",
+                &[(
+                    "t1",
+                    "task",
+                    serde_json::json!({"agent": "explore", "prompt": "dig"}),
+                )],
+            )
+        };
+        Reply::sse(events.concat().into_bytes())
+    }));
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "permission": { "task": "allow" } }"#,
+    )
+    .unwrap();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("subesc");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "dig deep");
+    tmux.wait_for("one", "TOOL task  explore");
+    std::thread::sleep(Duration::from_millis(800));
+    tmux.keys("one", &["Escape"]);
+    let screen = tmux.wait_for("one", "ANSWER Carried on without it.");
+    assert!(screen.contains("└ explore aborted"), "{screen}");
+    assert!(
+        !screen.contains("Aborted; what arrived so far is kept."),
+        "{screen}"
+    );
+}
+
+#[test]
 fn no_color_gives_plain_text_and_colour_is_the_default() {
     let server = demo_mock();
     let ws = Workspace::new();

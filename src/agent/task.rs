@@ -168,6 +168,9 @@ impl AgentState {
             )
             .map_err(|e| ToolOutput::error(format!("Could not start the subagent: {e}")))?;
         let session_id = session.id.clone();
+        // Its own cancel: the turn's stops it, and so can Esc alone.
+        let own = cancel.child();
+        lock(&self.shared.subagents).push(own.clone());
         let setup = AgentSetup {
             client: Arc::clone(&self.client),
             session,
@@ -193,7 +196,7 @@ impl AgentState {
             agent: profile.name,
             events: self.events.clone(),
             shared: Arc::clone(&self.shared),
-            cancel: cancel.clone(),
+            cancel: own,
         })
     }
 }
@@ -248,6 +251,7 @@ impl Child {
             }
         };
         self.handle.ops.submit(Op::Shutdown);
+        lock(&self.shared.subagents).retain(|c| !c.same_as(&self.cancel));
         let what = self
             .description
             .as_deref()

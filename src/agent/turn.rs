@@ -241,7 +241,7 @@ impl AgentState {
                 }
                 Op::Shutdown => break,
                 // The router answers these itself.
-                Op::Interrupt | Op::Approve { .. } => {}
+                Op::Interrupt | Op::InterruptSubagents | Op::Approve { .. } => {}
             }
         }
     }

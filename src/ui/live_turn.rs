@@ -350,6 +350,9 @@ impl Turn<'_> {
                     self.abort(app);
                 }
             }
+        } else if key.code == KeyCode::Esc && app.view.subagent_running() {
+            // Esc stops the subagents; the turn goes on without them.
+            app.handle.ops.submit(Op::InterruptSubagents);
         } else if is_interrupt(key) || key.code == KeyCode::Esc {
             self.abort(app);
         } else {

@@ -221,6 +221,11 @@ impl View {
         }
     }
 
+    /// Whether a subagent is at work now.
+    pub fn subagent_running(&self) -> bool {
+        self.subagents.iter().any(|r| r.state == "running")
+    }
+
     /// A subagent's event: its calls indented under the `task` line, its
     /// end as one line; its row in `/agents` kept up to date.
     fn subagent(&mut self, sub: &crate::protocol::SubagentEvent) {
