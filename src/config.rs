@@ -175,6 +175,20 @@ impl Default for ValidateConfig {
     }
 }
 
+/// Subagents started by the `task` tool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SubagentsConfig {
+    /// Subagents of one step running at once (1 to 16).
+    pub concurrency: u32,
+}
+
+impl Default for SubagentsConfig {
+    fn default() -> Self {
+        Self { concurrency: 3 }
+    }
+}
+
 /// TLS for `https://` endpoints.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -227,6 +241,8 @@ pub struct Config {
     pub sandbox: SandboxConfig,
     /// Validation after a turn that changed files.
     pub validate: ValidateConfig,
+    /// Subagents started by the `task` tool.
+    pub subagents: SubagentsConfig,
 }
 
 impl Default for Config {
@@ -249,6 +265,7 @@ impl Default for Config {
             timeouts: TimeoutsConfig::default(),
             sandbox: SandboxConfig::default(),
             validate: ValidateConfig::default(),
+            subagents: SubagentsConfig::default(),
         }
     }
 }

@@ -135,7 +135,8 @@ impl Store {
         &self.dir
     }
 
-    fn path_of(&self, id: &str) -> PathBuf {
+    /// The file of the session `id`.
+    pub fn path_of(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.jsonl"))
     }
 

@@ -216,13 +216,12 @@ fn a_subagents_question_reaches_the_user_with_its_name_and_the_answer_goes_back(
     }
 }
 
-#[test]
-fn two_tasks_in_one_step_run_at_the_same_time() {
-    let ws = Workspace::new();
-    // Each child's answer waits until the other child has asked too: run
-    // one after the other, the first would give up waiting.
+/// A mock whose parent starts two `explore` tasks in one message, and
+/// whose children each answer `together` once the other has asked too
+/// (within `patience`), else `alone`.
+fn two_tasks(patience: Duration) -> MockServer {
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
-    let server = MockServer::start(Arc::new(move |request: &Request| {
+    MockServer::start(Arc::new(move |request: &Request| {
         if !request.path.ends_with("/chat/completions") {
             return Reply::json(404, &json!({}));
         }
@@ -235,46 +234,60 @@ fn two_tasks_in_one_step_run_at_the_same_time() {
             } else {
                 "alpha"
             };
-            let together = crate::support::wait_until(Duration::from_secs(10), || {
+            let together = crate::support::wait_until(patience, || {
                 seen.lock().unwrap().iter().any(|t| t.contains(other))
             });
             let word = if together { "together" } else { "alone" };
             return sse(&chunks::text_answer(&format!("{task}: {word}")));
         }
         if tool_results(&body).is_empty() {
-            return sse(&chunks::tool_answer(
-                "",
-                &[
-                    (
-                        "ta",
-                        "task",
-                        json!({"agent": "explore", "prompt": "look at alpha"}),
-                    ),
-                    (
-                        "tb",
-                        "task",
-                        json!({"agent": "explore", "prompt": "look at beta"}),
-                    ),
-                ],
-            ));
+            let task = |id: &str, what: &str| {
+                (
+                    id.to_owned(),
+                    json!({"agent": "explore", "prompt": format!("look at {what}")}),
+                )
+            };
+            let calls = [task("ta", "alpha"), task("tb", "beta")];
+            let calls: Vec<(&str, &str, Value)> = calls
+                .iter()
+                .map(|(id, arguments)| (id.as_str(), "task", arguments.clone()))
+                .collect();
+            return sse(&chunks::tool_answer("", &calls));
         }
         sse(&chunks::text_answer("Both done."))
-    }));
-    let output = run(ws.offcode(
-        &server.base_url(),
-        &["run", "--yes", "--model", "mock-model", "look at both"],
-    ));
-    assert_eq!(output.code, 0, "{}", output.stderr);
-    let bodies = server.chat_bodies();
-    let last = bodies.iter().rfind(|b| subagent_of(b).is_none()).unwrap();
-    let results = tool_results(last);
-    assert_eq!(results.len(), 2);
-    // In the order of the calls, each from its own child.
-    assert!(
-        results[0].contains("look at alpha: together"),
-        "{results:?}"
-    );
-    assert!(results[1].contains("look at beta: together"), "{results:?}");
+    }))
+}
+
+#[test]
+fn two_tasks_in_one_step_run_at_the_same_time_within_the_configured_bound() {
+    // At once (the default bound is 3); then one at a time (bound 1), when
+    // the first gives up waiting for the second.
+    for (bound, patience, word) in [(None, 10, "together"), (Some(1), 2, "alone")] {
+        let ws = Workspace::new();
+        if let Some(bound) = bound {
+            std::fs::write(
+                ws.home.join(".config/offcode/offcode.jsonc"),
+                format!("{{ \"subagents\": {{ \"concurrency\": {bound} }} }}"),
+            )
+            .unwrap();
+        }
+        let server = two_tasks(Duration::from_secs(patience));
+        let output = run(ws.offcode(
+            &server.base_url(),
+            &["run", "--yes", "--model", "mock-model", "look at both"],
+        ));
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        let bodies = server.chat_bodies();
+        let last = bodies.iter().rfind(|b| subagent_of(b).is_none()).unwrap();
+        let results = tool_results(last);
+        assert_eq!(results.len(), 2);
+        // In the order of the calls, each from its own child.
+        assert!(
+            results[0].contains(&format!("look at alpha: {word}")),
+            "{results:?}"
+        );
+        assert!(results[1].contains("look at beta: "), "{results:?}");
+    }
 }
 
 #[test]

@@ -491,10 +491,21 @@ fn a_subagent_works_indented_under_its_task_and_can_be_listed_and_inspected() {
         "{screen}"
     );
     tmux.send("one", &format!("/inspect {id}"));
-    let screen = tmux.wait_for("one", "INSPECT");
-    assert!(screen.contains("Find the port in this project"), "{screen}");
-    assert!(screen.contains("RESULT"), "{screen}");
-    assert!(!screen.contains("USER\n  which port?"), "{screen}");
+    tmux.wait_for("one", "RESULT");
+    let history = tmux.history("one");
+    let inspected = &history[history.rfind("INSPECT").unwrap()..];
+    for expected in [
+        "Its whole context, as sent to the model (the `explore` agent):",
+        "SYSTEM",
+        "You are a subagent that explores code without changing it.",
+        "WORKSPACE",
+        "TOOLS read, list, grep, glob, bash, todowrite, todoread",
+        "Find the port in this project",
+        "RESULT",
+    ] {
+        assert!(inspected.contains(expected), "{expected}:\n{inspected}");
+    }
+    assert!(!inspected.contains("which port?"), "{inspected}");
 }
 
 #[test]

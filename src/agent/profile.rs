@@ -74,6 +74,20 @@ impl AgentState {
     /// defined is told so, and a start with another agent than the
     /// session's last is recorded.
     pub(super) fn record_start_agent(&mut self) {
+        if self.depth > 0 {
+            // A subagent's whole context, for `/inspect`.
+            let entry = EntryBody::Context {
+                system: self.request.system().into_owned(),
+                workspace: self.request.context().workspace(),
+                tools: self
+                    .request
+                    .tools()
+                    .iter()
+                    .map(|t| t.function.name.clone())
+                    .collect(),
+            };
+            let _ = self.record(0, entry);
+        }
         if self.session.agent == self.agent.name {
             return;
         }

@@ -4,8 +4,8 @@
 //! tagged ([`EventMsg::Subagent`]); its approval questions reach the user
 //! with its name on them and the answers go back to it; an abort of the
 //! parent stops it. Its final answer is the call's result. Several `task`
-//! calls of one step run at once, up to [`MAX_AT_ONCE`]; a subagent gets
-//! no `task` tool of its own.
+//! calls of one step run at once, up to `subagents.concurrency`; a
+//! subagent gets no `task` tool of its own.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -23,8 +23,6 @@ use crate::tools::{Registry, ToolOutput};
 
 /// The tool's name.
 pub(super) const NAME: &str = "task";
-/// Subagents of one step running at once.
-const MAX_AT_ONCE: usize = 3;
 
 /// The `task` tool's definition, naming the subagents there are.
 pub(super) fn spec(agents: &crate::agents::Agents) -> Option<ToolSpec> {
@@ -78,7 +76,8 @@ impl AgentState {
     ) -> HashMap<String, ToolOutput> {
         let mut results = HashMap::new();
         let mut running = Vec::new();
-        let bound = Arc::new(Semaphore::new(MAX_AT_ONCE));
+        let at_once = usize::try_from(self.config.subagents.concurrency.clamp(1, 16)).unwrap_or(1);
+        let bound = Arc::new(Semaphore::new(at_once));
         for call in calls {
             let arguments = self.announce(id, call, false);
             match self.start_task(id, call, arguments, cancel).await {

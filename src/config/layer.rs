@@ -67,6 +67,14 @@ pub struct FileLayer {
     /// Checked by [`crate::agents`], which names the agent and the key.
     agent: Option<serde_json::Map<String, Value>>,
     validate: Option<ValidateLayer>,
+    subagents: Option<SubagentsLayer>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[expect(dead_code, reason = "fields exist to be validated, not read")]
+struct SubagentsLayer {
+    concurrency: Option<Ranged<1, 16>>,
 }
 
 /// `"validate": "cargo test"`, a list of commands, `false`, or the

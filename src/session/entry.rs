@@ -43,6 +43,16 @@ pub enum EntryBody {
         /// `passed in 3.1 s`, `2 failed`, ...
         summary: String,
     },
+    /// What a subagent was given besides its task: kept so `/inspect`
+    /// shows its whole context.
+    Context {
+        /// The system message as sent.
+        system: String,
+        /// The workspace block that opens the first user message.
+        workspace: String,
+        /// The tools offered.
+        tools: Vec<String>,
+    },
     /// The agent profile was switched.
     AgentChange {
         /// The agent's name.

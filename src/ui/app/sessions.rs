@@ -99,10 +99,29 @@ impl App<'_> {
                 .with(Role::Code, id.to_owned())
                 .with(Role::Dim, format!(" · {parent}")),
         );
-        self.note(format!(
-            "Its context: offcode's system prompt with {agent}'s prompt after it, the workspace block (path, rules), then only what follows; nothing of this session."
-        ));
         let width = self.view.width;
+        match given_context(&meta, self.environment) {
+            Some((system, workspace, tools)) => {
+                self.note(format!("Its whole context, as sent to the model ({agent}):"));
+                for (label, text) in [("SYSTEM", system), ("WORKSPACE", workspace)] {
+                    self.view.commit(Line::new().with(Role::Label, label));
+                    for line in text.lines() {
+                        self.view.commit(Line::new().with(
+                            Role::Dim,
+                            format!("  {}", render::truncate(line, width.saturating_sub(2))),
+                        ));
+                    }
+                }
+                self.view.commit(
+                    Line::new()
+                        .with(Role::Label, "TOOLS ")
+                        .with(Role::Dim, tools.join(", ")),
+                );
+            }
+            None => self.note(format!(
+                "Its context: offcode's system prompt with {agent}'s prompt after it, the workspace block (path, rules), then only what follows; nothing of this session."
+            )),
+        }
         for message in &messages {
             let (label, text) = match message {
                 crate::session::Message::User { content } => ("USER", content.clone()),
@@ -280,6 +299,27 @@ pub fn transcript(messages: &[Message], width: usize) -> Vec<Line> {
     }
     lines.push(Line::new().with(Role::Dim, "── continued below ──"));
     lines
+}
+
+/// What a subagent was given besides its task (its session's `context`
+/// entry): the system message, the workspace block, the tools.
+fn given_context(
+    meta: &crate::session::Meta,
+    environment: &crate::config::Environment,
+) -> Option<(String, String, Vec<String>)> {
+    let store = crate::startup::session_store(environment).ok()?;
+    let text = std::fs::read_to_string(store.path_of(&meta.session_id)).ok()?;
+    text.lines().find_map(|line| {
+        let entry: crate::session::Entry = serde_json::from_str(line).ok()?;
+        match entry.body {
+            crate::session::EntryBody::Context {
+                system,
+                workspace,
+                tools,
+            } => Some((system, workspace, tools)),
+            _ => None,
+        }
+    })
 }
 
 #[cfg(test)]
