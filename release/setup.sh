@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the release builds and tests need: the musl targets, for
 # arm64 a cross C compiler (ring has C code) plus qemu-user to run the
-# result, and tmux for the terminal UI tests.
+# result, tmux for the terminal UI tests, and Go for the validation test of
+# a Go project (Debian's golang-go).
 # Usage: release/setup.sh [x86_64|aarch64|all]   (default: x86_64)
 set -euo pipefail
 want=${1:-x86_64}
@@ -10,9 +11,12 @@ add_target() {
     rustup target list --installed | grep -qx "$1" || rustup target add "$1"
 }
 
-if ! command -v tmux >/dev/null; then
+missing=()
+command -v tmux >/dev/null || missing+=(tmux)
+command -v go >/dev/null || missing+=(golang-go)
+if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 case "$want" in

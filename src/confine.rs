@@ -353,7 +353,28 @@ impl Confinement {
             .arg(program)
             .args(args)
             .env("TMPDIR", &self.tmp);
+        if let Some(cache) = self.go_cache(|name| std::env::var_os(name)) {
+            command.env("GOCACHE", cache);
+        }
         command
+    }
+
+    /// Where Go's build cache goes when the one Go would use cannot be
+    /// written here (`~/.cache/go-build` is outside the workspace): the
+    /// private temp dir, so `go build` works confined. `None` when
+    /// `GOCACHE` is set or its default is writable (`sandbox.writable`).
+    fn go_cache(&self, var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Option<PathBuf> {
+        if var("GOCACHE").is_some() {
+            return None;
+        }
+        let cache_home = var("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| var("HOME").map(|home| PathBuf::from(home).join(".cache")));
+        let default = cache_home.map(|dir| dir.join("go-build"));
+        let writable = default
+            .as_ref()
+            .is_some_and(|dir| self.spec.writable.iter().any(|w| dir.starts_with(w)));
+        (!writable).then(|| self.tmp.join("go-build"))
     }
 }
 
@@ -408,4 +429,49 @@ pub struct SandboxConfig {
     /// Where commands may read and run programs from; everywhere when
     /// unset.
     pub readable: Option<Vec<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn go_builds_with_a_cache_in_the_private_temp_dir_unless_its_own_is_writable() {
+        let root = tempfile::tempdir().unwrap();
+        let confined =
+            Confinement::new(PathBuf::from("/x"), root.path(), &[], false, None).unwrap();
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        let expected = confined.tmp().join("go-build");
+        assert_eq!(
+            confined.go_cache(env(&[("HOME", "/home/u")])),
+            Some(expected.clone())
+        );
+        assert_eq!(confined.go_cache(env(&[])), Some(expected));
+        // The user's own setting stands.
+        assert_eq!(
+            confined.go_cache(env(&[("GOCACHE", "/c"), ("HOME", "/home/u")])),
+            None
+        );
+        // A cache dir the rules let commands write is used as it is.
+        let cache = tempfile::tempdir().unwrap();
+        let writable = Confinement::new(
+            PathBuf::from("/x"),
+            root.path(),
+            &[cache.path().to_path_buf()],
+            false,
+            None,
+        )
+        .unwrap();
+        let home: &'static str = Box::leak(cache.path().display().to_string().into_boxed_str());
+        let pairs: &'static [(&'static str, &'static str)] =
+            Box::leak(vec![("XDG_CACHE_HOME", home)].into_boxed_slice());
+        assert_eq!(writable.go_cache(env(pairs)), None);
+    }
 }

@@ -125,6 +125,76 @@ fn a_rust_edit_that_breaks_the_build_goes_back_to_the_model_until_it_passes() {
 }
 
 #[test]
+fn a_go_edit_that_breaks_the_build_goes_back_to_the_model_until_build_and_tests_pass() {
+    // Go comes from release/setup.sh (Debian's golang-go).
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("go.mod"), "module sample\n\ngo 1.19\n").unwrap();
+    let good = "package sample\n\nfunc Two() int { return 2 }\n";
+    std::fs::write(ws.root.join("two.go"), good).unwrap();
+    std::fs::write(
+        ws.root.join("two_test.go"),
+        "package sample\n\nimport \"testing\"\n\nfunc TestTwo(t *testing.T) {\n\tif Two() != 2 {\n\t\tt.Fatal(\"not two\")\n\t}\n}\n",
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&write(
+        "two.go",
+        &good.replace("return 2", "return \"two\""),
+    )));
+    server.push(sse(&chunks::text_answer("Changed it.")));
+    server.push(sse(&write("two.go", good)));
+    server.push(sse(&chunks::text_answer("Fixed the type.")));
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "--json",
+            "--yes",
+            "--model",
+            "mock-model",
+            "make Two a string",
+        ],
+    ));
+    assert!(
+        !output.stdout.contains("executable file not found"),
+        "go is not installed: run release/setup.sh"
+    );
+    assert_eq!(output.code, 0, "{}\n{}", output.stderr, output.stdout);
+    let events = validations(&output.stdout);
+    let steps: Vec<(String, String)> = events
+        .iter()
+        .map(|e| {
+            (
+                e["command"].as_str().unwrap().to_owned(),
+                e["status"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    let step = |command: &str, status: &str| (command.to_owned(), status.to_owned());
+    assert_eq!(
+        steps,
+        [
+            step("go build ./...", "running"),
+            step("go build ./...", "failed"),
+            step("go build ./...", "running"),
+            step("go build ./...", "passed"),
+            step("go test ./...", "running"),
+            step("go test ./...", "passed"),
+        ],
+        "{events:#?}"
+    );
+    assert_eq!(events[0]["from"], "go.mod");
+    assert_eq!(events[1]["summary"], "1 error");
+    let told = notes(&server.chat_bodies()[2]);
+    assert!(
+        told[0].contains("Validation failed: `go build ./...` (1 error), attempt 1 of 3")
+            && told[0].contains("cannot use"),
+        "{}",
+        told[0]
+    );
+}
+
+#[test]
 fn validation_that_still_fails_at_the_attempt_limit_ends_the_turn_incomplete() {
     let ws = Workspace::new();
     std::fs::write(

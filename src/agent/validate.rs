@@ -383,7 +383,7 @@ fn summarize(output: &str) -> String {
     }
     let errors = output
         .lines()
-        .filter(|l| l.starts_with("error[") || l.starts_with("error:"))
+        .filter(|l| l.starts_with("error[") || l.starts_with("error:") || is_go_error(l))
         .filter(|l| !l.starts_with("error: could not compile") && !l.starts_with("error: aborting"))
         .count();
     if errors > 0 {
@@ -394,6 +394,21 @@ fn summarize(output: &str) -> String {
         .last()
         .map(|l| l.trim_matches(['[', ']']).to_owned())
         .unwrap_or_default()
+}
+
+/// A Go compiler error: `./two.go:3:31: cannot use …`.
+fn is_go_error(line: &str) -> bool {
+    let mut parts = line.splitn(4, ':');
+    let (Some(file), Some(row), Some(column), Some(_)) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return false;
+    };
+    std::path::Path::new(file)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("go"))
+        && row.parse::<u32>().is_ok()
+        && column.parse::<u32>().is_ok()
 }
 
 /// The part of a failure's output that says what failed, first: from a

@@ -99,6 +99,8 @@ fn a_failure_is_summed_up_in_a_few_words() {
     assert_eq!(summarize(cargo_check), "2 errors");
     let go = "--- FAIL: TestA (0.00s)\n--- FAIL: TestB (0.00s)\nFAIL\n[exit code: 1]";
     assert_eq!(summarize(go), "2 tests failed");
+    let go_build = "# sample\n./two.go:3:31: cannot use \"two\" (untyped string constant) as int value in return statement\n\n[exit code: 1]";
+    assert_eq!(summarize(go_build), "1 error");
     let pytest = "F.\n==== 1 failed, 1 passed in 0.02s ====\n\n[exit code: 1]";
     assert_eq!(summarize(pytest), "1 failed");
     assert_eq!(summarize("weird\n\n[exit code: 2]"), "exit code: 2");
