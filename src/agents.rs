@@ -21,6 +21,8 @@ use crate::sandbox::Sandbox;
 
 /// The agent a session starts with.
 pub const DEFAULT: &str = "build";
+/// The hidden agent that writes compaction summaries.
+pub const COMPACTION: &str = "compaction";
 /// Bytes of one agent file read.
 const MAX_FILE_BYTES: usize = 64 * 1024;
 
@@ -34,12 +36,21 @@ pub enum Mode {
     Subagent,
     /// Either.
     All,
+    /// Used by offcode itself (`compaction`): never switched to, never
+    /// started by `task`, not listed; its prompt, model and sampling can
+    /// still be changed.
+    Hidden,
 }
 
 impl Mode {
     /// Whether a session can be switched to it.
     pub fn primary(self) -> bool {
         matches!(self, Self::Primary | Self::All)
+    }
+
+    /// Whether the `task` tool can start it.
+    pub fn subagent(self) -> bool {
+        matches!(self, Self::Subagent | Self::All)
     }
 }
 
@@ -323,6 +334,11 @@ impl Agents {
                 .map_err(|e| format!("`permission`: {e}"))?;
         }
         if definition.disable == Some(true) {
+            if name == COMPACTION {
+                return Err(
+                    "`compaction` writes the summaries compaction needs and cannot be disabled; set `compaction.auto: false` instead".to_owned(),
+                );
+            }
             if name == DEFAULT {
                 return Err(format!(
                     "`{DEFAULT}` is the default agent and cannot be disabled"
@@ -338,6 +354,15 @@ impl Agents {
             self.profiles.len() - 1
         });
         let profile = &mut self.profiles[at];
+        let hidden = profile.mode == Mode::Hidden;
+        if definition
+            .mode
+            .is_some_and(|m| (m == Mode::Hidden) != hidden)
+        {
+            return Err(
+                "`hidden` is for offcode's own agents (compaction); they stay hidden".to_owned(),
+            );
+        }
         if name == DEFAULT && definition.mode.is_some_and(|m| !m.primary()) {
             return Err(format!(
                 "`{DEFAULT}` is the default agent and must stay primary"
@@ -587,6 +612,12 @@ fn built_in() -> Vec<Profile> {
             Mode::Subagent,
             "A general agent for a self-contained part of a larger task; it can change files and run commands.",
             "You are a subagent working on one part of a larger task. Do it, then answer with what you did and found, briefly, for the agent that asked.",
+        ),
+        profile(
+            COMPACTION,
+            Mode::Hidden,
+            "Writes the summary that replaces older turns when the context is compacted.",
+            "You summarise a coding session so that it can go on with less context. Write, in the language of the conversation, short sections: Objective (what the user wants now), Files touched (paths and what changed), Decisions, Open risks, Next steps. Keep paths, names, commands and numbers exact. Output only the summary.",
         ),
         Profile {
             tools: read_only_tools,

@@ -308,3 +308,34 @@ fn an_agent_in_the_config_file_works_and_a_bad_one_is_named() {
     );
     assert_eq!(server.chat_bodies().len(), 1, "a request went out");
 }
+
+#[test]
+fn the_hidden_compaction_agent_writes_summaries_with_its_own_model() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "context_limit": 4096, "agent": { "compaction": { "model": "summary-model", "temperature": 0.2 } } }"#,
+    )
+    .unwrap();
+    let server = mock();
+    for answer in ["One.", "Two.", "Three."] {
+        server.push(sse(&chunks::text_answer(answer)));
+    }
+    server.push(sse(&chunks::text_answer("Objective: count.")));
+    let output = crate::support::run_with_stdin(
+        ws.offcode(&server.base_url(), &["--model", "mock-model"]),
+        "one\ntwo\nthree\n/agent\n/compact\n",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 4, "{}\n{}", output.stderr, output.stdout);
+    assert_eq!(bodies[0]["model"], "mock-model");
+    let summary = &bodies[3];
+    assert_eq!(summary["model"], "summary-model");
+    assert_eq!(summary["temperature"], 0.2);
+    assert!(system(summary).starts_with("You summarise a coding session"));
+    // Hidden: not in the list of agents.
+    let listed = format!("{}{}", output.stdout, output.stderr);
+    assert!(listed.contains("plan (primary, built in)"), "{listed}");
+    assert!(!listed.contains("compaction ("), "{listed}");
+}

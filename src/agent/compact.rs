@@ -31,12 +31,6 @@ pub const PRUNED: &str = "[output left out to save context; run the tool again i
 /// Characters of one message in the transcript the summariser reads.
 const TRANSCRIPT_MESSAGE_CHARS: usize = 2_000;
 
-/// The summariser's instructions.
-const SUMMARY_PROMPT: &str = "You summarise a coding session so that it can go on with less \
-context. Write, in the language of the conversation, short sections: Objective (what the user \
-wants now), Files touched (paths and what changed), Decisions, Open risks, Next steps. Keep \
-paths, names, commands and numbers exact. Output only the summary.";
-
 /// What the server's context-length error told.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Overflow {
@@ -370,12 +364,24 @@ impl AgentState {
         transcript: String,
         cancel: &Cancel,
     ) -> Option<String> {
+        // The hidden `compaction` agent: its prompt, and its model and
+        // sampling when a config gives them.
+        let summariser = self.agents.get(crate::agents::COMPACTION).cloned();
+        let prompt = summariser.as_ref().map_or("", |p| p.prompt.as_str());
         let messages = vec![
-            text_message("system", SUMMARY_PROMPT),
+            text_message("system", prompt),
             text_message("user", &transcript),
         ];
-        let model = self.model().to_owned();
-        let mut request = ChatRequest::streaming(&model, &messages, &[], &self.config);
+        let model = summariser
+            .as_ref()
+            .and_then(|p| p.model.clone())
+            .unwrap_or_else(|| self.model().to_owned());
+        let mut config = self.base_config.clone();
+        if let Some(summariser) = &summariser {
+            config.temperature = summariser.temperature.or(config.temperature);
+            config.top_p = summariser.top_p.or(config.top_p);
+        }
+        let mut request = ChatRequest::streaming(&model, &messages, &[], &config);
         request.max_tokens =
             Some(u32::try_from(self.config.compaction.reserve / 2).unwrap_or(2_048));
         let emit = self.emitter(id);

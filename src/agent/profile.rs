@@ -140,12 +140,13 @@ impl AgentState {
             .agents
             .all()
             .iter()
+            .filter(|p| p.mode != crate::agents::Mode::Hidden)
             .map(|p| AgentSummary {
                 name: p.name.clone(),
                 mode: match p.mode {
                     crate::agents::Mode::Primary => "primary",
                     crate::agents::Mode::Subagent => "subagent",
-                    crate::agents::Mode::All => "all",
+                    crate::agents::Mode::All | crate::agents::Mode::Hidden => "all",
                 }
                 .to_owned(),
                 description: p.description.clone(),

@@ -29,7 +29,7 @@ pub(super) fn spec(agents: &crate::agents::Agents) -> Option<ToolSpec> {
     let subagents: Vec<String> = agents
         .all()
         .iter()
-        .filter(|p| !matches!(p.mode, crate::agents::Mode::Primary))
+        .filter(|p| p.mode.subagent())
         .map(|p| format!("- {}: {}", p.name, p.description))
         .collect();
     if subagents.is_empty() {
@@ -127,13 +127,13 @@ impl AgentState {
             self.agents
                 .all()
                 .iter()
-                .filter(|p| !matches!(p.mode, crate::agents::Mode::Primary))
+                .filter(|p| p.mode.subagent())
                 .map(|p| p.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
         };
         let profile = match self.agents.get(&parsed.agent) {
-            Some(p) if !matches!(p.mode, crate::agents::Mode::Primary) => p.clone(),
+            Some(p) if p.mode.subagent() => p.clone(),
             _ => {
                 return Err(ToolOutput::error(format!(
                     "There is no subagent `{}`; the subagents are: {}",

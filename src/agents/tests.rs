@@ -16,7 +16,15 @@ fn config_layer(value: Value, project: bool) -> ConfigAgents {
 fn the_built_ins_are_build_plan_and_two_subagents() {
     let agents = Agents::default();
     let names: Vec<&str> = agents.all().iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["build", "plan", "general", "explore"]);
+    assert_eq!(names, ["build", "plan", "general", "compaction", "explore"]);
+    // offcode's own: never switched to, never a subagent.
+    let compaction = agents.get("compaction").unwrap();
+    assert!(!compaction.mode.primary() && !compaction.mode.subagent());
+    assert!(
+        compaction
+            .prompt
+            .starts_with("You summarise a coding session")
+    );
     let plan = agents.get("plan").unwrap();
     for tool in ["write", "edit", "patch"] {
         assert!(!plan.offers(tool), "{tool}");
@@ -57,6 +65,15 @@ fn the_config_adds_agents_and_changes_built_ins() {
         Origin::Config(PathBuf::from("/home/u/.config/offcode/offcode.jsonc"))
     );
     assert_eq!(agents.get("build").unwrap().max_steps, Some(7));
+    // The summariser's model can be changed, its mode not.
+    let global = config_layer(
+        json!({"compaction": {"model": "small", "temperature": 0.2}}),
+        false,
+    );
+    let changed = Agents::load(&[global], None, None).unwrap();
+    let compaction = changed.get("compaction").unwrap();
+    assert_eq!(compaction.model.as_deref(), Some("small"));
+    assert_eq!(compaction.mode, Mode::Hidden);
     assert!(agents.get("general").is_none());
     assert_eq!(agents.next_primary("plan"), "review");
     assert_eq!(agents.next_primary("review"), "build");
@@ -104,6 +121,15 @@ fn bad_definitions_say_which_agent_where_and_what() {
         (json!({"build": {"disable": true}}), "cannot be disabled"),
         (json!({"build": {"mode": "subagent"}}), "must stay primary"),
         (json!({"r": {"max_steps": 0}}), "at least 1"),
+        (
+            json!({"compaction": {"disable": true}}),
+            "cannot be disabled",
+        ),
+        (
+            json!({"compaction": {"mode": "primary"}}),
+            "they stay hidden",
+        ),
+        (json!({"r": {"mode": "hidden"}}), "they stay hidden"),
     ];
     for (value, expected) in cases {
         let error = Agents::load(&[config_layer(value.clone(), false)], None, None)

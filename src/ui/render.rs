@@ -289,7 +289,7 @@ pub fn context_report(report: &ContextReport, width: usize) -> Vec<Line> {
 pub fn agent_list(agents: &[crate::protocol::AgentSummary], width: usize) -> Vec<Line> {
     let mut lines = vec![Line::new().with(Role::Label, "AGENTS ").with(
         Role::Dim,
-        "Tab or /agent NAME switches; subagents are started by the task tool",
+        "Shift+Tab or /agent NAME switches; subagents are started by the task tool",
     )];
     for agent in agents {
         let (mark, role) = if agent.active {
