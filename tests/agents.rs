@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::support::{MockServer, Workspace, chunks, mock, run, sse};
+use crate::support::{MockServer, Workspace, chunks, mock, run, sse, system_prompt, tool_results};
 
 /// The tool names a chat request offered.
 fn offered(body: &Value) -> Vec<String> {
@@ -19,22 +19,6 @@ fn offered(body: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
-}
-
-/// The system message of a chat request.
-fn system(body: &Value) -> String {
-    body["messages"][0]["content"].as_str().unwrap().to_owned()
-}
-
-/// Every tool result a chat request carried.
-fn results(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// A mock whose model makes `calls` and then answers `Done.`.
@@ -64,18 +48,7 @@ fn the_plan_agent_changes_no_file_and_runs_no_command_that_writes() {
     ]);
     let ws = Workspace::new();
     std::fs::write(ws.root.join("hello.txt"), "hello\n").unwrap();
-    let output = run(ws.offcode(
-        &server.base_url(),
-        &[
-            "run",
-            "--agent",
-            "plan",
-            "--yes",
-            "--model",
-            "mock-model",
-            "plan it",
-        ],
-    ));
+    let output = ws.run_task(&server.base_url(), &["--agent", "plan", "--yes"], "plan it");
     assert_eq!(output.code, 0, "{}", output.stderr);
     for made in ["notes.txt", "made-by-plan", "listing.txt"] {
         assert!(!ws.root.join(made).exists(), "{made} was made");
@@ -86,8 +59,8 @@ fn the_plan_agent_changes_no_file_and_runs_no_command_that_writes() {
     for hidden in ["write", "edit", "patch"] {
         assert!(!tools.contains(&hidden.to_owned()), "{hidden}: {tools:?}");
     }
-    assert!(system(&bodies[0]).contains("You are in plan mode"));
-    let results = results(&bodies[1]);
+    assert!(system_prompt(&bodies[0]).contains("You are in plan mode"));
+    let results = tool_results(&bodies[1]);
     assert!(
         results[0].contains("not one of the `plan` agent's tools"),
         "{results:?}"
@@ -120,25 +93,15 @@ fn an_agent_from_a_markdown_file_brings_its_model_sampling_prompt_and_rules() {
         "reviewer",
         "---\ndescription: Reviews the working tree\nmode: primary\nmodel: reviewer-model\ntemperature: 0.1\ntools:\n  write: false\npermission:\n  bash:\n    \"*\": deny\n    \"git status\": allow\n---\nYou review changes and never make them.\n",
     );
-    let output = run(ws.offcode(
-        &server.base_url(),
-        &[
-            "run",
-            "--agent",
-            "reviewer",
-            "--model",
-            "mock-model",
-            "review",
-        ],
-    ));
+    let output = ws.run_task(&server.base_url(), &["--agent", "reviewer"], "review");
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(!ws.root.join("denied-by-agent").exists());
     let bodies = server.chat_bodies();
     assert_eq!(bodies[0]["model"], "reviewer-model");
     assert_eq!(bodies[0]["temperature"], 0.1);
-    assert!(system(&bodies[0]).ends_with("You review changes and never make them."));
+    assert!(system_prompt(&bodies[0]).ends_with("You review changes and never make them."));
     assert!(!offered(&bodies[0]).contains(&"write".to_owned()));
-    let results = results(&bodies[1]);
+    let results = tool_results(&bodies[1]);
     assert!(results[0].contains("denied"), "{results:?}");
     // Allowed by the agent's rule without --yes (the config would ask).
     assert!(!results[1].contains("denied"), "{results:?}");
@@ -170,7 +133,7 @@ fn an_agent_in_the_repository_cannot_loosen_the_rules() {
         ));
         assert_eq!(output.code, 0, "{agent}: {}", output.stderr);
         assert!(!ws.root.join("by-repo").exists(), "{agent} ran it");
-        let results = results(&server.chat_bodies()[1]);
+        let results = tool_results(&server.chat_bodies()[1]);
         assert!(
             results[0].contains("needs approval") || results[0].contains("denied"),
             "{agent}: {results:?}"
@@ -195,10 +158,7 @@ fn the_managed_policy_still_denies_what_an_agent_allows() {
         ("c1", "bash", json!({"command": "touch managed-said-no"})),
         ("c2", "bash", json!({"command": "mkdir agent-said-yes"})),
     ]);
-    let output = run(ws.offcode(
-        &server.base_url(),
-        &["run", "--agent", "free", "--model", "mock-model", "go"],
-    ));
+    let output = ws.run_task(&server.base_url(), &["--agent", "free"], "go");
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(!ws.root.join("managed-said-no").exists());
     // What the managed file does not cover, the agent's rule allows.
@@ -211,10 +171,7 @@ fn the_session_remembers_its_agent() {
     let server = mock();
     server.push(sse(&chunks::text_answer("First.")));
     server.push(sse(&chunks::text_answer("Second.")));
-    let first = run(ws.offcode(
-        &server.base_url(),
-        &["run", "--agent", "plan", "--model", "mock-model", "one"],
-    ));
+    let first = ws.run_task(&server.base_url(), &["--agent", "plan"], "one");
     assert_eq!(first.code, 0, "{}", first.stderr);
     let session = std::fs::read_to_string(ws.session_files().pop().unwrap()).unwrap();
     assert!(
@@ -230,7 +187,7 @@ fn the_session_remembers_its_agent() {
     );
     let bodies = server.chat_bodies();
     assert!(!offered(&bodies[1]).contains(&"write".to_owned()));
-    assert!(system(&bodies[1]).contains("You are in plan mode"));
+    assert!(system_prompt(&bodies[1]).contains("You are in plan mode"));
 }
 
 #[test]
@@ -242,10 +199,7 @@ fn a_bad_agent_is_named_with_where_and_why_and_nothing_runs() {
         "---\nmode: primary\ntemperatur: 0.3\n---\nHi\n",
     );
     let server = mock();
-    let output = run(ws.offcode(
-        &server.base_url(),
-        &["run", "--model", "mock-model", "hello"],
-    ));
+    let output = ws.run_task(&server.base_url(), &[], "hello");
     assert_eq!(output.code, 2, "{}", output.stderr);
     assert!(
         output.stderr.contains(
@@ -283,20 +237,17 @@ fn an_agent_in_the_config_file_works_and_a_bad_one_is_named() {
     .unwrap();
     let server = mock();
     server.push(sse(&chunks::text_answer("One line.")));
-    let output = run(ws.offcode(
-        &server.base_url(),
-        &["run", "--agent", "terse", "--model", "mock-model", "hi"],
-    ));
+    let output = ws.run_task(&server.base_url(), &["--agent", "terse"], "hi");
     assert_eq!(output.code, 0, "{}", output.stderr);
     let body = &server.chat_bodies()[0];
-    assert!(system(body).ends_with("Answer in one line."));
+    assert!(system_prompt(body).ends_with("Answer in one line."));
     assert_eq!(body["top_p"], 0.5);
     std::fs::write(
         ws.home.join(".config/offcode/offcode.jsonc"),
         r#"{ "agent": { "terse": { "top_p": 3 } } }"#,
     )
     .unwrap();
-    let output = run(ws.offcode(&server.base_url(), &["run", "--model", "mock-model", "hi"]));
+    let output = ws.run_task(&server.base_url(), &[], "hi");
     assert_eq!(output.code, 2, "{}", output.stderr);
     assert!(
         output.stderr.contains("Invalid agent `terse` in `")
@@ -333,7 +284,7 @@ fn the_hidden_compaction_agent_writes_summaries_with_its_own_model() {
     let summary = &bodies[3];
     assert_eq!(summary["model"], "summary-model");
     assert_eq!(summary["temperature"], 0.2);
-    assert!(system(summary).starts_with("You summarise a coding session"));
+    assert!(system_prompt(summary).starts_with("You summarise a coding session"));
     // Hidden: not in the list of agents.
     let listed = format!("{}{}", output.stdout, output.stderr);
     assert!(listed.contains("plan (primary, built in)"), "{listed}");

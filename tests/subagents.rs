@@ -9,7 +9,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::support::server::Request;
-use crate::support::{MockServer, Reply, Workspace, chunks, run, sse};
+use crate::support::{MockServer, Reply, Workspace, chunks, run, sse, tool_results};
 
 /// Whose request this is: the system prompt tells a subagent's.
 fn subagent_of(body: &Value) -> Option<&'static str> {
@@ -34,16 +34,6 @@ fn task_of(body: &Value) -> String {
         .and_then(|m| m["content"].as_str())
         .unwrap_or("")
         .to_owned()
-}
-
-fn tool_results(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| m["content"].as_str().unwrap().to_owned())
-        .collect()
 }
 
 /// The parent starts `explore` to find the port; the child reads
@@ -79,17 +69,11 @@ fn a_task_runs_explore_in_a_child_session_seen_live_and_returns_its_answer() {
     let ws = Workspace::new();
     std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
     let server = MockServer::start(Arc::new(port_finder));
-    let output = run(ws.offcode(
+    let output = ws.run_task(
         &server.base_url(),
-        &[
-            "run",
-            "--json",
-            "--yes",
-            "--model",
-            "mock-model",
-            "which port does it use?",
-        ],
-    ));
+        &["--json", "--yes"],
+        "which port does it use?",
+    );
     assert_eq!(output.code, 0, "{}\n{}", output.stderr, output.stdout);
     let events: Vec<Value> = output
         .stdout
@@ -272,10 +256,7 @@ fn two_tasks_in_one_step_run_at_the_same_time_within_the_configured_bound() {
             .unwrap();
         }
         let server = two_tasks(Duration::from_secs(patience));
-        let output = run(ws.offcode(
-            &server.base_url(),
-            &["run", "--yes", "--model", "mock-model", "look at both"],
-        ));
+        let output = ws.run_task(&server.base_url(), &["--yes"], "look at both");
         assert_eq!(output.code, 0, "{}", output.stderr);
         let bodies = server.chat_bodies();
         let last = bodies.iter().rfind(|b| subagent_of(b).is_none()).unwrap();
@@ -306,18 +287,7 @@ fn plan_cannot_start_a_subagent_and_a_subagent_that_does_not_exist_is_named() {
         ],
     )));
     server.push(sse(&chunks::text_answer("Planned.")));
-    let output = run(ws.offcode(
-        &server.base_url(),
-        &[
-            "run",
-            "--agent",
-            "plan",
-            "--yes",
-            "--model",
-            "mock-model",
-            "plan",
-        ],
-    ));
+    let output = ws.run_task(&server.base_url(), &["--agent", "plan", "--yes"], "plan");
     assert_eq!(output.code, 0, "{}", output.stderr);
     let bodies = server.chat_bodies();
     assert_eq!(bodies.len(), 2, "no subagent asked the model");

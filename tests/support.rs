@@ -42,15 +42,23 @@ pub fn fast_config(base_url: &str) -> offcode::config::Config {
 
 /// The content of the first tool result a chat request carried.
 pub fn first_tool_result(body: &serde_json::Value) -> String {
+    tool_results(body).into_iter().next().unwrap()
+}
+
+/// Every tool result a chat request carried, in order.
+pub fn tool_results(body: &serde_json::Value) -> Vec<String> {
     body["messages"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|m| m["role"] == "tool")
-        .unwrap()["content"]
-        .as_str()
-        .unwrap()
-        .to_owned()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// The system message of a chat request.
+pub fn system_prompt(body: &serde_json::Value) -> String {
+    body["messages"][0]["content"].as_str().unwrap().to_owned()
 }
 
 /// Concatenated SSE events, as one reply.
@@ -97,6 +105,14 @@ impl Workspace {
             .env("OFFCODE_MANAGED_POLICY", self.managed_policy())
             .env("OFFCODE_TEST_SYSTEM_POLICY", self.system_policy());
         command
+    }
+
+    /// `offcode run FLAGS --model mock-model PROMPT` against `base_url`.
+    pub fn run_task(&self, base_url: &str, flags: &[&str], prompt: &str) -> Output {
+        let mut args = vec!["run"];
+        args.extend_from_slice(flags);
+        args.extend(["--model", "mock-model", prompt]);
+        run(self.offcode(base_url, &args))
     }
 
     /// The environment [`Workspace::offcode`] gives the binary, for code

@@ -144,17 +144,11 @@ fn a_go_edit_that_breaks_the_build_goes_back_to_the_model_until_build_and_tests_
     server.push(sse(&chunks::text_answer("Changed it.")));
     server.push(sse(&write("two.go", good)));
     server.push(sse(&chunks::text_answer("Fixed the type.")));
-    let output = run(ws.offcode(
+    let output = ws.run_task(
         &server.base_url(),
-        &[
-            "run",
-            "--json",
-            "--yes",
-            "--model",
-            "mock-model",
-            "make Two a string",
-        ],
-    ));
+        &["--json", "--yes"],
+        "make Two a string",
+    );
     assert!(
         !output.stdout.contains("executable file not found"),
         "go is not installed: run release/setup.sh"
@@ -207,10 +201,7 @@ fn validation_that_still_fails_at_the_attempt_limit_ends_the_turn_incomplete() {
         server.push(sse(&write("notes.txt", content)));
         server.push(sse(&chunks::text_answer("Done.")));
     }
-    let output = run(ws.offcode(
-        &server.base_url(),
-        &["run", "--yes", "--model", "mock-model", "fix notes.txt"],
-    ));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "fix notes.txt");
     assert_eq!(output.code, 3, "{}", output.stderr);
     assert!(
         output.stderr.contains(
@@ -243,20 +234,14 @@ fn a_turn_that_changed_nothing_is_not_validated_and_no_known_project_is_said_onc
         &[("r", "read", json!({"path": "hello.txt"}))],
     )));
     server.push(sse(&chunks::text_answer("It says hello.")));
-    let read = run(ws.offcode(
-        &server.base_url(),
-        &["run", "--json", "--model", "mock-model", "what does it say"],
-    ));
+    let read = ws.run_task(&server.base_url(), &["--json"], "what does it say");
     assert_eq!(read.code, 0, "{}", read.stderr);
     assert!(validations(&read.stdout).is_empty(), "{}", read.stdout);
     assert!(!read.stdout.contains("not validated"), "{}", read.stdout);
     // A change where nothing says how to validate: said, and done.
     server.push(sse(&write("notes.txt", "x")));
     server.push(sse(&chunks::text_answer("Wrote it.")));
-    let changed = run(ws.offcode(
-        &server.base_url(),
-        &["run", "--yes", "--model", "mock-model", "write notes"],
-    ));
+    let changed = ws.run_task(&server.base_url(), &["--yes"], "write notes");
     assert_eq!(changed.code, 0, "{}", changed.stderr);
     assert_eq!(
         changed
@@ -282,10 +267,7 @@ fn validation_is_a_command_like_any_other_asked_about_and_refused_without_a_pers
     let server = mock();
     server.push(sse(&write("notes.txt", "x")));
     server.push(sse(&chunks::text_answer("Wrote it.")));
-    let output = run(ws.offcode(
-        &server.base_url(),
-        &["run", "--model", "mock-model", "write notes"],
-    ));
+    let output = ws.run_task(&server.base_url(), &[], "write notes");
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(ws.root.join("notes.txt").exists(), "{}", output.stderr);
     assert!(!ws.root.join("validated-marker").exists());
