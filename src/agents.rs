@@ -23,8 +23,6 @@ use crate::sandbox::Sandbox;
 pub const DEFAULT: &str = "build";
 /// The hidden agent that writes compaction summaries.
 pub const COMPACTION: &str = "compaction";
-/// Bytes of one agent file read.
-const MAX_FILE_BYTES: usize = 64 * 1024;
 
 /// Where an agent can be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -238,12 +236,12 @@ impl Agents {
             }
         }
         if let Some(dir) = config_dir {
-            for (path, text) in global_files(&dir.join("agents")) {
+            for (path, text) in files::global_files(&dir.join("agents")) {
                 agents.define_file(&path, &text, false)?;
             }
         }
         if let Some(sandbox) = sandbox {
-            for (path, text) in project_files(sandbox) {
+            for (path, text) in files::project_files(sandbox) {
                 agents.define_file(&path, &text, true)?;
             }
         }
@@ -260,27 +258,44 @@ impl Agents {
         &self.profiles
     }
 
+    /// The names of the agents whose mode passes `keep`, for messages.
+    fn names(&self, keep: impl Fn(Mode) -> bool) -> String {
+        self.profiles
+            .iter()
+            .filter(|p| keep(p.mode))
+            .map(|p| p.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// The agent a session can switch to by `name`, or why not.
     pub fn primary(&self, name: &str) -> Result<&Profile, String> {
-        let names = || {
-            self.profiles
-                .iter()
-                .filter(|p| p.mode.primary())
-                .map(|p| p.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        match self.get(name) {
+        match self.get(name).filter(|p| p.mode != Mode::Hidden) {
             Some(profile) if profile.mode.primary() => Ok(profile),
             Some(_) => Err(format!(
                 "`{name}` is a subagent, started by the `task` tool; the agents to switch to are: {}",
-                names()
+                self.names(Mode::primary)
             )),
             None => Err(format!(
                 "there is no agent `{name}`; the agents to switch to are: {}",
-                names()
+                self.names(Mode::primary)
             )),
         }
+    }
+
+    /// The agent the `task` tool can start by `name`, or why not.
+    pub fn subagent(&self, name: &str) -> Result<&Profile, String> {
+        self.get(name).filter(|p| p.mode.subagent()).ok_or_else(|| {
+            format!(
+                "There is no subagent `{name}`; the subagents are: {}",
+                self.names(Mode::subagent)
+            )
+        })
+    }
+
+    /// The agents the `task` tool can start.
+    pub fn subagents(&self) -> impl Iterator<Item = &Profile> {
+        self.profiles.iter().filter(|p| p.mode.subagent())
     }
 
     /// The primary agent after `name`, round the list (Tab).
@@ -296,7 +311,7 @@ impl Agents {
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_default();
-        let (definition, name) = parse_file(path, &name, text)?;
+        let (definition, name) = files::parse_file(path, &name, text)?;
         self.define(&name, definition, Origin::File(path.to_path_buf()), project)
             .map_err(|message| Error {
                 name,
@@ -441,112 +456,6 @@ fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// A Markdown agent file: YAML frontmatter between `---` lines, then the
-/// prompt. Errors point at the line and column in the file.
-fn parse_file(path: &Path, name: &str, text: &str) -> Result<(Definition, String), Error> {
-    let fail = |line: Option<usize>, column: Option<usize>, message: String| Error {
-        name: name.to_owned(),
-        path: path.to_path_buf(),
-        line,
-        column,
-        message,
-    };
-    let text = text.trim_start_matches('\u{feff}');
-    let (front, body) = match text.strip_prefix("---") {
-        Some(rest) if rest.starts_with(['\n', '\r']) => {
-            let rest = rest.trim_start_matches('\r');
-            let rest = rest.strip_prefix('\n').unwrap_or(rest);
-            let end = rest
-                .match_indices("---")
-                .map(|(at, _)| at)
-                .find(|at| *at == 0 || rest[..*at].ends_with('\n'))
-                .ok_or_else(|| {
-                    fail(
-                        Some(1),
-                        None,
-                        "the frontmatter opened by `---` is never closed by another `---` line"
-                            .to_owned(),
-                    )
-                })?;
-            let after = &rest[end + 3..];
-            (&rest[..end], after.split_once('\n').map_or("", |(_, b)| b))
-        }
-        _ => ("", text),
-    };
-    let mut definition = if front.trim().is_empty() {
-        Definition::default()
-    } else {
-        serde_yaml_ng::from_str::<Definition>(front).map_err(|e| {
-            // The frontmatter starts on the file's second line.
-            let at = e.location();
-            let message = e.to_string();
-            let message = message.split(" at line ").next().unwrap_or_default();
-            fail(
-                at.as_ref().map(|l| l.line() + 1),
-                at.as_ref().map(serde_yaml_ng::Location::column),
-                message.to_owned(),
-            )
-        })?
-    };
-    let name = definition.name.take().unwrap_or_else(|| name.to_owned());
-    let body = body.trim();
-    if definition.prompt.is_none() && !body.is_empty() {
-        definition.prompt = Some(body.to_owned());
-    }
-    Ok((definition, name))
-}
-
-/// The `*.md` files of a global agents folder, sorted by name.
-fn global_files(dir: &Path) -> Vec<(PathBuf, String)> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut paths: Vec<PathBuf> = entries
-        .filter_map(Result::ok)
-        .map(|e| e.path())
-        .filter(|p| is_markdown(p))
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .filter_map(|path| {
-            let bytes = std::fs::read(&path).ok()?;
-            Some((path, cut(&bytes)))
-        })
-        .collect()
-}
-
-/// The project's `.offcode/agents/*.md`, read through the sandbox.
-fn project_files(sandbox: &Sandbox) -> Vec<(PathBuf, String)> {
-    const DIR: &str = ".offcode/agents";
-    let Ok(entries) = std::fs::read_dir(sandbox.root().join(DIR)) else {
-        return Vec::new();
-    };
-    let mut names: Vec<String> = entries
-        .filter_map(Result::ok)
-        .filter_map(|e| e.file_name().into_string().ok())
-        .filter(|n| is_markdown(Path::new(n)))
-        .collect();
-    names.sort();
-    names
-        .into_iter()
-        .filter_map(|name| {
-            let relative = format!("{DIR}/{name}");
-            let bytes = sandbox.read(&relative).ok()?;
-            Some((PathBuf::from(relative), cut(&bytes)))
-        })
-        .collect()
-}
-
-fn is_markdown(path: &Path) -> bool {
-    path.extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case("md"))
-}
-
-fn cut(bytes: &[u8]) -> String {
-    String::from_utf8_lossy(&bytes[..bytes.len().min(MAX_FILE_BYTES)]).into_owned()
-}
-
 /// Commands `plan` and `explore` may run: plain reads.
 const READ_ONLY_COMMANDS: &[&str] = &[
     "ls *",
@@ -632,5 +541,6 @@ fn built_in() -> Vec<Profile> {
     ]
 }
 
+mod files;
 #[cfg(test)]
 mod tests;

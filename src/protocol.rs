@@ -8,7 +8,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+mod agents;
+mod approval;
+mod format;
 mod wire;
+pub use agents::{AgentSummary, SubagentEvent, ValidationEvent, ValidationStatus};
+pub use approval::{ApprovalRequestEvent, PermissionDecisionEvent};
+pub use format::{count, format_size, format_tokens};
 pub use wire::managed as managed_wire;
 
 /// Identifies the [`Op`] an [`Event`] answers.
@@ -309,67 +315,6 @@ pub struct SessionConfiguredEvent {
     pub todos: Vec<TodoItem>,
 }
 
-/// Payload of [`EventMsg::Subagent`]: one event of a subagent's core.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct SubagentEvent {
-    /// The `task` call that started it.
-    pub call_id: String,
-    /// Its session's id.
-    pub child_session_id: String,
-    /// The agent.
-    pub agent: String,
-    /// What happened there.
-    pub event: Box<EventMsg>,
-}
-
-/// Where a validation stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ValidationStatus {
-    /// Started.
-    Running,
-    /// Exited 0.
-    Passed,
-    /// Failed; its output went to the model.
-    Failed,
-    /// Refused or aborted.
-    NotRun,
-}
-
-/// Payload of [`EventMsg::Validation`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ValidationEvent {
-    /// The command.
-    pub command: String,
-    /// Where it came from: the config's `validate`, `Cargo.toml`, ...
-    pub from: String,
-    /// The turn's validation it belongs to, from 1.
-    pub attempt: u32,
-    /// Where it stands.
-    pub status: ValidationStatus,
-    /// `passed in 3.1 s`, `2 failed`, `3 errors`, or why it did not run.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub summary: String,
-    /// A failure's output, failing part first.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub output: String,
-}
-
-/// One agent in an [`EventMsg::AgentList`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentSummary {
-    /// Its name.
-    pub name: String,
-    /// `primary`, `subagent` or `all`.
-    pub mode: String,
-    /// What it is for.
-    pub description: String,
-    /// Where it was defined (`built in`, a file).
-    pub origin: String,
-    /// Whether the session uses it now.
-    pub active: bool,
-}
-
 /// Payload of [`EventMsg::AssistantMessage`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AssistantMessageEvent {
@@ -566,67 +511,6 @@ pub struct FileDiff {
     pub diff: String,
 }
 
-/// Payload of [`EventMsg::ApprovalRequest`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct ApprovalRequestEvent {
-    /// The call to approve.
-    pub call_id: String,
-    /// The tool's name.
-    pub tool: String,
-    /// The arguments.
-    pub arguments: Value,
-    /// The model's stated reason, when it gave one.
-    pub reason: Option<String>,
-    /// Why approval is needed (the rule that asked).
-    pub rule: String,
-    /// Whether "allow for the session" may be offered.
-    pub session_allowed: bool,
-    /// What "allow for the session" would add, one rule each
-    /// (``bash `git status *` ``, `every edit call`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub session_rules: Vec<String>,
-    /// The call is in the dangerous class: offer only allow once / deny,
-    /// and never approve it without a person.
-    #[serde(default)]
-    pub dangerous: bool,
-    /// Why it is dangerous, one line per finding.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub dangers: Vec<String>,
-    /// Who demands a person's answer, if anyone: never answered by
-    /// `--yes` or for the session.
-    #[serde(flatten, with = "wire::mandatory")]
-    pub mandate: Option<Mandate>,
-    /// For bash: how the command would run (confined and what it may
-    /// write, or unconfined and why).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confinement: Option<String>,
-    /// The question is whether to lift the sandbox for this one command.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub unconfined: bool,
-    /// For write, edit and patch: the change the call would make, worked
-    /// out without making it (absent when the call would fail).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub preview: Option<ToolDisplay>,
-    /// The subagent whose call this is; none for the session's own.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<String>,
-}
-
-/// Payload of [`EventMsg::PermissionDecision`].
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PermissionDecisionEvent {
-    /// The call decided on.
-    pub call_id: String,
-    /// The tool's name.
-    pub tool: String,
-    /// The outcome.
-    pub decision: ApprovalDecision,
-    /// Who decided.
-    pub by: Decider,
-    /// The rule or reason behind it.
-    pub rule: String,
-}
-
 /// Payload of [`EventMsg::Retry`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RetryEvent {
@@ -671,38 +555,6 @@ pub struct TurnCompleteEvent {
     pub status: TurnStatus,
     /// The final answer, when there is one.
     pub last_message: Option<String>,
-}
-
-/// `n` and `noun`, plural unless `n` is 1: `1 line`, `15 lines`.
-pub fn count(n: usize, noun: &str) -> String {
-    if n == 1 {
-        format!("1 {noun}")
-    } else {
-        format!("{n} {noun}s")
-    }
-}
-
-/// `512 B`, `1.2 KB`, `3.0 MB`.
-pub fn format_size(bytes: u64) -> String {
-    #[expect(clippy::cast_precision_loss, reason = "one decimal is shown")]
-    let value = bytes as f64;
-    match bytes {
-        0..1024 => format!("{bytes} B"),
-        1024..1_048_576 => format!("{:.1} KB", value / 1024.0),
-        _ => format!("{:.1} MB", value / 1_048_576.0),
-    }
-}
-
-/// `950`, `1.2k`, `32.8k`, `128k`.
-pub fn format_tokens(n: u64) -> String {
-    match n {
-        0..1_000 => n.to_string(),
-        1_000..100_000 => {
-            let tenths = (n + 50) / 100;
-            format!("{}.{}k", tenths / 10, tenths % 10)
-        }
-        _ => format!("{}k", (n + 500) / 1_000),
-    }
 }
 
 #[cfg(test)]

@@ -1,19 +1,90 @@
-//! Running one tool call the model asked for: announce it, ask the
+//! Running the tool calls of a step, each as the model asked: announce it, ask the
 //! policy (and the user), run it so an abort always wins, report it.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::turn::AgentState;
+use super::finish::Calls;
+use super::turn::{AgentState, Step};
 use crate::cancel::Cancel;
 use crate::protocol::{
     CallOutcome, EventMsg, SubmissionId, ToolCallBeginEvent, ToolCallEndEvent, TurnState,
+    TurnStatus,
 };
-use crate::session::ToolCall;
+use crate::session::{EntryBody, Message, ToolCall};
 use crate::tools::{Effect, ToolContext, ToolOutput, parse_argument_text};
 
 impl AgentState {
+    /// Runs a step's calls in order and records each result; those from
+    /// `waiting` on are held back for the results of earlier ones.
+    pub(super) async fn run_calls(
+        &mut self,
+        id: SubmissionId,
+        tool_calls: &[ToolCall],
+        recovered: bool,
+        waiting: Option<usize>,
+        cancel: &Cancel,
+    ) -> Step {
+        // After an abort the remaining calls still get a result, so the
+        // history stays a valid request.
+        let mut calls = Calls::default();
+        // Every `task` call of the step runs at once, when the first is due.
+        let mut tasks: Option<std::collections::HashMap<String, ToolOutput>> = None;
+        for (index, call) in tool_calls.iter().enumerate() {
+            let output = if cancel.is_cancelled() {
+                ToolOutput::error("not run: the turn was aborted")
+            } else if let Some(first) = waiting.filter(|&first| index >= first) {
+                calls.deferred.push(call.name.clone());
+                self.not_yet(id, call, &tool_calls[..first])
+            } else if call.name == super::task::NAME {
+                if tasks.is_none() {
+                    let due: Vec<&ToolCall> = tool_calls[index..]
+                        .iter()
+                        .filter(|c| c.name == super::task::NAME)
+                        .collect();
+                    tasks = Some(self.run_tasks(id, &due, cancel).await);
+                }
+                calls.ran.push(call.name.clone());
+                tasks
+                    .as_mut()
+                    .and_then(|done| done.remove(&call.id))
+                    .unwrap_or_else(|| ToolOutput::error("not run: the turn was aborted"))
+            } else {
+                let (output, outcome) = self.run_call(id, call, recovered, cancel).await;
+                let ran = matches!(outcome, CallOutcome::Ok | CallOutcome::Failed);
+                match crate::tools::effect(&call.name) {
+                    crate::tools::Effect::ChangesFiles => {
+                        calls.changed |= outcome == CallOutcome::Ok;
+                    }
+                    crate::tools::Effect::RunsCommands => calls.ran_command |= ran,
+                    _ => {}
+                }
+                if outcome == CallOutcome::Failed {
+                    calls
+                        .failed
+                        .push((call.name.clone(), output.output.clone()));
+                } else {
+                    calls.ran.push(call.name.clone());
+                }
+                output
+            };
+            let message = Message::Tool {
+                tool_call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: output.output,
+                is_error: !output.ok,
+            };
+            if let Err(status) = self.record(id, EntryBody::Message { message }) {
+                return Step::End(status);
+            }
+        }
+        if cancel.is_cancelled() {
+            return Step::End(TurnStatus::Aborted);
+        }
+        Step::Continue(calls)
+    }
+
     /// Asks for approval when the policy says so, runs the tool and reports;
     /// `recovered` when the call was read from the model's text.
     pub(super) async fn run_call(

@@ -27,9 +27,7 @@ pub(super) const NAME: &str = "task";
 /// The `task` tool's definition, naming the subagents there are.
 pub(super) fn spec(agents: &crate::agents::Agents) -> Option<ToolSpec> {
     let subagents: Vec<String> = agents
-        .all()
-        .iter()
-        .filter(|p| p.mode.subagent())
+        .subagents()
         .map(|p| format!("- {}: {}", p.name, p.description))
         .collect();
     if subagents.is_empty() {
@@ -123,25 +121,11 @@ impl AgentState {
     ) -> Result<Child, ToolOutput> {
         let parsed: Arguments = serde_json::from_value(arguments.clone())
             .map_err(|e| ToolOutput::error(format!("Invalid arguments for `task`: {e}")))?;
-        let names = || {
-            self.agents
-                .all()
-                .iter()
-                .filter(|p| p.mode.subagent())
-                .map(|p| p.name.as_str())
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        let profile = match self.agents.get(&parsed.agent) {
-            Some(p) if p.mode.subagent() => p.clone(),
-            _ => {
-                return Err(ToolOutput::error(format!(
-                    "There is no subagent `{}`; the subagents are: {}",
-                    parsed.agent,
-                    names()
-                )));
-            }
-        };
+        let profile = self
+            .agents
+            .subagent(&parsed.agent)
+            .map_err(ToolOutput::error)?
+            .clone();
         if self.depth > 0 {
             return Err(ToolOutput::error(
                 "A subagent cannot start subagents of its own; do the work yourself",

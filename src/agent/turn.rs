@@ -23,12 +23,12 @@ use crate::client::wire::ChatRequest;
 use crate::client::{self, Client, Piece, Update};
 use crate::config::Config;
 use crate::protocol::{
-    AssistantMessageEvent, CallOutcome, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent,
-    SubmissionId, TokenUsage, TurnCompleteEvent, TurnState, TurnStatus,
+    AssistantMessageEvent, ErrorKind, Event, EventMsg, Op, SessionConfiguredEvent, SubmissionId,
+    TokenUsage, TurnCompleteEvent, TurnState, TurnStatus,
 };
 use crate::sandbox::Sandbox;
 use crate::session::{EntryBody, Message, Session, ToolCall};
-use crate::tools::{Registry, ToolOutput};
+use crate::tools::Registry;
 
 /// How a step ended.
 pub(super) enum Step {
@@ -132,6 +132,12 @@ impl AgentState {
 
     pub(super) fn set_state(&self, id: SubmissionId, state: TurnState) {
         self.emit(id, EventMsg::StateChanged { state });
+    }
+
+    /// An `(offcode)` note to the model: why the turn goes on.
+    pub(super) fn tell_model(&mut self, id: SubmissionId, note: &str) -> Result<(), TurnStatus> {
+        let message = Message::offcode_note(note);
+        self.record(id, EntryBody::Message { message })
     }
 
     /// Appends to the session; a failure is reported and ends the turn.
@@ -328,8 +334,8 @@ impl AgentState {
                                 return (TurnStatus::Incomplete, Some(text));
                             }
                             Verdict::Retry(note) => {
-                                if !self.validation_note(id, &note) {
-                                    return (TurnStatus::Failed, None);
+                                if let Err(status) = self.tell_model(id, &note) {
+                                    return (status, None);
                                 }
                                 continue;
                             }
@@ -350,10 +356,7 @@ impl AgentState {
                         id,
                         &format!("The model ended with {what}; offcode told it what is wrong and lets it try again"),
                     );
-                    let nudge = EntryBody::Message {
-                        message: Message::offcode_note(&undone.note),
-                    };
-                    if let Err(status) = self.record(id, nudge) {
+                    if let Err(status) = self.tell_model(id, &undone.note) {
                         return (status, None);
                     }
                 }
@@ -531,75 +534,6 @@ impl AgentState {
         };
         self.run_calls(id, &tool_calls, recovered, waiting, cancel)
             .await
-    }
-
-    /// Runs a step's calls in order and records each result; those from
-    /// `waiting` on are held back for the results of earlier ones.
-    async fn run_calls(
-        &mut self,
-        id: SubmissionId,
-        tool_calls: &[ToolCall],
-        recovered: bool,
-        waiting: Option<usize>,
-        cancel: &Cancel,
-    ) -> Step {
-        // After an abort the remaining calls still get a result, so the
-        // history stays a valid request.
-        let mut calls = Calls::default();
-        // Every `task` call of the step runs at once, when the first is due.
-        let mut tasks: Option<std::collections::HashMap<String, ToolOutput>> = None;
-        for (index, call) in tool_calls.iter().enumerate() {
-            let output = if cancel.is_cancelled() {
-                ToolOutput::error("not run: the turn was aborted")
-            } else if let Some(first) = waiting.filter(|&first| index >= first) {
-                calls.deferred.push(call.name.clone());
-                self.not_yet(id, call, &tool_calls[..first])
-            } else if call.name == super::task::NAME {
-                if tasks.is_none() {
-                    let due: Vec<&ToolCall> = tool_calls[index..]
-                        .iter()
-                        .filter(|c| c.name == super::task::NAME)
-                        .collect();
-                    tasks = Some(self.run_tasks(id, &due, cancel).await);
-                }
-                calls.ran.push(call.name.clone());
-                tasks
-                    .as_mut()
-                    .and_then(|done| done.remove(&call.id))
-                    .unwrap_or_else(|| ToolOutput::error("not run: the turn was aborted"))
-            } else {
-                let (output, outcome) = self.run_call(id, call, recovered, cancel).await;
-                let ran = matches!(outcome, CallOutcome::Ok | CallOutcome::Failed);
-                match crate::tools::effect(&call.name) {
-                    crate::tools::Effect::ChangesFiles => {
-                        calls.changed |= outcome == CallOutcome::Ok;
-                    }
-                    crate::tools::Effect::RunsCommands => calls.ran_command |= ran,
-                    _ => {}
-                }
-                if outcome == CallOutcome::Failed {
-                    calls
-                        .failed
-                        .push((call.name.clone(), output.output.clone()));
-                } else {
-                    calls.ran.push(call.name.clone());
-                }
-                output
-            };
-            let message = Message::Tool {
-                tool_call_id: call.id.clone(),
-                name: call.name.clone(),
-                content: output.output,
-                is_error: !output.ok,
-            };
-            if let Err(status) = self.record(id, EntryBody::Message { message }) {
-                return Step::End(status);
-            }
-        }
-        if cancel.is_cancelled() {
-            return Step::End(TurnStatus::Aborted);
-        }
-        Step::Continue(calls)
     }
 
     /// Records an error that ends the turn and reports it.

@@ -15,7 +15,7 @@ use serde_json::json;
 use super::turn::AgentState;
 use crate::cancel::Cancel;
 use crate::protocol::{EventMsg, SubmissionId, TurnState, ValidationEvent, ValidationStatus};
-use crate::session::{EntryBody, Message, ToolCall};
+use crate::session::{EntryBody, ToolCall};
 
 /// Lines of a failure's output the model is shown.
 const FAILING_LINES: usize = 80;
@@ -329,14 +329,6 @@ impl AgentState {
             return None;
         }
         Some((output.ok, summary, output.output))
-    }
-
-    /// Tells the model why the turn goes on.
-    pub(super) fn validation_note(&mut self, id: SubmissionId, note: &str) -> bool {
-        let entry = EntryBody::Message {
-            message: Message::offcode_note(note),
-        };
-        self.record(id, entry).is_ok()
     }
 }
 

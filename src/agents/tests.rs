@@ -1,3 +1,4 @@
+use super::files::parse_file;
 use super::*;
 
 fn config_layer(value: Value, project: bool) -> ConfigAgents {

@@ -31,24 +31,13 @@ pub fn validation(event: &crate::protocol::ValidationEvent, width: usize) -> Vec
     use crate::protocol::ValidationStatus;
     let room = width.saturating_sub(4);
     match event.status {
-        ValidationStatus::Running => {
-            let head = format!("VALIDATE {}  ({})", event.command, event.from);
-            vec![
-                Line::new()
-                    .with(Role::Label, "VALIDATE ")
-                    .with(Role::Code, event.command.clone())
-                    .with(Role::Dim, format!("  ({})", event.from)),
-            ]
-            .into_iter()
-            .map(|line| {
-                if head.width() > width {
-                    tail(&line, width)
-                } else {
-                    line
-                }
-            })
-            .collect()
-        }
+        ValidationStatus::Running => vec![tail(
+            &Line::new()
+                .with(Role::Label, "VALIDATE ")
+                .with(Role::Code, event.command.clone())
+                .with(Role::Dim, format!("  ({})", event.from)),
+            width,
+        )],
         ValidationStatus::Passed => vec![
             Line::new()
                 .with(Role::Ok, "  ✓ ")

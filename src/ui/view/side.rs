@@ -1,0 +1,135 @@
+//! What the view shows beside the conversation: validation runs, agent
+//! switches and lists, and the subagents' work with their rows for
+//! `/agents`.
+
+use super::View;
+use crate::protocol::EventMsg;
+use crate::ui::render::{self, Line, Role};
+
+/// One subagent, for `/agents`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubagentRow {
+    /// Its session's id (`/inspect` takes it).
+    pub session_id: String,
+    /// The agent.
+    pub agent: String,
+    /// `running`, `done`, `not done`, `aborted`, `failed`.
+    pub state: String,
+    /// Model requests so far.
+    pub steps: usize,
+    /// Tokens of its last request.
+    pub tokens: u64,
+}
+
+impl View {
+    /// Whether a subagent is at work now.
+    pub fn subagent_running(&self) -> bool {
+        self.subagents.iter().any(|r| r.state == "running")
+    }
+
+    /// A subagent's event: its calls indented under the `task` line, its
+    /// end as one line; its row in `/agents` kept up to date.
+    fn subagent(&mut self, sub: &crate::protocol::SubagentEvent) {
+        let known = self
+            .subagents
+            .iter()
+            .position(|r| r.session_id == sub.child_session_id);
+        let at = known.unwrap_or_else(|| {
+            self.subagents.push(SubagentRow {
+                session_id: sub.child_session_id.clone(),
+                agent: sub.agent.clone(),
+                state: "running".to_owned(),
+                steps: 0,
+                tokens: 0,
+            });
+            self.subagents.len() - 1
+        });
+        let row = &mut self.subagents[at];
+        let width = self.width.saturating_sub(4);
+        let line = match sub.event.as_ref() {
+            EventMsg::AssistantMessage(_) => {
+                row.steps += 1;
+                None
+            }
+            EventMsg::TokenUsage(usage) => {
+                row.tokens = usage.total_tokens;
+                None
+            }
+            EventMsg::ToolCallBegin(call) => {
+                let subject = crate::tools::subject(&call.name, &call.arguments).unwrap_or("");
+                Some(
+                    Line::new()
+                        .with(Role::Dim, format!("  │ {} ", sub.agent))
+                        .with(Role::Tool, call.name.clone())
+                        .with(Role::Text, "  ")
+                        .with(
+                            Role::Code,
+                            render::truncate(&render::one_line(subject), width),
+                        ),
+                )
+            }
+            EventMsg::ToolCallEnd(end) => {
+                let (mark, role) = if end.outcome.ok() {
+                    ("✓ ", Role::Ok)
+                } else {
+                    ("✗ ", Role::Error)
+                };
+                Some(
+                    Line::new()
+                        .with(Role::Dim, "  │   ")
+                        .with(role, mark)
+                        .with(Role::Dim, render::truncate(&end.summary, width)),
+                )
+            }
+            EventMsg::Warning { message } | EventMsg::Error { message, .. } => {
+                Some(Line::new().with(Role::Dim, "  │ ").with(
+                    Role::Warning,
+                    render::truncate(&render::one_line(message), width),
+                ))
+            }
+            EventMsg::TurnComplete(complete) => {
+                complete.status.words().clone_into(&mut row.state);
+                Some(Line::new().with(
+                    Role::Dim,
+                    format!(
+                        "  └ {} {} · {} · {}",
+                        row.agent,
+                        row.state,
+                        crate::protocol::count(row.steps, "step"),
+                        row.session_id
+                    ),
+                ))
+            }
+            _ => None,
+        };
+        if let Some(line) = line {
+            self.end_reasoning();
+            self.end_block("PLAN");
+            self.commit(line);
+        }
+    }
+
+    /// The agent switched or listed; a validation ran; a subagent did
+    /// something.
+    pub(super) fn agent_event(&mut self, msg: &EventMsg) {
+        match msg {
+            EventMsg::Subagent(sub) => self.subagent(sub),
+            EventMsg::Validation(event) => {
+                self.end_reasoning();
+                self.end_block("PLAN");
+                self.committed.extend(render::validation(event, self.width));
+            }
+            // The status line says it; a line in the scrollback would land
+            // where the editor is being drawn again (Shift+Tab).
+            EventMsg::AgentChanged { agent, model } => {
+                self.status.agent.clone_from(agent);
+                self.status.model.clone_from(model);
+            }
+            EventMsg::AgentList { agents } => {
+                self.committed
+                    .extend(render::agent_list(agents, self.width));
+            }
+            _ => {}
+        }
+    }
+}
