@@ -339,7 +339,11 @@ impl View {
     /// The live part: reasoning or text still arriving, at `width`.
     pub fn live(&self) -> Vec<Line> {
         let width = self.width;
-        let mut lines = Vec::new();
+        // Subagents at work, under their `task` lines.
+        let mut lines: Vec<Line> = self
+            .subagent_lines()
+            .map(|line| render::fit(line, width))
+            .collect();
         if let Some(reasoning) = &self.reasoning {
             let last = reasoning.trim_end().lines().last().unwrap_or("");
             let line = Line::new()

@@ -19,7 +19,17 @@ pub struct SubagentRow {
     pub steps: usize,
     /// Tokens of its last request.
     pub tokens: u64,
+    /// Calls it made.
+    pub calls: usize,
+    /// Calls of it that failed.
+    pub failed: usize,
+    /// Its latest lines, shown under the `task` line while it works and
+    /// folded into one line when it ends.
+    pub lines: Vec<Line>,
 }
+
+/// A running subagent's lines shown at once; `/inspect` has them all.
+pub const CHILD_LINES: usize = 4;
 
 impl View {
     /// Whether a subagent is at work now.
@@ -27,8 +37,17 @@ impl View {
         self.subagents.iter().any(|r| r.state == "running")
     }
 
-    /// A subagent's event: its calls indented under the `task` line, its
-    /// end as one line; its row in `/agents` kept up to date.
+    /// The running subagents' latest lines, for the live area.
+    pub(super) fn subagent_lines(&self) -> impl Iterator<Item = &Line> {
+        self.subagents
+            .iter()
+            .filter(|r| r.state == "running")
+            .flat_map(|r| &r.lines)
+    }
+
+    /// A subagent's event: its calls indented under the `task` line while
+    /// it works, folded to one line when it ends; its row in `/agents`
+    /// kept up to date.
     fn subagent(&mut self, sub: &crate::protocol::SubagentEvent) {
         let known = self
             .subagents
@@ -41,6 +60,9 @@ impl View {
                 state: "running".to_owned(),
                 steps: 0,
                 tokens: 0,
+                calls: 0,
+                failed: 0,
+                lines: Vec::new(),
             });
             self.subagents.len() - 1
         });
@@ -56,6 +78,7 @@ impl View {
                 None
             }
             EventMsg::ToolCallBegin(call) => {
+                row.calls += 1;
                 let subject = crate::tools::subject(&call.name, &call.arguments).unwrap_or("");
                 Some(
                     Line::new()
@@ -72,6 +95,7 @@ impl View {
                 let (mark, role) = if end.outcome.ok() {
                     ("✓ ", Role::Ok)
                 } else {
+                    row.failed += 1;
                     ("✗ ", Role::Error)
                 };
                 Some(
@@ -89,23 +113,40 @@ impl View {
             }
             EventMsg::TurnComplete(complete) => {
                 complete.status.words().clone_into(&mut row.state);
-                Some(Line::new().with(
-                    Role::Dim,
-                    format!(
-                        "  └ {} {} · {} · {}",
-                        row.agent,
-                        row.state,
-                        crate::protocol::count(row.steps, "step"),
-                        row.session_id
+                let calls = match row.failed {
+                    0 => crate::protocol::count(row.calls, "call"),
+                    failed => format!(
+                        "{}, {failed} failed",
+                        crate::protocol::count(row.calls, "call")
                     ),
-                ))
+                };
+                let summary = format!(
+                    "  └ {} {} · {} · {} · {}",
+                    row.agent,
+                    row.state,
+                    crate::protocol::count(row.steps, "step"),
+                    calls,
+                    row.session_id
+                );
+                // A subagent that did not finish keeps its last line (the
+                // reason, as a rule) above the summary.
+                let last = (complete.status != crate::protocol::TurnStatus::Done)
+                    .then(|| row.lines.last().cloned())
+                    .flatten();
+                row.lines.clear();
+                self.end_reasoning();
+                self.end_block("PLAN");
+                self.committed.extend(last);
+                self.commit(Line::new().with(Role::Dim, render::truncate(&summary, width + 4)));
+                return;
             }
             _ => None,
         };
         if let Some(line) = line {
-            self.end_reasoning();
-            self.end_block("PLAN");
-            self.commit(line);
+            row.lines.push(line);
+            if row.lines.len() > CHILD_LINES {
+                row.lines.remove(0);
+            }
         }
     }
 

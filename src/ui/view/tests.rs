@@ -331,3 +331,109 @@ fn the_status_line_and_context_agree() {
     );
     assert!(view.status.line(80, "").plain().contains("1.2k/32.8k"));
 }
+
+fn child(view: &mut View, id: &str, event: EventMsg) {
+    view.event(&EventMsg::Subagent(crate::protocol::SubagentEvent {
+        call_id: format!("task_{id}"),
+        child_session_id: id.into(),
+        agent: "explore".into(),
+        event: Box::new(event),
+    }));
+}
+
+fn child_call(view: &mut View, id: &str, n: usize, ok: bool) {
+    child(
+        view,
+        id,
+        EventMsg::ToolCallBegin(crate::protocol::ToolCallBeginEvent {
+            call_id: format!("c{n}"),
+            name: "read".into(),
+            arguments: serde_json::json!({"path": format!("f{n}.rs")}),
+            recovered: false,
+        }),
+    );
+    child(
+        view,
+        id,
+        EventMsg::ToolCallEnd(crate::protocol::ToolCallEndEvent {
+            call_id: format!("c{n}"),
+            name: "read".into(),
+            outcome: if ok {
+                crate::protocol::CallOutcome::Ok
+            } else {
+                crate::protocol::CallOutcome::Failed
+            },
+            summary: if ok {
+                format!("f{n}.rs: lines 1-3 of 3")
+            } else {
+                format!("no such file: f{n}.rs")
+            },
+            output: String::new(),
+            display: None,
+        }),
+    );
+}
+
+#[test]
+fn a_subagent_works_live_under_its_task_and_folds_to_one_line_when_done() {
+    let mut view = view();
+    for n in 1..=3 {
+        child_call(&mut view, "child-1", n, n != 2);
+    }
+    // Nothing of the child is in the scrollback while it works; its
+    // latest lines are live.
+    assert!(!view.has_committed());
+    assert_eq!(
+        plain(&view.live()),
+        [
+            "  │ explore read  f2.rs",
+            "  │   ✗ no such file: f2.rs",
+            "  │ explore read  f3.rs",
+            "  │   ✓ f3.rs: lines 1-3 of 3",
+        ]
+    );
+    child(
+        &mut view,
+        "child-1",
+        EventMsg::TurnComplete(TurnCompleteEvent {
+            status: crate::protocol::TurnStatus::Done,
+            last_message: Some("found it".into()),
+        }),
+    );
+    assert!(view.live().is_empty(), "{:?}", plain(&view.live()));
+    assert_eq!(
+        plain(&view.take_committed()),
+        ["  └ explore done · 0 steps · 3 calls, 1 failed · child-1"]
+    );
+    assert_eq!(view.subagents[0].state, "done");
+    assert!(!view.subagent_running());
+}
+
+#[test]
+fn a_subagent_that_fails_keeps_its_last_line_above_the_summary() {
+    let mut view = view();
+    child_call(&mut view, "child-2", 1, true);
+    child(
+        &mut view,
+        "child-2",
+        EventMsg::Error {
+            message: "the server closed the stream".into(),
+            kind: crate::protocol::ErrorKind::Stream,
+        },
+    );
+    child(
+        &mut view,
+        "child-2",
+        EventMsg::TurnComplete(TurnCompleteEvent {
+            status: crate::protocol::TurnStatus::Failed,
+            last_message: None,
+        }),
+    );
+    assert_eq!(
+        plain(&view.take_committed()),
+        [
+            "  │ the server closed the stream",
+            "  └ explore failed · 0 steps · 1 call · child-2",
+        ]
+    );
+}
