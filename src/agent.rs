@@ -20,6 +20,7 @@ mod shell;
 mod startup;
 mod task;
 mod textcalls;
+mod title;
 mod todo;
 mod turn;
 mod validate;

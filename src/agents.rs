@@ -23,6 +23,8 @@ use crate::sandbox::Sandbox;
 pub const DEFAULT: &str = "build";
 /// The hidden agent that writes compaction summaries.
 pub const COMPACTION: &str = "compaction";
+/// The hidden agent that names interactive sessions.
+pub const TITLE: &str = "title";
 
 /// Where an agent can be used.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -34,7 +36,7 @@ pub enum Mode {
     Subagent,
     /// Either.
     All,
-    /// Used by offcode itself (`compaction`): never switched to, never
+    /// Used by offcode itself (`compaction`, `title`): never switched to, never
     /// started by `task`, not listed; its prompt, model and sampling can
     /// still be changed.
     Hidden,
@@ -375,7 +377,8 @@ impl Agents {
             .is_some_and(|m| (m == Mode::Hidden) != hidden)
         {
             return Err(
-                "`hidden` is for offcode's own agents (compaction); they stay hidden".to_owned(),
+                "`hidden` is for offcode's own agents (compaction, title); they stay hidden"
+                    .to_owned(),
             );
         }
         if name == DEFAULT && definition.mode.is_some_and(|m| !m.primary()) {
@@ -527,6 +530,12 @@ fn built_in() -> Vec<Profile> {
             Mode::Hidden,
             "Writes the summary that replaces older turns when the context is compacted.",
             "You summarise a coding session so that it can go on with less context. Write, in the language of the conversation, short sections: Objective (what the user wants now), Files touched (paths and what changed), Decisions, Open risks, Next steps. Keep paths, names, commands and numbers exact. Output only the summary.",
+        ),
+        profile(
+            TITLE,
+            Mode::Hidden,
+            "Names an interactive session after its first request, for `/sessions` and `offcode sessions`.",
+            "Write a title for the coding task below: at most eight words, in the language of the task, naming what is to be done. Reply with the title alone: no quotes, no punctuation at the end, no explanation.",
         ),
         Profile {
             tools: read_only_tools,

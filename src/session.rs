@@ -79,7 +79,7 @@ pub struct Summary {
     pub meta: Meta,
     /// Time of the last entry.
     pub updated: String,
-    /// The first user message, shortened.
+    /// Its title, else its first user message, shortened.
     pub title: String,
     /// Number of conversation messages.
     pub messages: usize,
@@ -338,11 +338,17 @@ impl Store {
                 continue;
             };
             let messages = rebuild(&entries, &meta).messages;
-            let title = messages
-                .iter()
-                .find_map(|m| match m {
-                    Message::User { content } => Some(content.as_str()),
-                    _ => None,
+            // The title agent's, else the first request.
+            let named = entries.iter().rev().find_map(|e| match &e.body {
+                EntryBody::Title { title } => Some(title.as_str()),
+                _ => None,
+            });
+            let title = named
+                .or_else(|| {
+                    messages.iter().find_map(|m| match m {
+                        Message::User { content } => Some(content.as_str()),
+                        _ => None,
+                    })
                 })
                 .unwrap_or("");
             let title: String = title.split_whitespace().collect::<Vec<_>>().join(" ");

@@ -75,6 +75,8 @@ fn a_task_runs_explore_in_a_child_session_seen_live_and_returns_its_answer() {
         "which port does it use?",
     );
     assert_eq!(output.code, 0, "{}\n{}", output.stderr, output.stdout);
+    // Neither a headless run nor a subagent is named by the title agent.
+    assert!(server.title_bodies().is_empty());
     let events: Vec<Value> = output
         .stdout
         .lines()

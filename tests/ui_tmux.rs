@@ -456,8 +456,17 @@ fn shift_tab_and_slash_agent_switch_the_agent_and_keep_what_was_typed() {
 
 #[test]
 fn a_subagent_works_indented_under_its_task_and_can_be_listed_and_inspected() {
-    let server =
-        crate::support::MockServer::start(std::sync::Arc::new(crate::subagents::port_finder));
+    use crate::support::{Reply, chunks, server::Request};
+    // The child's answer takes a few seconds, so its work can be seen live.
+    let server = crate::support::MockServer::start(std::sync::Arc::new(|request: &Request| {
+        let body = request.json();
+        let child = crate::support::system_prompt(&body).contains("subagent");
+        if child && !crate::support::tool_results(&body).is_empty() {
+            let words = "The port is 7341, set in config.json line 1. ".repeat(6);
+            return Reply::sse_events(chunks::text_answer(&words), Duration::from_millis(60));
+        }
+        crate::subagents::port_finder(request)
+    }));
     let ws = Workspace::new();
     std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
     let data = ws.home.join("data");
@@ -469,19 +478,22 @@ fn a_subagent_works_indented_under_its_task_and_can_be_listed_and_inspected() {
     let screen = tmux.screen("one");
     assert!(screen.contains("Allow task?"), "{screen}");
     answer_after_grace(&tmux, "one", "y");
+    // While it works, its lines are under the task line.
+    let working = tmux.wait_for("one", "  │   ✓ config.json: lines 1-1 of 1");
+    assert!(
+        working.contains("  │ explore read  config.json"),
+        "{working}"
+    );
+    assert!(!working.contains("  └ explore"), "{working}");
     let screen = tmux.wait_for("one", "ANSWER It listens on 7341.");
-    for expected in [
-        "TOOL task  explore",
-        "  │ explore read  config.json",
-        "  │   ✓ config.json: lines 1-1 of 1",
-        "  └ explore done · 2 steps · ",
-    ] {
-        assert!(screen.contains(expected), "{expected}:\n{screen}");
-    }
+    // When it ends, they fold into one line.
+    assert!(screen.contains("TOOL task  explore"), "{screen}");
+    assert!(!screen.contains("  │ explore read"), "{screen}");
+    let summary = "  └ explore done · 2 steps · 1 call · ";
     let id = screen
         .lines()
-        .find_map(|l| l.split("  └ explore done · 2 steps · ").nth(1))
-        .unwrap()
+        .find_map(|l| l.split(summary).nth(1))
+        .unwrap_or_else(|| panic!("{summary}:\n{screen}"))
         .trim()
         .to_owned();
     tmux.send("one", "/agents");
@@ -739,4 +751,53 @@ fn a_bare_server_and_a_thinking_model_look_clean() {
     for hidden in ["step by step", "think>", "tool_call", "\"arguments\""] {
         assert!(!screen.contains(hidden), "{hidden}: {screen}");
     }
+}
+
+#[test]
+fn an_interactive_session_is_named_by_the_title_agent_after_its_first_turn() {
+    use crate::support::{Reply, chunks, server::Request};
+    let server = crate::support::MockServer::start(std::sync::Arc::new(|request: &Request| {
+        let body = request.json();
+        if crate::support::server::is_title_request(&body) {
+            return Reply::sse(
+                chunks::text_answer("标题：「修复登录超时」")
+                    .concat()
+                    .into_bytes(),
+            );
+        }
+        crate::support::sse(&chunks::text_answer("已修复。"))
+    }));
+    let ws = Workspace::new();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("title");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "登录接口有时超时，请修复");
+    tmux.wait_for("one", "ANSWER 已修复。");
+    assert!(
+        wait_until(Duration::from_secs(10), || session_text(&data)
+            .contains(r#""type":"title","title":"修复登录超时""#)),
+        "{}",
+        session_text(&data)
+    );
+    // One title request, after the turn, with the first request alone.
+    let titles = server.title_bodies();
+    assert_eq!(titles.len(), 1);
+    assert_eq!(
+        titles[0]["messages"][1]["content"],
+        "登录接口有时超时，请修复"
+    );
+    assert!(titles[0].get("tools").is_none(), "{}", titles[0]);
+    // The second turn asks for none.
+    tmux.send("one", "再检查一次");
+    assert!(wait_until(Duration::from_secs(10), || tmux
+        .screen("one")
+        .matches("ANSWER 已修复。")
+        .count()
+        == 2));
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(server.title_bodies().len(), 1);
+    assert_eq!(server.chat_bodies().len(), 2);
+    tmux.send("one", "/sessions");
+    tmux.wait_for("one", "修复登录超时");
 }

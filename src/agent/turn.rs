@@ -72,6 +72,8 @@ pub(super) struct AgentState {
     pub(super) said_no_validation: bool,
     /// 0 for the session's own core, 1 for a subagent's.
     pub(super) depth: u32,
+    /// The session's name, asked for after its first turn.
+    pub(super) titles: super::title::Titles,
 }
 
 impl AgentState {
@@ -86,7 +88,10 @@ impl AgentState {
             .agent
             .clone()
             .unwrap_or_else(|| setup.session.agent.clone());
+        // Interactive sessions are named; headless runs and subagents not.
+        let titled = setup.approver == crate::protocol::Decider::User && setup.depth == 0;
         let mut state = Self {
+            titles: super::title::Titles::new(titled),
             request: Request::new(setup.context, setup.tools.specs()),
             budget: Budget::default(),
             permits: Permits::new(setup.policy, &setup.session.allowed, setup.approver),
@@ -176,6 +181,7 @@ impl AgentState {
         // The start-up is told: a front end shows what came before this
         // (the warnings) with the session's introduction.
         self.set_state(0, TurnState::Idle);
+        let mut titles = self.titles.receiver();
         loop {
             let (id, op, cancel) = tokio::select! {
                 next = queue.recv() => match next {
@@ -184,6 +190,10 @@ impl AgentState {
                 },
                 Some((id, listing)) = listed.recv() => {
                     self.model_list(id, listing);
+                    continue;
+                }
+                Some(title) = titles.recv() => {
+                    self.record_title(title);
                     continue;
                 }
             };
@@ -258,6 +268,7 @@ impl AgentState {
         self.permits.break_repeats();
         let (status, last_message) = self.turn(id, text, cancel).await;
         self.end_turn(id, status, last_message, cancel);
+        self.ask_title();
     }
 
     pub(super) fn end_turn(

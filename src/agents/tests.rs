@@ -17,10 +17,16 @@ fn config_layer(value: Value, project: bool) -> ConfigAgents {
 fn the_built_ins_are_build_plan_and_two_subagents() {
     let agents = Agents::default();
     let names: Vec<&str> = agents.all().iter().map(|p| p.name.as_str()).collect();
-    assert_eq!(names, ["build", "plan", "general", "compaction", "explore"]);
+    assert_eq!(
+        names,
+        ["build", "plan", "general", "compaction", "title", "explore"]
+    );
     // offcode's own: never switched to, never a subagent.
+    for own in ["compaction", "title"] {
+        let mode = agents.get(own).unwrap().mode;
+        assert!(!mode.primary() && !mode.subagent(), "{own}");
+    }
     let compaction = agents.get("compaction").unwrap();
-    assert!(!compaction.mode.primary() && !compaction.mode.subagent());
     assert!(
         compaction
             .prompt

@@ -53,6 +53,11 @@ pub enum EntryBody {
         /// The tools offered.
         tools: Vec<String>,
     },
+    /// The session's name, written by the hidden `title` agent.
+    Title {
+        /// The title.
+        title: String,
+    },
     /// The agent profile was switched.
     AgentChange {
         /// The agent's name.

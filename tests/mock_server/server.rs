@@ -234,7 +234,25 @@ impl MockServer {
     }
 
     /// The chat-completion request bodies so far.
+    ///
+    /// The request an interactive session sends on the side for its title
+    /// is left out; [`MockServer::title_bodies`] has it.
     pub fn chat_bodies(&self) -> Vec<serde_json::Value> {
+        self.all_chat_bodies()
+            .into_iter()
+            .filter(|body| !is_title_request(body))
+            .collect()
+    }
+
+    /// The requests for a session's title.
+    pub fn title_bodies(&self) -> Vec<serde_json::Value> {
+        self.all_chat_bodies()
+            .into_iter()
+            .filter(is_title_request)
+            .collect()
+    }
+
+    fn all_chat_bodies(&self) -> Vec<serde_json::Value> {
         self.requests()
             .iter()
             .filter(|r| r.path.ends_with("/chat/completions"))
@@ -253,8 +271,15 @@ impl MockServer {
     }
 }
 
-/// A 500 reply saying nothing was scripted.
+/// The title a server with nothing scripted gives sessions.
+pub const MOCK_TITLE: &str = "Mock session title";
+
+/// A 500 reply saying nothing was scripted (a title request gets
+/// [`MOCK_TITLE`]).
 pub fn unscripted(request: &Request) -> Reply {
+    if is_title_request(&request.json()) {
+        return Reply::sse(super::chunks::text_answer(MOCK_TITLE).concat().into_bytes());
+    }
     Reply::json(
         500,
         &serde_json::json!({"error": {"message": format!("mock: no reply scripted for {} {}", request.method, request.path), "code": 500}}),
@@ -269,9 +294,10 @@ fn serve(stream: TcpStream, state: &Mutex<State>, fallback: &Responder) {
         let reply = {
             let mut state = state.lock().unwrap();
             state.requests.push(request.clone());
-            // Queued replies answer model requests; a GET (`/v1/models`,
-            // asked for on the side) goes to the fallback.
-            if request.method == "GET" {
+            // Queued replies answer model requests; a GET (`/v1/models`)
+            // or a session's title request, asked for on the side, goes to
+            // the fallback.
+            if request.method == "GET" || is_title_request(&request.json()) {
                 None
             } else {
                 state.queue.pop_front()
@@ -414,4 +440,11 @@ fn write_reply(
             Ok(false)
         }
     }
+}
+
+/// Whether a chat request is the `title` agent's.
+pub fn is_title_request(body: &serde_json::Value) -> bool {
+    body["messages"][0]["content"]
+        .as_str()
+        .is_some_and(|system| system.starts_with("Write a title for the coding task"))
 }
