@@ -1476,3 +1476,92 @@ async fn a_read_written_again_before_a_write_does_not_hold_the_write_back() {
         "HELLO WORLD\n"
     );
 }
+
+#[tokio::test]
+async fn a_write_over_a_file_the_model_never_read_is_refused_and_the_file_kept() {
+    let server = mock();
+    let write = |id: &str, path: &str, content: &str| {
+        sse(&chunks::tool_answer(
+            "",
+            &[(id, "write", json!({"path": path, "content": content}))],
+        ))
+    };
+    // A guess over a file it never read; a new file; then read, and write.
+    server.push(write("w1", "./src/lib.rs", "<your content>"));
+    server.push(write("w2", "src/new.rs", "pub fn new() {}\n"));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("r1", "read", json!({"path": "src/lib.rs"}))],
+    )));
+    server.push(write("w3", "src/lib.rs", "pub fn fixed() {}\n"));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let mut harness = start(&server, 10);
+    std::fs::create_dir_all(harness.root.join("src")).unwrap();
+    std::fs::write(harness.root.join("src/lib.rs"), "pub fn precious() {}\n").unwrap();
+    let events = harness
+        .turn("fix it", Some(ApprovalDecision::AllowOnce))
+        .await;
+    let ends: Vec<(String, bool)> = events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::ToolCallEnd(end) => Some((end.call_id.clone(), end.outcome.ok())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ends,
+        [
+            ("w1".to_owned(), false),
+            ("w2".to_owned(), true),
+            ("r1".to_owned(), true),
+            ("w3".to_owned(), true),
+        ]
+    );
+    // The refusal asked nobody and told the model what to do.
+    let asked: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match &e.msg {
+            EventMsg::ApprovalRequest(request) => Some(request.call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert!(!asked.contains(&"w1"), "{asked:?}");
+    let told = crate::support::tool_results(&server.chat_bodies()[1]);
+    assert!(
+        told[0].starts_with(
+            "Error: Not written: `./src/lib.rs` already exists and you have not read it in this session"
+        ),
+        "{told:?}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("src/lib.rs")).unwrap(),
+        "pub fn fixed() {}\n"
+    );
+    assert!(harness.root.join("src/new.rs").exists());
+}
+
+#[tokio::test]
+async fn a_file_named_in_the_request_may_be_written_without_a_read() {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w1",
+            "write",
+            json!({"path": "notes.txt", "content": "new\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let mut harness = start(&server, 10);
+    std::fs::write(harness.root.join("notes.txt"), "old\n").unwrap();
+    harness
+        .turn(
+            "replace notes.txt with the word new",
+            Some(ApprovalDecision::AllowOnce),
+        )
+        .await;
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("notes.txt")).unwrap(),
+        "new\n"
+    );
+}

@@ -30,6 +30,10 @@ fn validations(stdout: &str) -> Vec<Value> {
         .collect()
 }
 
+fn read(path: &str) -> Vec<String> {
+    chunks::tool_answer("", &[("r", "read", json!({ "path": path }))])
+}
+
 fn write(path: &str, content: &str) -> Vec<String> {
     chunks::tool_answer(
         "",
@@ -61,6 +65,7 @@ fn a_rust_edit_that_breaks_the_build_goes_back_to_the_model_until_it_passes() {
     std::fs::write(ws.root.join("src/lib.rs"), good).unwrap();
     std::fs::write(ws.root.join(".gitignore"), "target/\n").unwrap();
     let server = mock();
+    server.push(sse(&read("src/lib.rs")));
     // The first edit breaks the build; the model says it is done.
     server.push(sse(&write(
         "src/lib.rs",
@@ -99,8 +104,8 @@ fn a_rust_edit_that_breaks_the_build_goes_back_to_the_model_until_it_passes() {
     assert_eq!(events[1]["summary"], "1 error", "{events:#?}");
     // The failure reached the model, failing part first.
     let bodies = server.chat_bodies();
-    assert_eq!(bodies.len(), 4);
-    let told = notes(&bodies[2]);
+    assert_eq!(bodies.len(), 5);
+    let told = notes(&bodies[3]);
     assert_eq!(told.len(), 1, "{told:?}");
     assert!(
         told[0].contains("Validation failed: `cargo test` (1 error), attempt 1 of 3")
@@ -137,6 +142,7 @@ fn a_go_edit_that_breaks_the_build_goes_back_to_the_model_until_build_and_tests_
     )
     .unwrap();
     let server = mock();
+    server.push(sse(&read("two.go")));
     server.push(sse(&write(
         "two.go",
         &good.replace("return 2", "return \"two\""),
@@ -179,7 +185,7 @@ fn a_go_edit_that_breaks_the_build_goes_back_to_the_model_until_build_and_tests_
     );
     assert_eq!(events[0]["from"], "go.mod");
     assert_eq!(events[1]["summary"], "1 error");
-    let told = notes(&server.chat_bodies()[2]);
+    let told = notes(&server.chat_bodies()[3]);
     assert!(
         told[0].contains("Validation failed: `go build ./...` (1 error), attempt 1 of 3")
             && told[0].contains("cannot use"),

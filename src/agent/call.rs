@@ -95,6 +95,10 @@ impl AgentState {
         cancel: &Cancel,
     ) -> (ToolOutput, CallOutcome) {
         let arguments = self.announce(id, call, recovered);
+        if let Some(refusal) = self.blind_overwrite(call) {
+            self.ended(id, call, &refusal, CallOutcome::Failed);
+            return (refusal, CallOutcome::Failed);
+        }
         let output = match self.permit(id, call, arguments, cancel).await {
             Ok(permit) => {
                 self.set_state(id, TurnState::ToolRunning);
@@ -212,6 +216,64 @@ impl AgentState {
             .collect()
     }
 
+    /// A `write` that would replace a file the model has not seen in this
+    /// session, refused before anyone is asked: a small model that never
+    /// read the file writes a guess or a placeholder over it. Seen means a
+    /// read, write or edit of the path that succeeded, a patch or command
+    /// naming it, or a user message naming it (an attached file).
+    pub(super) fn blind_overwrite(&self, call: &ToolCall) -> Option<ToolOutput> {
+        if call.name != "write" {
+            return None;
+        }
+        let arguments = parse_argument_text(&call.arguments).ok()?;
+        let path = arguments["path"].as_str()?;
+        let target = lexical(&self.sandbox.relative(path).ok()?);
+        // Only an existing regular file can be lost.
+        self.sandbox.read(path).ok()?;
+        let ok: std::collections::HashSet<&str> = self
+            .session
+            .messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Tool {
+                    tool_call_id,
+                    is_error: false,
+                    ..
+                } => Some(tool_call_id.as_str()),
+                _ => None,
+            })
+            .collect();
+        let names = |text: &str| text.contains(path) || text.contains(&*target.to_string_lossy());
+        let seen = self.session.messages.iter().any(|m| match m {
+            Message::User { content } => names(content),
+            Message::Assistant { tool_calls, .. } => tool_calls.iter().any(|earlier| {
+                if !ok.contains(earlier.id.as_str()) {
+                    return false;
+                }
+                let Ok(a) = parse_argument_text(&earlier.arguments) else {
+                    return false;
+                };
+                match earlier.name.as_str() {
+                    "read" | "write" | "edit" => a["path"]
+                        .as_str()
+                        .and_then(|p| self.sandbox.relative(p).ok())
+                        .is_some_and(|p| lexical(&p) == target),
+                    "patch" | "bash" => names(&a.to_string()),
+                    _ => false,
+                }
+            }),
+            Message::Tool { .. } => false,
+        });
+        (!seen).then(|| {
+            let mut output = ToolOutput::error(format!(
+                "Not written: `{path}` already exists and you have not read it in this session. \
+                 Read it first; then change it with `edit`, or `write` its whole new content."
+            ));
+            "not written: the file exists and was not read first".clone_into(&mut output.summary);
+            output
+        })
+    }
+
     /// A call not run because it was written before the results of
     /// `earlier` were seen: it is shown, and the model is told to call it
     /// again with what they returned.
@@ -232,6 +294,13 @@ impl AgentState {
         self.ended(id, call, &output, CallOutcome::Failed);
         output
     }
+}
+
+/// `path` without `.` components, so `./a` and `a` compare equal.
+fn lexical(path: &std::path::Path) -> std::path::PathBuf {
+    path.components()
+        .filter(|c| *c != std::path::Component::CurDir)
+        .collect()
 }
 
 /// Among calls the model wrote as text all at once, the first that may

@@ -133,16 +133,31 @@ fn same_kind(done: &str, owed: &str) -> bool {
 fn promised(text: &str) -> bool {
     /// Lines of an answer that is only a promise; a longer one is a report.
     const MAX_LINES: usize = 4;
-    const ENGLISH: [&str; 6] = [
+    const ENGLISH: [&str; 10] = [
         "i'll ",
         "i will ",
         "let me ",
         "let's ",
         "i'm going to ",
         "i am going to ",
+        // Stalls: nothing follows them but the end of the turn.
+        "please wait",
+        "one moment",
+        "just a moment",
+        "hold on",
     ];
     const LEADS: [&str; 7] = ["okay", "ok", "now", "next", "then", "first", "so"];
-    const CHINESE: [&str; 6] = ["我将", "我会", "我来", "让我", "我要", "我现在"];
+    const CHINESE: [&str; 9] = [
+        "我将",
+        "我会",
+        "我来",
+        "让我",
+        "我要",
+        "我现在",
+        "请稍等",
+        "稍等",
+        "请稍候",
+    ];
     const CHINESE_LEADS: [&str; 6] = ["好的", "现在", "接下来", "下面", "首先", "然后"];
     let text = text.trim();
     if text.is_empty() || text.lines().count() > MAX_LINES {
@@ -205,6 +220,9 @@ mod tests {
             "现在，让我运行测试。",
             "好的，我现在写入文件。",
             "OK, now I will run the tests.",
+            "Please wait while I process your request.",
+            "One moment…",
+            "请稍等，我正在查找端口。",
         ] {
             assert!(promised(promise), "{promise}");
         }

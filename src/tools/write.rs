@@ -21,8 +21,7 @@ pub struct Arguments {
 impl Tool for Write {
     const NAME: &'static str = "write";
 
-    const DESCRIPTION: &'static str =
-        "Create or overwrite a file with the given content. Parent directories are created.";
+    const DESCRIPTION: &'static str = "Create or overwrite a file with the given content. Parent directories are created. Read an existing file before you overwrite it.";
     const SUBJECT: Option<&'static str> = Some("path");
     const EFFECT: Effect = Effect::ChangesFiles;
     type Arguments = Arguments;
