@@ -111,6 +111,7 @@ fn main() {
                 agents: offcode::agents::Agents::default(),
                 agent: None,
                 depth: 0,
+                mcp: None,
             })
         });
         runtime.block_on(async {

@@ -36,6 +36,7 @@ fn view() -> View {
             session: "20261123-120000-abcd".into(),
             retry: None,
             held: None,
+            mcp_down: Vec::new(),
         },
         80,
     )

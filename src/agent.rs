@@ -12,6 +12,7 @@ mod call;
 mod compact;
 mod failed;
 mod finish;
+mod mcp;
 mod permit;
 mod profile;
 mod repeat;
@@ -70,6 +71,8 @@ pub struct AgentSetup {
     /// 0 for the session's own core; 1 for a subagent's (which gets no
     /// `task` tool).
     pub depth: u32,
+    /// The configured MCP servers (a subagent shares its parent's).
+    pub mcp: Option<Arc<crate::mcp::Mcp>>,
 }
 
 /// Sends ops to a running core. Cheap to clone.
@@ -96,6 +99,18 @@ pub struct AgentHandle {
     pub ops: OpSender,
     /// Where events come from; closed when the core stops.
     pub events: mpsc::UnboundedReceiver<Event>,
+    /// The MCP servers the core started, stopped by [`AgentHandle::stop_servers`].
+    mcp: Option<Arc<crate::mcp::Mcp>>,
+}
+
+impl AgentHandle {
+    /// Stops the MCP servers and their process groups; front ends call it
+    /// before they exit.
+    pub async fn stop_servers(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
+        }
+    }
 }
 
 /// An answer to an approval request: the decision and, for a denial, why.
@@ -120,6 +135,9 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 
 /// Starts the core on the current tokio runtime.
 pub fn spawn(setup: AgentSetup) -> AgentHandle {
+    // The session's own core starts the servers (once it has said it is
+    // ready) and the front end stops them.
+    let mcp = setup.mcp.clone().filter(|_| setup.depth == 0);
     let (op_sender, op_receiver) = mpsc::unbounded_channel();
     let (event_sender, event_receiver) = mpsc::unbounded_channel();
     let (queue_sender, queue_receiver) = mpsc::unbounded_channel();
@@ -134,6 +152,7 @@ pub fn spawn(setup: AgentSetup) -> AgentHandle {
             next_id: Arc::new(AtomicU64::new(1)),
         },
         events: event_receiver,
+        mcp,
     }
 }
 
@@ -181,6 +200,7 @@ async fn route(
             | Op::SetModel { .. }
             | Op::SetAgent { .. }
             | Op::ListAgents
+            | Op::ListMcp
             | Op::Context
             | Op::ListModels
             | Op::Compact

@@ -68,6 +68,8 @@ pub enum Command {
     Tool(ToolArgs),
     /// Inspect the permission policy.
     Policy(PolicyArgs),
+    /// The MCP servers: list them with their tools, or try one.
+    Mcp(McpArgs),
     /// Trust this folder's config to loosen the permission policy (its
     /// `allow` rules and `sandbox.network: true`), as it reads now.
     Trust(TrustArgs),
@@ -156,6 +158,44 @@ pub struct RunArgs {
     pub start: SessionArgs,
     /// Approve tool calls that would ask for permission; dangerous calls
     /// and questions the managed policy demands are still refused.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `offcode mcp`.
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: McpCommand,
+}
+
+/// `offcode mcp` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start every enabled server; list each one's state and tools, with
+    /// what each tool costs in context and what the budget leaves out.
+    #[command(
+        after_help = "Exit status: 0 when every enabled server started, 1 when one failed, 2 for usage and configuration errors."
+    )]
+    List(JsonArg),
+    /// Start one server and list its tools; with TOOL, call it.
+    #[command(
+        after_help = "Examples:\n  offcode mcp test memory\n  offcode mcp test memory read_graph\n  offcode mcp test fs read_text_file '{\"path\": \"README.md\"}'\n\nThe call goes through the permission rules like the model's (its name is SERVER_TOOL). Exit status: 0 when the server started (and the call succeeded), 1 when not, 2 for usage and configuration errors."
+    )]
+    Test(McpTestArgs),
+}
+
+/// `offcode mcp test`.
+#[derive(Debug, Args)]
+pub struct McpTestArgs {
+    /// The server's name in the `mcp` config.
+    pub name: String,
+    /// A tool to call: the server's name for it, or `SERVER_TOOL`.
+    pub tool: Option<String>,
+    /// Its arguments as a JSON object (default `{}`); `-` reads them from stdin.
+    pub arguments: Option<String>,
+    /// Run a call that would ask for approval (never a dangerous one).
     #[arg(long, short = 'y')]
     pub yes: bool,
 }

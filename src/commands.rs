@@ -4,10 +4,12 @@
 //! gets what it needs from [`crate::startup`].
 
 mod doctor;
+mod mcp;
 mod policy;
 mod tool;
 
 pub use doctor::run as doctor;
+pub use mcp::mcp;
 pub use policy::{policy_check, trust};
 pub use tool::tool;
 

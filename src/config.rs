@@ -10,6 +10,7 @@
 
 mod env;
 mod layer;
+pub mod mcp;
 mod project;
 
 use std::path::{Path, PathBuf};
@@ -61,6 +62,53 @@ pub enum Error {
     /// The merged values do not form a valid config.
     #[error("Invalid configuration: {0}")]
     Merged(String),
+}
+
+/// Checks a file's `mcp` block beyond its fields' types (a local server
+/// needs a command...), naming the server's line and column.
+fn check_mcp(layer: &Map<String, Value>, text: &str, path: &Path) -> Result<(), Error> {
+    let Some(mcp) = layer.get("mcp") else {
+        return Ok(());
+    };
+    crate::config::mcp::check(mcp).map_err(|(server, message)| {
+        let (line, column) = server
+            .as_deref()
+            .and_then(|name| locate_key(text, &["mcp", name]))
+            .map_or((None, None), |(l, c)| (Some(l), Some(c)));
+        Error::Invalid {
+            path: path.to_path_buf(),
+            line,
+            column,
+            message: format!("`mcp`: {message}"),
+        }
+    })
+}
+
+/// Where the key at `keys` (nested, outermost first) is written in a
+/// config file's text, as line and column (1-based): the first match of
+/// each key, quoted or bare, followed by `:`, after the one before it.
+fn locate_key(text: &str, keys: &[&str]) -> Option<(usize, usize)> {
+    let mut from = 0;
+    let mut at = None;
+    for key in keys {
+        let found = [format!("\"{key}\""), format!("'{key}'"), (*key).to_owned()]
+            .iter()
+            .filter_map(|written| {
+                text[from..]
+                    .match_indices(written.as_str())
+                    .find_map(|(i, _)| {
+                        let after = text[from + i + written.len()..].trim_start();
+                        after.starts_with(':').then_some(from + i)
+                    })
+            })
+            .min()?;
+        from = found + key.len();
+        at = Some(found);
+    }
+    let at = at?;
+    let line = text[..at].matches('\n').count() + 1;
+    let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
+    Some((line, column))
 }
 
 fn position(line: Option<usize>, column: Option<usize>) -> String {
@@ -243,6 +291,10 @@ pub struct Config {
     pub validate: ValidateConfig,
     /// Subagents started by the `task` tool.
     pub subagents: SubagentsConfig,
+    /// Local MCP servers by name, in `OpenCode`'s shape.
+    pub mcp: std::collections::BTreeMap<String, crate::config::mcp::ServerConfig>,
+    /// What MCP may cost.
+    pub mcp_limits: crate::config::mcp::Limits,
 }
 
 impl Default for Config {
@@ -266,6 +318,8 @@ impl Default for Config {
             sandbox: SandboxConfig::default(),
             validate: ValidateConfig::default(),
             subagents: SubagentsConfig::default(),
+            mcp: std::collections::BTreeMap::new(),
+            mcp_limits: crate::config::mcp::Limits::default(),
         }
     }
 }
@@ -319,11 +373,11 @@ impl Loaded {
         }
         rows.into_iter()
             .map(|(path, value)| {
-                let value = if path == "api_key" {
-                    mask_secret(&value)
-                } else {
-                    value
-                };
+                // MCP servers' variables and headers often hold tokens.
+                let secret = path == "api_key"
+                    || (path.starts_with("mcp.")
+                        && (path.contains(".environment.") || path.contains(".headers.")));
+                let value = if secret { mask_secret(&value) } else { value };
                 let source = self.source_of(&path);
                 (path, value, source)
             })
@@ -430,6 +484,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         // lies under the working directory but is still the user's own.
         let is_project = explicit.as_ref() != Some(&path) && project_files.contains(&path);
         validate_layer(&mut layer);
+        check_mcp(&layer, &text, &path)?;
         sandbox_layer(&mut layer, is_project).map_err(|message| Error::Invalid {
             path: path.clone(),
             line: None,

@@ -18,7 +18,8 @@ use crate::cli::RunArgs;
 use crate::config::Environment;
 use crate::failure::{EXIT_FAILED, EXIT_INCOMPLETE, EXIT_USAGE, Failure};
 use crate::protocol::{
-    ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Mandate, Op, TurnState, TurnStatus,
+    ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Mandate, McpState, Op, TurnState,
+    TurnStatus,
 };
 use crate::startup::{self, Start, runtime};
 use crate::stdio::read_stdin;
@@ -76,6 +77,7 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
                 printer.print(&event);
                 if let EventMsg::TurnComplete(complete) = &event.msg {
                     handle.ops.submit(Op::Shutdown);
+                    handle.stop_servers().await;
                     return match complete.status {
                         TurnStatus::Done => 0,
                         TurnStatus::Failed | TurnStatus::Aborted => EXIT_FAILED,
@@ -85,6 +87,7 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
             }
             signal = interrupts.next() => {
                 if signal.is_none() || interrupted {
+                    handle.stop_servers().await;
                     return EXIT_FAILED;
                 }
                 interrupted = true;
@@ -341,6 +344,25 @@ impl TextPrinter {
         self.progress(&line);
     }
 
+    fn mcp(&mut self, event: &crate::protocol::McpStatusEvent) {
+        let s = self.style;
+        let colour = match event.state {
+            McpState::Failed | McpState::Restarting => s.yellow,
+            _ => s.dim,
+        };
+        let detail = if event.detail.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", event.detail)
+        };
+        self.progress(&format!(
+            "{colour}MCP server `{}` {}{detail}{}",
+            event.server,
+            event.state.words(),
+            s.reset
+        ));
+    }
+
     fn progress(&mut self, line: &str) {
         self.end_reasoning();
         let _ = writeln!(std::io::stderr(), "{line}");
@@ -416,6 +438,7 @@ impl TextPrinter {
             }
             EventMsg::Validation(event) => self.validation(event),
             EventMsg::Subagent(sub) => self.subagent(sub),
+            EventMsg::Mcp(event) => self.mcp(event),
             EventMsg::AgentChanged { agent, model } => {
                 self.progress(&format!("{}agent: {agent} · {model}{}", s.dim, s.reset));
             }
@@ -445,6 +468,7 @@ impl TextPrinter {
             | EventMsg::ContextReport(_)
             | EventMsg::ModelList(_)
             | EventMsg::AgentList { .. }
+            | EventMsg::McpList { .. }
             | EventMsg::TokenUsage(_) => {}
         }
     }

@@ -17,6 +17,7 @@ pub mod context;
 pub mod failure;
 mod headless;
 pub mod ids;
+pub mod mcp;
 pub mod paths;
 pub mod policy;
 pub mod protocol;
@@ -53,6 +54,7 @@ fn dispatch(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Context(args)) => commands::context(&args, environment),
         Some(Command::Tool(args)) => commands::tool(&args, environment),
         Some(Command::Trust(args)) => commands::trust(&args, environment),
+        Some(Command::Mcp(args)) => commands::mcp(&args, environment),
         Some(Command::Policy(args)) => match args.command {
             cli::PolicyCommand::Check(check) => commands::policy_check(&check, environment),
         },

@@ -11,10 +11,12 @@ use serde_json::Value;
 mod agents;
 mod approval;
 mod format;
+mod mcp;
 mod wire;
 pub use agents::{AgentSummary, SubagentEvent, ValidationEvent, ValidationStatus};
 pub use approval::{ApprovalRequestEvent, PermissionDecisionEvent};
 pub use format::{count, format_size, format_tokens};
+pub use mcp::{McpServerReport, McpState, McpStatusEvent, McpToolReport};
 pub use wire::managed as managed_wire;
 
 /// Identifies the [`Op`] an [`Event`] answers.
@@ -66,6 +68,8 @@ pub enum Op {
     },
     /// List the agents; answered by [`EventMsg::AgentList`].
     ListAgents,
+    /// List the MCP servers; answered by [`EventMsg::McpList`].
+    ListMcp,
     /// Compact the context now (`/compact`), as a turn of its own.
     Compact,
     /// Report what a request carries now; answered by
@@ -268,6 +272,13 @@ pub enum EventMsg {
     AgentList {
         /// Every agent, the built-ins first.
         agents: Vec<AgentSummary>,
+    },
+    /// Something happened to an MCP server.
+    Mcp(McpStatusEvent),
+    /// The answer to [`Op::ListMcp`].
+    McpList {
+        /// Every configured server.
+        servers: Vec<McpServerReport>,
     },
     /// The agent's todo list changed.
     TodoUpdated {

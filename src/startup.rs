@@ -112,6 +112,7 @@ pub fn prepare(
         workspace_context(environment, &sandbox, &config, current.as_deref());
     context.warnings.extend(untrusted);
     let shell = shell(environment, &config, sandbox.root());
+    let mcp = mcp_servers(&config, &shell, sandbox.root(), &mut context.warnings);
     Ok(AgentSetup {
         context,
         client,
@@ -126,7 +127,42 @@ pub fn prepare(
         agents,
         agent: start.agent.clone(),
         depth: 0,
+        mcp,
     })
+}
+
+/// The configured MCP servers (started later, by the core, in the
+/// background), with a warning for each that will not run confined or
+/// not at all.
+fn mcp_servers(
+    config: &Config,
+    shell: &Arc<crate::confine::Shell>,
+    root: &std::path::Path,
+    warnings: &mut Vec<String>,
+) -> Option<Arc<crate::mcp::Mcp>> {
+    if config.mcp.is_empty() {
+        return None;
+    }
+    let confined = shell.confinement(false).is_some();
+    for (name, server) in config.mcp.iter().filter(|(_, s)| s.enabled) {
+        if server.kind == crate::config::mcp::Kind::Remote {
+            warnings.push(format!(
+                "MCP server `{name}` is remote; offcode runs only local (stdio) servers, so it is left off"
+            ));
+        } else if !server.confine && confined {
+            warnings.push(format!(
+                "MCP server `{name}` runs outside the sandbox (`confine: false` in its config): it can write anywhere you can and reach the network"
+            ));
+        }
+    }
+    Some(crate::mcp::Mcp::new(
+        &config.mcp,
+        config.mcp_limits,
+        crate::mcp::Launcher {
+            shell: Arc::clone(shell),
+            root: root.to_owned(),
+        },
+    ))
 }
 
 fn first_served_model(client: &Client) -> Result<String, Failure> {

@@ -27,7 +27,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use bash::kill_running;
+pub use bash::{SECRET_VARIABLES, kill_running};
 
 use crate::cancel::Cancel;
 use crate::protocol::ToolDisplay;
@@ -172,10 +172,15 @@ pub fn changes_files(tool: &str) -> bool {
     effect(tool) == Effect::ChangesFiles
 }
 
-/// What calls of `tool` do to the workspace ([`Tool::EFFECT`]); `None`
-/// for a tool that is not built in.
+/// What calls of `tool` do to the workspace ([`Tool::EFFECT`]). A tool
+/// that is not offcode's (an MCP server's) may do anything a command
+/// could; `task` is judged by what its subagent's calls do.
 pub fn effect(tool: &str) -> Effect {
-    built_in(tool).map_or(Effect::None, |kind| kind.effect)
+    match built_in(tool) {
+        Some(kind) => kind.effect,
+        None if tool == "task" => Effect::None,
+        None => Effect::RunsCommands,
+    }
 }
 
 /// What a tool's calls do to the workspace, for code that judges or

@@ -48,6 +48,7 @@ fn start_with(server: &MockServer, adjust: impl FnOnce(&mut offcode::config::Con
         agents: offcode::agents::Agents::default(),
         agent: None,
         depth: 0,
+        mcp: None,
     });
     Harness {
         _dir: dir,
@@ -424,6 +425,7 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
         agents: offcode::agents::Agents::default(),
         agent: None,
         depth: 0,
+        mcp: None,
     });
     resumed.ops.submit(Op::UserTurn {
         text: "one more".into(),

@@ -8,19 +8,6 @@ use serde_json::{Value, json};
 
 use crate::support::{MockServer, Workspace, chunks, mock, run, sse, system_prompt, tool_results};
 
-/// The tool names a chat request offered.
-fn offered(body: &Value) -> Vec<String> {
-    body["tools"]
-        .as_array()
-        .map(|tools| {
-            tools
-                .iter()
-                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// A mock whose model makes `calls` and then answers `Done.`.
 fn calling(calls: &[(&str, &str, Value)]) -> MockServer {
     let server = mock();
@@ -54,7 +41,7 @@ fn the_plan_agent_changes_no_file_and_runs_no_command_that_writes() {
         assert!(!ws.root.join(made).exists(), "{made} was made");
     }
     let bodies = server.chat_bodies();
-    let tools = offered(&bodies[0]);
+    let tools = crate::support::offered(&bodies[0]);
     assert!(tools.contains(&"read".to_owned()), "{tools:?}");
     for hidden in ["write", "edit", "patch"] {
         assert!(!tools.contains(&hidden.to_owned()), "{hidden}: {tools:?}");
@@ -100,7 +87,7 @@ fn an_agent_from_a_markdown_file_brings_its_model_sampling_prompt_and_rules() {
     assert_eq!(bodies[0]["model"], "reviewer-model");
     assert_eq!(bodies[0]["temperature"], 0.1);
     assert!(system_prompt(&bodies[0]).ends_with("You review changes and never make them."));
-    assert!(!offered(&bodies[0]).contains(&"write".to_owned()));
+    assert!(!crate::support::offered(&bodies[0]).contains(&"write".to_owned()));
     let results = tool_results(&bodies[1]);
     assert!(results[0].contains("denied"), "{results:?}");
     // Allowed by the agent's rule without --yes (the config would ask).
@@ -186,7 +173,7 @@ fn the_session_remembers_its_agent() {
         second.stdout
     );
     let bodies = server.chat_bodies();
-    assert!(!offered(&bodies[1]).contains(&"write".to_owned()));
+    assert!(!crate::support::offered(&bodies[1]).contains(&"write".to_owned()));
     assert!(system_prompt(&bodies[1]).contains("You are in plan mode"));
 }
 

@@ -455,7 +455,7 @@ fn models_config_sessions_and_version() {
     let config = run(&mut command);
     assert!(
         config.stdout.contains(&format!(
-            "base_url                 = \"{}\"  # env OFFCODE_BASE_URL",
+            "base_url                   = \"{}\"  # env OFFCODE_BASE_URL",
             server.base_url()
         )),
         "{}",
@@ -464,12 +464,14 @@ fn models_config_sessions_and_version() {
     assert!(
         config
             .stdout
-            .contains("api_key                  = \"****1234\"  # env OFFCODE_API_KEY"),
+            .contains("api_key                    = \"****1234\"  # env OFFCODE_API_KEY"),
         "{}",
         config.stdout
     );
     assert!(
-        config.stdout.contains("retry.initial_delay_ms   = 10  # "),
+        config
+            .stdout
+            .contains("retry.initial_delay_ms     = 10  # "),
         "{}",
         config.stdout
     );

@@ -16,6 +16,7 @@ mod confine;
 mod doctor;
 mod fixtures;
 mod layout;
+mod mcp;
 mod messages;
 mod network;
 mod ordinary;

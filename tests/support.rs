@@ -56,6 +56,19 @@ pub fn tool_results(body: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// The tool names a chat request offered.
+pub fn offered(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// The system message of a chat request.
 pub fn system_prompt(body: &serde_json::Value) -> String {
     body["messages"][0]["content"].as_str().unwrap().to_owned()

@@ -801,3 +801,52 @@ fn an_interactive_session_is_named_by_the_title_agent_after_its_first_turn() {
     tmux.send("one", "/sessions");
     tmux.wait_for("one", "修复登录超时");
 }
+
+#[test]
+fn mcp_servers_are_listed_with_mcp_and_counted_in_context() {
+    let ws = Workspace::new();
+    let exe = std::env::current_exe().unwrap();
+    let bin = exe
+        .parent()
+        .unwrap()
+        .parent()
+        .unwrap()
+        .join("examples/mcp-server");
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        serde_json::json!({
+            "mcp": {
+                "test": {"type": "local", "command": [bin, "--big-schemas", "1"]},
+                "dead": {"type": "local", "command": ["/nonexistent/mcp"]}
+            }
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let server = demo_mock();
+    let data = ws.home.join("data");
+    let tmux = Tmux::new("mcp");
+    tmux.start("one", &ws, &server.base_url(), &data);
+    tmux.wait_for("one", "Type a task");
+    // Started in the background; a failure is said at once, and the
+    // status line names it from then on.
+    tmux.wait_for("one", "MCP server `dead` failed");
+    tmux.send("one", "/mcp");
+    let screen = tmux.wait_for("one", "MCP test · ready · 10 tools");
+    tmux.wait_for("one", "MCP down: dead");
+    for expected in [
+        "test_echo",
+        "test_big_schema_1  left out: its definition is 25537 bytes",
+        "MCP dead · failed",
+    ] {
+        assert!(screen.contains(expected), "{expected}:\n{screen}");
+    }
+    tmux.send("one", "/context");
+    let screen = tmux.wait_for("one", "MCP left out");
+    assert!(screen.contains("MCP test"), "{screen}");
+    assert!(screen.contains("10 tools"), "{screen}");
+    assert!(
+        screen.contains("test_big_schema_1 (over the budget"),
+        "{screen}"
+    );
+}

@@ -95,7 +95,14 @@ impl AgentState {
         cancel: &Cancel,
     ) -> (ToolOutput, CallOutcome) {
         let arguments = self.announce(id, call, recovered);
-        if let Some(refusal) = self.blind_overwrite(call) {
+        let gone = self
+            .mcp
+            .as_ref()
+            .and_then(|mcp| mcp.unavailable(&call.name));
+        if let Some(refusal) = gone
+            .map(ToolOutput::error)
+            .or_else(|| self.blind_overwrite(call))
+        {
             self.ended(id, call, &refusal, CallOutcome::Failed);
             return (refusal, CallOutcome::Failed);
         }
@@ -105,8 +112,21 @@ impl AgentState {
                 let context = self.tool_context(permit, cancel);
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.
+                let mcp = self.mcp.clone().filter(|m| m.offers(&call.name));
+                let run = async {
+                    match &mcp {
+                        Some(mcp) => match crate::tools::parse_argument_text(&call.arguments) {
+                            Ok(arguments) => mcp.call(&call.name, arguments, cancel).await,
+                            Err(reason) => ToolOutput::error(format!(
+                                "The arguments for `{}` are not valid JSON ({reason}); send a JSON object",
+                                call.name
+                            )),
+                        },
+                        None => self.tools.call(&call.name, &call.arguments, &context).await,
+                    }
+                };
                 let (output, outcome) = tokio::select! {
-                    output = self.tools.call(&call.name, &call.arguments, &context) => {
+                    output = run => {
                         let outcome = if output.ok { CallOutcome::Ok } else { CallOutcome::Failed };
                         (output, outcome)
                     }

@@ -149,7 +149,10 @@ impl AgentState {
         arguments: Value,
         cancel: &Cancel,
     ) -> Result<Permit, ToolOutput> {
-        if self.tools.get(&call.name).is_none() && call.name != super::task::NAME {
+        if self.tools.get(&call.name).is_none()
+            && call.name != super::task::NAME
+            && !self.is_mcp_tool(&call.name)
+        {
             return Ok(Permit::default()); // the registry reports the unknown tool
         }
         if !self.agent.offers(&call.name) {

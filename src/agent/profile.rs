@@ -25,6 +25,21 @@ impl AgentState {
             .collect()
     }
 
+    /// The tools `profile` is offered: offcode's, `task` (the session's
+    /// own agent only) and the MCP servers' running now.
+    pub(super) fn offered_tools(&self, profile: &Profile) -> Vec<crate::client::wire::ToolSpec> {
+        let mut tools: Vec<_> = self.tools.specs();
+        // Only the session's own agent starts subagents.
+        if self.depth == 0 {
+            tools.extend(super::task::spec(&self.agents));
+        }
+        if let Some(mcp) = &self.mcp {
+            tools.extend(mcp.specs());
+        }
+        tools.retain(|spec| profile.offers(&spec.function.name));
+        tools
+    }
+
     /// Makes `profile` the agent: its prompt, tools, rules and sampling.
     pub(super) fn adopt_agent(&mut self, profile: Profile) -> Result<(), String> {
         let rules = AgentRules::new(
@@ -34,16 +49,7 @@ impl AgentState {
             profile.project_permission.as_ref(),
         )
         .map_err(|e| e.to_string())?;
-        let mut tools: Vec<_> = self
-            .tools
-            .specs()
-            .into_iter()
-            .filter(|spec| profile.offers(&spec.function.name))
-            .collect();
-        // Only the session's own agent starts subagents.
-        if self.depth == 0 && profile.offers(super::task::NAME) {
-            tools.extend(super::task::spec(&self.agents));
-        }
+        let tools = self.offered_tools(&profile);
         self.request.set_agent(&profile.prompt, tools);
         self.permits.set_agent(rules);
         self.config = with_profile(&self.base_config, &profile);

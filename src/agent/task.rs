@@ -168,6 +168,7 @@ impl AgentState {
             agents: self.agents.clone(),
             agent: Some(profile.name.clone()),
             depth: self.depth + 1,
+            mcp: self.mcp.clone(),
         };
         Ok(Child {
             handle: super::spawn(setup),

@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 
 use super::compact::Budget;
 use super::finish::{Calls, Owed};
+use super::mcp::mcp_changed;
 use super::permit::Permits;
 use super::repeat::Repetition;
 use super::request::Request;
@@ -74,6 +75,10 @@ pub(super) struct AgentState {
     pub(super) depth: u32,
     /// The session's name, asked for after its first turn.
     pub(super) titles: super::title::Titles,
+    /// The MCP servers (shared with subagents).
+    pub(super) mcp: Option<Arc<crate::mcp::Mcp>>,
+    /// The servers' tool generation the request's tools were built at.
+    pub(super) mcp_generation: u64,
 }
 
 impl AgentState {
@@ -92,6 +97,8 @@ impl AgentState {
         let titled = setup.approver == crate::protocol::Decider::User && setup.depth == 0;
         let mut state = Self {
             titles: super::title::Titles::new(titled),
+            mcp: setup.mcp,
+            mcp_generation: 0,
             request: Request::new(setup.context, setup.tools.specs()),
             budget: Budget::default(),
             permits: Permits::new(setup.policy, &setup.session.allowed, setup.approver),
@@ -178,6 +185,11 @@ impl AgentState {
             }),
         );
         self.startup_warnings();
+        // In the background, after the front end knows the session: no
+        // server delays its prompt.
+        if let Some(mcp) = self.mcp.as_ref().filter(|_| self.depth == 0) {
+            mcp.start();
+        }
         // The start-up is told: a front end shows what came before this
         // (the warnings) with the session's introduction.
         self.set_state(0, TurnState::Idle);
@@ -196,12 +208,17 @@ impl AgentState {
                     self.record_title(title);
                     continue;
                 }
+                () = mcp_changed(self.mcp.as_ref(), self.depth) => {
+                    self.mcp_news(0);
+                    continue;
+                }
             };
             match op {
                 Op::UserTurn { text } => self.run_turn(id, text, &cancel).await,
                 Op::Shell { command } => self.run_shell(id, command, &cancel).await,
                 Op::SetAgent { name } => self.set_agent(id, name),
                 Op::ListAgents => self.list_agents(id),
+                Op::ListMcp => self.list_mcp(id),
                 Op::SetModel { model } => {
                     // A model chosen by hand wins over the agent's.
                     self.agent.model = None;
@@ -236,25 +253,7 @@ impl AgentState {
                     self.end_turn(id, status, None, &cancel);
                 }
                 Op::ListModels => self.list_models(id),
-                Op::Context => {
-                    let limit = self.context_limit().await;
-                    let last_prompt = self.budget.last_prompt();
-                    let history = super::compact::request_history(
-                        &self.session.messages,
-                        self.session.compaction.as_ref(),
-                    );
-                    // Tools count however they travel (schemas, or
-                    // described in the prompt in text mode).
-                    let report = crate::context::report(
-                        self.request.context(),
-                        self.request.tools(),
-                        &history,
-                        &self.session.id,
-                        limit,
-                        last_prompt,
-                    );
-                    self.emit(id, EventMsg::ContextReport(report));
-                }
+                Op::Context => self.report_context(id).await,
                 Op::Shutdown => break,
                 // The router answers these itself.
                 Op::Interrupt | Op::InterruptSubagents | Op::Approve { .. } => {}
@@ -389,6 +388,7 @@ impl AgentState {
 
     async fn step(&mut self, id: SubmissionId, cancel: &Cancel) -> Step {
         self.set_state(id, TurnState::Planning);
+        self.mcp_step(id).await;
         if !self.fit(id, cancel, false).await {
             if cancel.is_cancelled() {
                 return Step::End(TurnStatus::Aborted);

@@ -50,6 +50,28 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
     let sandbox = workspace(environment)?;
     let policy = load_policy(environment, &loaded, sandbox.root())?;
     let decision = policy.decide(name, &arguments, &[]);
+    permitted(&decision, args.yes)?;
+    let context = crate::tools::ToolContext {
+        shell: shell(environment, &loaded.config, sandbox.root()),
+        sandbox,
+        cancel: crate::cancel::Cancel::default(),
+        allow_clobber: false,
+        unconfined: false,
+    };
+    let output = runtime()?.block_on(registry.call_parsed(tool, arguments, &context));
+    let newline = if output.output.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    out(&format!("{}{newline}", output.output))?;
+    Ok(if output.ok { 0 } else { EXIT_FAILED })
+}
+
+/// Whether a call the user asked for on the command line may run: not
+/// when denied, nor when it needs a person's approval that `--yes` cannot
+/// give; an ask-rule runs with `yes`.
+pub(super) fn permitted(decision: &crate::policy::Decision, yes: bool) -> Result<(), Failure> {
     match decision.action {
         Action::Deny => {
             return Err(Failure::message(
@@ -70,7 +92,7 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
                 ),
             );
         }
-        Action::Ask if !args.yes => {
+        Action::Ask if !yes => {
             return Err(
                 Failure::message(format!("Not run: {} asks", decision.rule), EXIT_FAILED)
                     .with_hint("Pass --yes to run it"),
@@ -78,21 +100,7 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
         }
         Action::Ask | Action::Allow => {}
     }
-    let context = crate::tools::ToolContext {
-        shell: shell(environment, &loaded.config, sandbox.root()),
-        sandbox,
-        cancel: crate::cancel::Cancel::default(),
-        allow_clobber: false,
-        unconfined: false,
-    };
-    let output = runtime()?.block_on(registry.call_parsed(tool, arguments, &context));
-    let newline = if output.output.ends_with('\n') {
-        ""
-    } else {
-        "\n"
-    };
-    out(&format!("{}{newline}", output.output))?;
-    Ok(if output.ok { 0 } else { EXIT_FAILED })
+    Ok(())
 }
 
 /// The first sentence of `text`, without its full stop (`e.g.` and

@@ -68,6 +68,10 @@ pub struct FileLayer {
     agent: Option<serde_json::Map<String, Value>>,
     validate: Option<ValidateLayer>,
     subagents: Option<SubagentsLayer>,
+    /// Each server's fields; what must go together is checked by
+    /// [`crate::config::mcp::check`].
+    mcp: Option<BTreeMap<String, crate::config::mcp::ServerConfig>>,
+    mcp_limits: Option<crate::config::mcp::Limits>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -22,7 +22,7 @@ pub struct ProjectPart {
 
 impl ProjectPart {
     /// Notes what the project file at `path` would loosen: its `allow`
-    /// rules, and `sandbox.network: true`, `base_url`,
+    /// rules, its `mcp` servers, and `sandbox.network: true`, `base_url`,
     /// `tls.insecure_skip_verify: true` and `tls.ca_file`, which are taken
     /// out of `layer` until the folder is trusted.
     pub fn take(
@@ -36,6 +36,25 @@ impl ProjectPart {
         if let Some(network) = take_network(layer) {
             entries.push("sandbox.network = true".to_owned());
             held.insert("sandbox".to_owned(), json!({ "network": network }));
+        }
+        // A repository's MCP servers are programs it would have offcode run.
+        if let Some(Value::Object(servers)) = layer.remove("mcp") {
+            for (name, server) in &servers {
+                let command: Vec<String> = ["command", "args"]
+                    .iter()
+                    .filter_map(|key| server.get(*key))
+                    .flat_map(|words| match words {
+                        Value::Array(words) => words
+                            .iter()
+                            .filter_map(|w| w.as_str().map(str::to_owned))
+                            .collect(),
+                        Value::String(line) => vec![line.clone()],
+                        _ => Vec::new(),
+                    })
+                    .collect();
+                entries.push(format!("mcp server `{name}` runs `{}`", command.join(" ")));
+            }
+            held.insert("mcp".to_owned(), Value::Object(servers));
         }
         if let Some(url) = layer.remove("base_url") {
             entries.push(format!("base_url = {url}"));

@@ -53,6 +53,16 @@ pub enum EntryBody {
         /// The tools offered.
         tools: Vec<String>,
     },
+    /// Something happened to an MCP server: started, failed, restarting,
+    /// its tools changed.
+    Mcp {
+        /// The server's name in the config.
+        server: String,
+        /// Where it stands now.
+        state: crate::protocol::McpState,
+        /// Why, or what it offers.
+        detail: String,
+    },
     /// The session's name, written by the hidden `title` agent.
     Title {
         /// The title.

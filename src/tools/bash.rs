@@ -18,9 +18,8 @@ use crate::confine::protect::Snapshot;
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
 /// The longest timeout a call may ask for.
 const MAX_TIMEOUT_SECS: u64 = 600;
-/// Variables holding the endpoint's credentials: commands the model runs
-/// never see them.
-const SECRET_VARIABLES: &[&str] = &["OFFCODE_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_API_KEY"];
+/// Variables never passed to commands and MCP servers (the model endpoint's keys).
+pub const SECRET_VARIABLES: &[&str] = &["OFFCODE_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_API_KEY"];
 /// Output kept from the start and from the end of a long output.
 const KEEP_BYTES: usize = 16 * 1024;
 

@@ -71,6 +71,7 @@ impl<'a> App<'a> {
             session: setup.session.id.clone(),
             retry: None,
             held: None,
+            mcp_down: Vec::new(),
         };
         let mut app = Self {
             environment,
@@ -222,6 +223,7 @@ impl<'a> App<'a> {
             "/help" => self.help(),
             "/models" => return self.models_command(argument).await,
             "/context" => return Dispatch::Turn(Op::Context),
+            "/mcp" => return Dispatch::Turn(Op::ListMcp),
             "/agent" if argument.is_empty() => return Dispatch::Turn(Op::ListAgents),
             "/agents" => self.subagents(),
             "/inspect" => self.inspect(argument),
@@ -405,6 +407,7 @@ impl<'a> App<'a> {
 
     /// Stops the core; a new session nobody typed into is removed.
     pub async fn stop(&mut self) {
+        self.handle.stop_servers().await;
         self.handle.ops.submit(Op::Shutdown);
         while self.handle.events.recv().await.is_some() {}
         if let (0, Some(path)) = (self.turns, self.session_file.take()) {

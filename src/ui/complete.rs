@@ -19,6 +19,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "a subagent's whole context and transcript: /inspect ID",
     ),
     ("/context", "how full the model's context is"),
+    ("/mcp", "the MCP servers, their state and tools"),
     ("/compact", "summarise the older conversation now"),
     ("/todo", "the agent's todo list"),
     ("/think", "the last reasoning, in full"),

@@ -542,6 +542,7 @@ mod tests {
                 session: "s".into(),
                 retry: None,
                 held: None,
+                mcp_down: Vec::new(),
             },
             40,
         );

@@ -91,9 +91,7 @@ pub async fn run(
                 }
                 continue;
             }
-            Dispatch::Turn(
-                op @ (Op::SetModel { .. } | Op::SetAgent { .. } | Op::ListAgents | Op::Context),
-            ) => {
+            Dispatch::Turn(op) if is_quick(&op) => {
                 quick(&mut app, op).await;
                 continue;
             }
@@ -121,6 +119,7 @@ pub async fn run(
         };
         if !alive {
             app.print_committed();
+            app.handle.stop_servers().await;
             return crate::failure::EXIT_FAILED;
         }
     }
@@ -143,6 +142,14 @@ fn ask_for_line(app: &mut App<'_>, input: &Input, interrupted: bool, typed: Stri
 
 /// An op the core answers at once (a switch, a report): sent, and its
 /// answer shown.
+/// Ops answered at once, between turns, with no turn of their own.
+fn is_quick(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::SetModel { .. } | Op::SetAgent { .. } | Op::ListAgents | Op::ListMcp | Op::Context
+    )
+}
+
 async fn quick(app: &mut App<'_>, op: Op) {
     let asked = app.handle.ops.submit(op);
     app::settle(app, asked, SETTLE).await;

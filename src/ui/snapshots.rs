@@ -38,6 +38,7 @@ fn status() -> Status {
         session: "s1".into(),
         retry: None,
         held: None,
+        mcp_down: Vec::new(),
     }
 }
 

@@ -39,6 +39,8 @@ pub struct Status {
     pub retry: Option<(std::time::Instant, u32, u32)>,
     /// Bytes the model has written that are held as a possible call.
     pub held: Option<usize>,
+    /// MCP servers that are failed or restarting.
+    pub mcp_down: Vec<String>,
 }
 
 impl Status {
@@ -71,6 +73,9 @@ impl Status {
         let mut parts = vec![self.agent.clone(), self.model.clone(), state.to_owned()];
         if let Some(context) = self.context() {
             parts.push(context);
+        }
+        if !self.mcp_down.is_empty() {
+            parts.push(format!("MCP down: {}", self.mcp_down.join(", ")));
         }
         let lead = if spinner.is_empty() {
             String::new()
@@ -231,6 +236,8 @@ impl View {
             EventMsg::AgentChanged { .. }
             | EventMsg::AgentList { .. }
             | EventMsg::Validation(_)
+            | EventMsg::Mcp(_)
+            | EventMsg::McpList { .. }
             | EventMsg::Subagent(_) => {
                 self.agent_event(msg);
             }

@@ -2,6 +2,8 @@
 //! switches and lists, and the subagents' work with their rows for
 //! `/agents`.
 
+use std::fmt::Write as _;
+
 use super::View;
 use crate::protocol::EventMsg;
 use crate::ui::render::{self, Line, Role};
@@ -166,6 +168,10 @@ impl View {
                 self.status.agent.clone_from(agent);
                 self.status.model.clone_from(model);
             }
+            EventMsg::Mcp(event) => self.mcp(event),
+            EventMsg::McpList { servers } => {
+                self.committed.extend(mcp_list(servers, self.width));
+            }
             EventMsg::AgentList { agents } => {
                 self.committed
                     .extend(render::agent_list(agents, self.width));
@@ -173,4 +179,91 @@ impl View {
             _ => {}
         }
     }
+}
+
+impl View {
+    /// Something happened to an MCP server: a line when it starts or
+    /// fails, and the status line names it while it is down.
+    fn mcp(&mut self, event: &crate::protocol::McpStatusEvent) {
+        use crate::protocol::McpState;
+        let down = matches!(event.state, McpState::Failed | McpState::Restarting);
+        self.status.mcp_down.retain(|name| *name != event.server);
+        if down {
+            self.status.mcp_down.push(event.server.clone());
+        }
+        let role = match event.state {
+            McpState::Ready => Role::Dim,
+            McpState::Failed | McpState::Restarting => Role::Warning,
+            _ => return,
+        };
+        let detail = if event.detail.is_empty() {
+            String::new()
+        } else {
+            format!(": {}", render::one_line(&event.detail))
+        };
+        let text = format!(
+            "MCP server `{}` {}{detail}",
+            event.server,
+            event.state.words()
+        );
+        self.end_reasoning();
+        self.end_block("PLAN");
+        self.commit(Line::new().with(role, render::truncate(&text, self.width)));
+    }
+}
+
+/// `/mcp`: each server, its state and its tools, with what is left out.
+pub fn mcp_list(servers: &[crate::protocol::McpServerReport], width: usize) -> Vec<Line> {
+    if servers.is_empty() {
+        return vec![Line::new().with(
+            Role::Dim,
+            render::truncate(
+                "No MCP servers are configured: add an `mcp` block to offcode.jsonc (docs/mcp.md).",
+                width,
+            ),
+        )];
+    }
+    let mut lines = Vec::new();
+    for server in servers {
+        let offered: Vec<_> = server
+            .tools
+            .iter()
+            .filter(|t| t.left_out.is_none())
+            .collect();
+        let tokens: u64 = offered.iter().map(|t| t.tokens).sum();
+        let mut head = format!("MCP {} · {}", server.name, server.state.words());
+        if !server.tools.is_empty() {
+            let _ = write!(
+                head,
+                " · {} · {} tokens",
+                crate::protocol::count(offered.len(), "tool"),
+                crate::protocol::format_tokens(tokens)
+            );
+        }
+        head.push_str(if server.confined {
+            " · confined"
+        } else {
+            " · not confined"
+        });
+        lines.push(Line::new().with(Role::Tool, render::truncate(&head, width)));
+        if !server.detail.is_empty() && server.tools.is_empty() {
+            lines.push(Line::new().with(
+                Role::Dim,
+                render::truncate(&format!("    {}", render::one_line(&server.detail)), width),
+            ));
+        }
+        for tool in &server.tools {
+            let text = match &tool.left_out {
+                None => format!("    {}  {} tokens", tool.name, tool.tokens),
+                Some(why) => format!("    {}  left out: {why}", tool.name),
+            };
+            let role = if tool.left_out.is_some() {
+                Role::Warning
+            } else {
+                Role::Dim
+            };
+            lines.push(Line::new().with(role, render::truncate(&text, width)));
+        }
+    }
+    lines
 }

@@ -12,6 +12,7 @@ fn view() -> View {
             session: "s1".into(),
             retry: None,
             held: None,
+            mcp_down: Vec::new(),
         },
         80,
     )

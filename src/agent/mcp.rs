@@ -1,0 +1,165 @@
+//! The core's side of MCP: the servers' tools join the agent's before each
+//! step (when they changed), the first requests wait for servers still
+//! starting, and what happened to servers is recorded in the session and
+//! told to the front end.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::turn::AgentState;
+use crate::mcp::Mcp;
+use crate::protocol::{EventMsg, SubmissionId};
+use crate::session::EntryBody;
+
+/// Waits for news from the servers; never, for a subagent's core (its
+/// parent's takes them) or without servers.
+pub(super) async fn mcp_changed(mcp: Option<&Arc<Mcp>>, depth: u32) {
+    match mcp {
+        Some(mcp) if depth == 0 => mcp.changed().await,
+        _ => std::future::pending().await,
+    }
+}
+
+impl AgentState {
+    /// Before a step: servers still starting are waited for (each start
+    /// is bounded by its own timeout), then news is taken in.
+    pub(super) async fn mcp_step(&mut self, id: SubmissionId) {
+        let Some(mcp) = self.mcp.clone() else {
+            return;
+        };
+        let longest = self
+            .config
+            .mcp
+            .values()
+            .map(crate::config::mcp::ServerConfig::timeout_ms)
+            .max()
+            .unwrap_or(0);
+        // `initialize` and `tools/list` each have the timeout.
+        mcp.settle(Duration::from_millis(longest.saturating_mul(2) + 500))
+            .await;
+        self.mcp_news(id);
+    }
+
+    /// Records and tells what happened to servers; offers their tools as
+    /// they are now.
+    pub(super) fn mcp_news(&mut self, id: SubmissionId) {
+        let Some(mcp) = self.mcp.clone() else {
+            return;
+        };
+        if self.depth == 0 {
+            for event in mcp.take_events() {
+                let _ = self.record(
+                    id,
+                    EntryBody::Mcp {
+                        server: event.server.clone(),
+                        state: event.state,
+                        detail: event.detail.clone(),
+                    },
+                );
+                self.emit(id, EventMsg::Mcp(event));
+            }
+        }
+        let generation = mcp.generation();
+        if generation != self.mcp_generation {
+            self.mcp_generation = generation;
+            let profile = self.agent.clone();
+            let tools = self.offered_tools(&profile);
+            self.request.set_agent(&profile.prompt, tools);
+        }
+    }
+
+    /// Answers `/context`: what a request carries now, the MCP servers'
+    /// tools apart from offcode's, and the MCP tools the budget left out.
+    pub(super) async fn report_context(&mut self, id: SubmissionId) {
+        let limit = self.context_limit().await;
+        let last_prompt = self.budget.last_prompt();
+        let history = super::compact::request_history(
+            &self.session.messages,
+            self.session.compaction.as_ref(),
+        );
+        // Tools count however they travel (schemas, or described in the
+        // prompt in text mode).
+        let mut report = crate::context::report(
+            self.request.context(),
+            self.request.tools(),
+            &history,
+            &self.session.id,
+            limit,
+            last_prompt,
+        );
+        if let Some(mcp) = &self.mcp {
+            mcp_parts(&mut report, &mcp.reports(), self.request.tools());
+        }
+        self.emit(id, EventMsg::ContextReport(report));
+    }
+
+    /// Answers `/mcp`.
+    pub(super) fn list_mcp(&mut self, id: SubmissionId) {
+        let servers = self.mcp.as_ref().map(|m| m.reports()).unwrap_or_default();
+        self.emit(id, EventMsg::McpList { servers });
+    }
+
+    /// Whether `name` is an MCP tool offered now.
+    pub(super) fn is_mcp_tool(&self, name: &str) -> bool {
+        self.mcp.as_ref().is_some_and(|mcp| mcp.offers(name))
+    }
+}
+
+/// Splits the MCP servers' tools out of `tool schemas` in `report`, a part
+/// per server, and lists what the budget left out.
+fn mcp_parts(
+    report: &mut crate::protocol::ContextReport,
+    servers: &[crate::protocol::McpServerReport],
+    offered: &[crate::client::wire::ToolSpec],
+) {
+    use crate::protocol::ContextPart;
+    let mut parts = Vec::new();
+    let (mut mcp_tools, mut mcp_tokens) = (0, 0);
+    let mut left_out = Vec::new();
+    for server in servers {
+        let specs: Vec<_> = offered
+            .iter()
+            .filter(|spec| server.tools.iter().any(|t| t.name == spec.function.name))
+            .collect();
+        left_out.extend(
+            server
+                .tools
+                .iter()
+                .filter(|t| t.left_out.is_some())
+                .map(|t| t.name.as_str()),
+        );
+        if specs.is_empty() {
+            continue;
+        }
+        let tokens =
+            crate::context::estimate_tokens(&serde_json::to_string(&specs).unwrap_or_default());
+        mcp_tools += specs.len();
+        mcp_tokens += tokens;
+        parts.push(ContextPart {
+            name: format!("MCP {}", server.name),
+            source: crate::protocol::count(specs.len(), "tool"),
+            tokens,
+        });
+    }
+    if let Some(schemas) = report.parts.iter_mut().find(|p| p.name == "tool schemas") {
+        schemas.tokens = schemas.tokens.saturating_sub(mcp_tokens);
+        schemas.source = format!("{} tools", offered.len() - mcp_tools);
+    }
+    if !left_out.is_empty() {
+        parts.push(ContextPart {
+            name: "MCP left out".to_owned(),
+            source: format!(
+                "{} (over the budget; `offcode mcp list` says why)",
+                left_out.join(", ")
+            ),
+            tokens: 0,
+        });
+    }
+    // Right after offcode's own tools.
+    let at = report
+        .parts
+        .iter()
+        .position(|p| p.name == "tool schemas")
+        .map_or(report.parts.len(), |at| at + 1);
+    report.parts.splice(at..at, parts);
+}

@@ -1,0 +1,181 @@
+//! `offcode mcp list` and `offcode mcp test`: the configured MCP servers
+//! started as a session would start them (confined, in this directory),
+//! listed with their tools and what each costs, or one tried by hand.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::cli::{McpArgs, McpCommand, McpTestArgs};
+use crate::config::{Environment, Flags};
+use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
+use crate::mcp::{Launcher, Mcp};
+use crate::protocol::{McpServerReport, McpState};
+use crate::startup::{load_config, load_policy, runtime, shell, workspace};
+use crate::stdio::{out, read_stdin};
+
+/// `offcode mcp ...`.
+pub fn mcp(args: &McpArgs, environment: &Environment) -> Result<u8, Failure> {
+    let loaded = load_config(environment, &Flags::default())?;
+    let config = &loaded.config;
+    if config.mcp.is_empty() {
+        out(
+            "No MCP servers are configured. Add an `mcp` block to ~/.config/offcode/offcode.jsonc \
+             (OpenCode's shape works as it is); see docs/mcp.md.\n",
+        )?;
+        return Ok(0);
+    }
+    let sandbox = workspace(environment)?;
+    let launcher = Launcher {
+        shell: shell(environment, config, sandbox.root()),
+        root: sandbox.root().to_owned(),
+    };
+    let servers = Mcp::new(&config.mcp, config.mcp_limits, launcher);
+    let longest = config
+        .mcp
+        .values()
+        .map(crate::config::mcp::ServerConfig::timeout_ms)
+        .max()
+        .unwrap_or(0);
+    let wait = Duration::from_millis(longest.saturating_mul(2) + 500);
+    let runtime = runtime()?;
+    match &args.command {
+        McpCommand::List(json) => runtime.block_on(async {
+            servers.start();
+            servers.settle(wait).await;
+            let reports = servers.reports();
+            servers.shutdown().await;
+            let failed = reports.iter().any(|r| r.state == McpState::Failed);
+            if json.json {
+                let text = serde_json::to_string_pretty(&reports).unwrap_or_default();
+                out(&format!("{text}\n"))?;
+            } else {
+                out(&list(&reports))?;
+            }
+            Ok(if failed { EXIT_FAILED } else { 0 })
+        }),
+        McpCommand::Test(test) => {
+            let policy = load_policy(environment, &loaded, sandbox.root())?;
+            runtime.block_on(async {
+                let code = try_one(&servers, test, &policy).await;
+                servers.shutdown().await;
+                code
+            })
+        }
+    }
+}
+
+/// Starts the server `test` names; lists its tools, or calls one.
+async fn try_one(
+    servers: &Arc<Mcp>,
+    test: &McpTestArgs,
+    policy: &crate::policy::Policy,
+) -> Result<u8, Failure> {
+    let name = &test.name;
+    if let Err(reason) = servers.start_one(name).await {
+        let known = servers.reports().iter().any(|r| r.name == *name);
+        let code = if known { EXIT_FAILED } else { EXIT_USAGE };
+        return Err(Failure::message(
+            format!("The MCP server `{name}` did not start: {reason}"),
+            code,
+        ));
+    }
+    let reports = servers.reports();
+    let Some(report) = reports.iter().find(|r| r.name == *name) else {
+        return Err(Failure::message(
+            format!("No MCP server `{name}`"),
+            EXIT_USAGE,
+        ));
+    };
+    let Some(wanted) = &test.tool else {
+        out(&list(std::slice::from_ref(report)))?;
+        return Ok(0);
+    };
+    let Some(tool) = report
+        .tools
+        .iter()
+        .find(|t| t.tool == *wanted || t.name == *wanted)
+    else {
+        let names: Vec<&str> = report.tools.iter().map(|t| t.tool.as_str()).collect();
+        return Err(
+            Failure::message(format!("`{name}` has no tool `{wanted}`"), EXIT_USAGE)
+                .with_hint(format!("Its tools: {}", names.join(", "))),
+        );
+    };
+    if let Some(why) = &tool.left_out {
+        return Err(Failure::message(
+            format!("`{}` is not offered to the model: {why}", tool.name),
+            EXIT_FAILED,
+        ));
+    }
+    let given = match test.arguments.as_deref() {
+        Some("-") => read_stdin()?,
+        Some(json) => json.to_owned(),
+        None => String::new(),
+    };
+    let arguments = crate::tools::parse_argument_text(&given).map_err(|reason| {
+        Failure::message(
+            format!("The arguments are not a JSON object: {reason}"),
+            EXIT_USAGE,
+        )
+    })?;
+    let decision = policy.decide(&tool.name, &arguments, &[]);
+    super::tool::permitted(&decision, test.yes)?;
+    let output = servers
+        .call(&tool.name, arguments, &crate::cancel::Cancel::default())
+        .await;
+    let newline = if output.output.ends_with('\n') {
+        ""
+    } else {
+        "\n"
+    };
+    out(&format!("{}{newline}", output.output))?;
+    Ok(if output.ok { 0 } else { EXIT_FAILED })
+}
+
+/// The servers as text: a line each, then their tools.
+fn list(reports: &[McpServerReport]) -> String {
+    let mut text = String::new();
+    for report in reports {
+        let offered: Vec<_> = report
+            .tools
+            .iter()
+            .filter(|t| t.left_out.is_none())
+            .collect();
+        let tokens: u64 = offered.iter().map(|t| t.tokens).sum();
+        let _ = write!(text, "{}  {}", report.name, report.state.words());
+        if !report.tools.is_empty() || report.state == McpState::Ready {
+            let _ = write!(
+                text,
+                " · {} offered · {} tokens",
+                crate::protocol::count(offered.len(), "tool"),
+                crate::protocol::format_tokens(tokens)
+            );
+        }
+        if matches!(report.state, McpState::Disabled | McpState::Unsupported) {
+            text.push('\n');
+        } else {
+            let confined = if report.confined {
+                "confined"
+            } else {
+                "not confined"
+            };
+            let _ = writeln!(text, " · {confined}");
+            let _ = writeln!(text, "  command: {}", report.command);
+        }
+        if report.state != McpState::Ready && !report.detail.is_empty() {
+            let _ = writeln!(text, "  {}", report.detail);
+        }
+        for tool in &report.tools {
+            match &tool.left_out {
+                None => {
+                    let _ = writeln!(text, "  {:<32} {:>6} tokens", tool.name, tool.tokens);
+                }
+                Some(why) => {
+                    let _ = writeln!(text, "  {:<32} left out: {why}", tool.name);
+                }
+            }
+        }
+    }
+    text
+}

@@ -1,0 +1,605 @@
+//! Local MCP servers end to end: the mock model calls the test server's
+//! tools (`cargo run --example mcp-server`) through `offcode run`; crashes,
+//! hangs, garbage, budgets, permissions and confinement are checked by
+//! their effects (files, connections, processes), not only by messages.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::support::{Workspace, chunks, mock, run, sse, tool_results};
+
+/// The test server, built by `cargo test` with the other examples.
+fn server_bin() -> PathBuf {
+    let exe = std::env::current_exe().unwrap();
+    let target = exe.parent().unwrap().parent().unwrap();
+    let bin = target.join("examples/mcp-server");
+    assert!(bin.exists(), "{} is built by `cargo test`", bin.display());
+    bin
+}
+
+/// A global config with `servers` as its `mcp` block and `extra` keys.
+fn configure(ws: &Workspace, servers: &Value, extra: &str) {
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        format!(
+            "{{\n  retry: {{ initial_delay_ms: 10, max_delay_ms: 40, max_retries: 2 }},\n  \"mcp\": {servers},\n  {extra}\n}}\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// A `test` server with `args` that logs to `log`.
+fn test_server(log: &Path, args: &[&str]) -> Value {
+    let mut command = vec![
+        server_bin().display().to_string(),
+        "--log".to_owned(),
+        log.display().to_string(),
+    ];
+    command.extend(args.iter().map(|a| (*a).to_owned()));
+    json!({"type": "local", "command": command, "timeout": 5000})
+}
+
+fn call(id: &str, name: &str, arguments: &Value) -> Vec<String> {
+    chunks::tool_answer("", &[(id, name, arguments.clone())])
+}
+
+fn session_text(ws: &Workspace) -> String {
+    let dir = ws.home.join(".local/share/offcode/sessions");
+    let mut text = String::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        text.push_str(&std::fs::read_to_string(entry.unwrap().path()).unwrap());
+    }
+    text
+}
+
+/// Processes whose command line mentions `marker` (a server's log path).
+fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
+fn log_lines(log: &Path) -> Vec<String> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn the_model_calls_an_mcp_tool_and_gets_its_result() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    // Garbage on stdout and notifications before the initialize result
+    // do not stop it.
+    configure(
+        &ws,
+        &json!({"test": test_server(&log, &["--garbage", "--notify-before-init", "--ping-client"])}),
+        "",
+    );
+    let server = mock();
+    server.push(sse(&call("c1", "test_echo", &json!({"text": "你好"}))));
+    server.push(sse(&chunks::text_answer("It said hello.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "ask the test server");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    let tools = &bodies[0]["tools"];
+    let echo = tools
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["function"]["name"] == "test_echo")
+        .unwrap_or_else(|| panic!("{tools:#}"));
+    assert_eq!(echo["function"]["parameters"]["required"], json!(["text"]));
+    assert_eq!(tool_results(&bodies[1]), ["echo: 你好"]);
+    assert!(
+        output.stderr.contains("MCP server `test` ready: 10 tools"),
+        "{}",
+        output.stderr
+    );
+    let session = session_text(&ws);
+    assert!(
+        session.contains(r#""type":"mcp","server":"test","state":"ready""#),
+        "{session}"
+    );
+    let log = log_lines(&log);
+    assert!(
+        log.contains(&"recv notifications/initialized".to_owned()),
+        "{log:?}"
+    );
+    assert!(log.contains(&"response srv-1".to_owned()), "{log:?}");
+    assert!(log.contains(&"recv tools/call".to_owned()), "{log:?}");
+}
+
+#[test]
+fn a_crash_mid_call_restarts_the_server_and_the_next_call_works() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(&ws, &json!({"test": test_server(&log, &[])}), "");
+    let server = mock();
+    server.push(sse(&call("c1", "test_crash", &json!({}))));
+    server.push(sse(&call("c2", "test_echo", &json!({"text": "again"}))));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "crash it");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    let crashed = tool_results(&bodies[1]);
+    assert!(
+        crashed[0]
+            .contains("The MCP server `test` stopped during the call (it exited with status 3"),
+        "{crashed:?}"
+    );
+    assert_eq!(tool_results(&bodies[2])[1], "echo: again");
+    let starts = log_lines(&log)
+        .iter()
+        .filter(|l| l.starts_with("start "))
+        .count();
+    assert_eq!(starts, 2);
+    let session = session_text(&ws);
+    for state in ["ready", "restarting"] {
+        assert!(
+            session.contains(&format!(r#""server":"test","state":"{state}""#)),
+            "{state}: {session}"
+        );
+    }
+}
+
+#[test]
+fn a_server_that_always_crashes_is_given_up_after_three_restarts() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(
+        &ws,
+        &json!({"test": test_server(&log, &["--crash-after", "0"])}),
+        "",
+    );
+    let server = mock();
+    for n in 0..5 {
+        server.push(sse(&call(
+            &format!("c{n}"),
+            "test_echo",
+            &json!({"text": "x"}),
+        )));
+    }
+    server.push(sse(&chunks::text_answer("Gave up.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "keep calling");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let results: Vec<String> = tool_results(server.chat_bodies().last().unwrap());
+    assert!(
+        results[4].starts_with("Error: The MCP server `test` is not available: it stopped or failed to start 4 times in 10 minutes"),
+        "{results:#?}"
+    );
+    let starts = log_lines(&log)
+        .iter()
+        .filter(|l| l.starts_with("start "))
+        .count();
+    assert_eq!(starts, 4, "one start and three restarts");
+    assert!(
+        output.stderr.contains("offcode gave up on it"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn a_denied_mcp_tool_never_reaches_the_server() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(
+        &ws,
+        &json!({"test": test_server(&log, &[])}),
+        r#""permission": { "test_*": "deny" },"#,
+    );
+    let server = mock();
+    server.push(sse(&call(
+        "c1",
+        "test_write_file",
+        &json!({"path": "victim.txt", "content": "x"}),
+    )));
+    server.push(sse(&chunks::text_answer("It was denied.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "write through mcp");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(!ws.root.join("victim.txt").exists());
+    let results = tool_results(&server.chat_bodies()[1]);
+    assert!(results[0].contains("denied"), "{results:?}");
+    assert!(!log_lines(&log).contains(&"recv tools/call".to_owned()));
+}
+
+#[test]
+fn an_mcp_tool_asks_by_default_and_a_refusal_leaves_no_effect() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(&ws, &json!({"test": test_server(&log, &[])}), "");
+    let server = mock();
+    server.push(sse(&call(
+        "c1",
+        "test_write_file",
+        &json!({"path": "victim.txt", "content": "x"}),
+    )));
+    server.push(sse(&chunks::text_answer("Not allowed.")));
+    // No --yes: a headless run refuses what asks.
+    let output = ws.run_task(&server.base_url(), &[], "write through mcp");
+    assert!(!ws.root.join("victim.txt").exists(), "{}", output.stderr);
+    assert!(!log_lines(&log).contains(&"recv tools/call".to_owned()));
+}
+
+#[test]
+fn confined_servers_cannot_write_outside_the_workspace_or_connect() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    listener.set_nonblocking(true).unwrap();
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    let outside = ws.home.join("escaped.txt");
+    configure(&ws, &json!({"test": test_server(&log, &[])}), "");
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[
+            (
+                "c1",
+                "test_write_file",
+                json!({"path": outside.display().to_string(), "content": "x"}),
+            ),
+            ("c2", "test_connect", json!({ "port": port })),
+            (
+                "c3",
+                "test_write_file",
+                json!({"path": "inside.txt", "content": "fine"}),
+            ),
+        ],
+    )));
+    server.push(sse(&chunks::text_answer("Tried.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "escape");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(!outside.exists(), "the confined server wrote outside");
+    assert!(
+        listener.accept().is_err(),
+        "the confined server connected out"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("inside.txt")).unwrap(),
+        "fine"
+    );
+    let results = tool_results(&server.chat_bodies()[1]);
+    assert!(results[0].contains("cannot write"), "{results:?}");
+    assert!(results[1].contains("cannot connect"), "{results:?}");
+}
+
+#[test]
+fn a_server_that_opts_out_of_confinement_is_warned_about_and_runs_free() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    let outside = ws.home.join("allowed-outside.txt");
+    let mut free = test_server(&log, &[]);
+    free["confine"] = json!(false);
+    configure(&ws, &json!({ "free": free }), "");
+    let server = mock();
+    server.push(sse(&call(
+        "c1",
+        "free_write_file",
+        &json!({"path": outside.display().to_string(), "content": "x"}),
+    )));
+    server.push(sse(&chunks::text_answer("Wrote it.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "write outside");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains("MCP server `free` runs outside the sandbox"),
+        "{}",
+        output.stderr
+    );
+    assert!(outside.exists());
+}
+
+#[test]
+fn the_budget_caps_tools_and_schemas_and_cuts_long_results() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(
+        &ws,
+        &json!({"test": test_server(&log, &["--big-schemas", "1", "--many-tools", "20"])}),
+        r#""mcp_limits": { "tools": 12, "result_bytes": 10000 },"#,
+    );
+    let server = mock();
+    server.push(sse(&call("c1", "test_big", &json!({"bytes": 5_000_000}))));
+    server.push(sse(&chunks::text_answer("Long.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "a big result");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    let mcp_tools: Vec<String> = crate::support::offered(&bodies[0])
+        .into_iter()
+        .filter(|n| n.starts_with("test_"))
+        .collect();
+    assert_eq!(mcp_tools.len(), 12, "{mcp_tools:?}");
+    assert!(!mcp_tools.contains(&"test_big_schema_1".to_owned()));
+    let result = &tool_results(&bodies[1])[0];
+    assert!(result.len() < 11_000, "{}", result.len());
+    assert!(
+        result.ends_with("[… cut by offcode: the result was 4.8 MB, only the first 9.8 KB are shown (mcp_limits.result_bytes)]"),
+        "{}",
+        &result[result.len() - 200..]
+    );
+    // What is left out, and why, is listed.
+    let listed = run(ws.offcode(&server.base_url(), &["mcp", "list", "--json"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    let reports: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let tools = reports[0]["tools"].as_array().unwrap();
+    let left_out: Vec<(&str, &str)> = tools
+        .iter()
+        .filter_map(|t| Some((t["name"].as_str()?, t["left_out"].as_str()?)))
+        .collect();
+    assert_eq!(left_out.len(), 31 - 12, "{left_out:#?}");
+    assert!(
+        left_out.contains(&(
+            "test_big_schema_1",
+            "its definition is 25537 bytes, over `mcp_limits.schema_bytes` (8192)"
+        )),
+        "{left_out:#?}"
+    );
+    assert!(
+        left_out.contains(&(
+            "test_tool_20",
+            "over `mcp_limits.tools` (12 MCP tools at most)"
+        )),
+        "{left_out:#?}"
+    );
+}
+
+#[test]
+fn a_changed_tool_list_reaches_the_next_request() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(
+        &ws,
+        &json!({"test": test_server(&log, &["--add-tool-after-call"])}),
+        "",
+    );
+    let server = mock();
+    server.push(sse(&call("c1", "test_echo", &json!({"text": "one"}))));
+    server.push(sse(&call("c2", "test_echo", &json!({"text": "two"}))));
+    server.push(sse(&call("c3", "test_added_later", &json!({}))));
+    server.push(sse(&chunks::text_answer("All.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "thrice");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert!(!crate::support::offered(&bodies[0]).contains(&"test_added_later".to_owned()));
+    // The notification follows the first answer; the list is fetched again
+    // by the step after next at the latest.
+    assert!(crate::support::offered(&bodies[2]).contains(&"test_added_later".to_owned()));
+    assert_eq!(tool_results(&bodies[3])[2], "added later");
+    assert!(
+        output
+            .stderr
+            .contains("MCP server `test` ready: 11 tools (the list changed)"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn a_slow_call_times_out_and_is_cancelled_at_the_server() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(
+        &ws,
+        &json!({"test": test_server(&log, &[])}),
+        r#""mcp_limits": { "call_timeout_ms": 300 },"#,
+    );
+    let server = mock();
+    server.push(sse(&call("c1", "test_slow", &json!({"ms": 5000}))));
+    server.push(sse(&chunks::text_answer("Too slow.")));
+    let started = std::time::Instant::now();
+    let output = ws.run_task(&server.base_url(), &["--yes"], "slow");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(started.elapsed() < std::time::Duration::from_secs(4));
+    let results = tool_results(&server.chat_bodies()[1]);
+    assert!(results[0].contains("no answer in 0.3 s"), "{results:?}");
+    assert!(
+        crate::support::wait_until(std::time::Duration::from_secs(2), || log_lines(&log)
+            .iter()
+            .any(|l| l.starts_with("recv notifications/cancelled"))),
+        "{:?}",
+        log_lines(&log)
+    );
+}
+
+#[test]
+fn servers_that_cannot_start_or_hang_leave_the_session_working() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    let mut hang = test_server(&log, &["--hang-init"]);
+    hang["timeout"] = json!(300);
+    configure(
+        &ws,
+        &json!({
+            "dead": {"type": "local", "command": ["/nonexistent/mcp-server"]},
+            "hang": hang,
+            "bad": test_server(&log, &["--bad-version"]),
+            "remote": {"type": "remote", "url": "https://example.com/mcp"},
+        }),
+        "",
+    );
+    let server = mock();
+    server.push(sse(&chunks::text_answer("Still here.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "hello");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    for expected in [
+        "MCP server `dead` failed",
+        "No such file or directory",
+        "MCP server `hang` failed: `initialize` failed: no answer in 0.3 s",
+        "MCP server `bad` failed: it speaks MCP version `1999-01-01`",
+        "MCP server `remote` is remote",
+    ] {
+        assert!(
+            output.stderr.contains(expected),
+            "{expected}:\n{}",
+            output.stderr
+        );
+    }
+    let names = crate::support::offered(&server.chat_bodies()[0]);
+    assert!(
+        names.iter().all(|n| !n.contains('_') || n == "task"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn exit_leaves_no_server_process() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server-unique-marker.log");
+    configure(
+        &ws,
+        &json!({"one": test_server(&log, &[]), "two": test_server(&log, &["--hang-init"])}),
+        "",
+    );
+    let server = mock();
+    server.push(sse(&call("c1", "one_slow", &json!({"ms": 200}))));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "then leave");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    // Both ran (one answered a call, one hung in `initialize`).
+    let log_text = log_lines(&log);
+    assert_eq!(
+        log_text.iter().filter(|l| l.starts_with("start ")).count(),
+        2,
+        "{log_text:?}"
+    );
+    assert!(
+        log_text.contains(&"recv tools/call".to_owned()),
+        "{log_text:?}"
+    );
+    let marker = log.display().to_string();
+    assert!(
+        crate::support::wait_until(std::time::Duration::from_secs(2), || processes_with(
+            &marker
+        )
+        .is_empty()),
+        "{:?}",
+        processes_with(&marker)
+    );
+}
+
+#[test]
+fn a_repository_s_mcp_servers_do_not_start_until_the_folder_is_trusted() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    std::fs::write(
+        ws.root.join("offcode.jsonc"),
+        json!({"mcp": {"repo": test_server(&log, &[])}}).to_string(),
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&chunks::text_answer("Hi.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "hello");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(log_lines(&log).is_empty(), "the repository's server ran");
+    assert!(
+        output.stderr.contains("mcp server `repo` runs"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn a_bad_mcp_block_names_the_file_line_and_column() {
+    let ws = Workspace::new();
+    let path = ws.home.join(".config/offcode/offcode.jsonc");
+    std::fs::write(
+        &path,
+        "{\n  \"mcp\": {\n    \"fs\": {\n      \"type\": \"local\"\n    }\n  }\n}\n",
+    )
+    .unwrap();
+    let output = run(ws.offcode("http://127.0.0.1:9/v1", &["mcp", "list"]));
+    assert_eq!(output.code, 2);
+    assert!(
+        output.stderr.contains(&format!(
+            "Invalid config file `{}` at line 3, column 5: `mcp`: server `fs`: a local server needs `command`",
+            path.display()
+        )),
+        "{}",
+        output.stderr
+    );
+    std::fs::write(
+        &path,
+        "{\n  \"mcp\": {\n    \"fs\": {\"command\": [\"x\"], \"enabeld\": true}\n  }\n}\n",
+    )
+    .unwrap();
+    let output = run(ws.offcode("http://127.0.0.1:9/v1", &["mcp", "list"]));
+    assert_eq!(output.code, 2);
+    assert!(
+        output.stderr.contains("at line 3, column")
+            && output.stderr.contains("unknown field `enabeld`"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn mcp_test_starts_one_server_and_calls_a_tool() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(&ws, &json!({"test": test_server(&log, &[])}), "");
+    let url = "http://127.0.0.1:9/v1";
+    let listed = run(ws.offcode(url, &["mcp", "test", "test"]));
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(listed.stdout.contains("test_echo"), "{}", listed.stdout);
+    let called = run(ws.offcode(
+        url,
+        &["mcp", "test", "test", "add", r#"{"a": 2, "b": 3}"#, "--yes"],
+    ));
+    assert_eq!(called.code, 0, "{}", called.stderr);
+    assert_eq!(called.stdout, "5\n");
+    let failed = run(ws.offcode(url, &["mcp", "test", "test", "fail", "--yes"]));
+    assert_eq!(failed.code, 1);
+    assert_eq!(failed.stdout, "Error: the tool failed on purpose\n");
+    let unknown = run(ws.offcode(url, &["mcp", "test", "nope"]));
+    assert_eq!(unknown.code, 2, "{}", unknown.stderr);
+    assert!(unknown.stderr.contains("no MCP server is called `nope`"));
+}
+
+#[test]
+fn a_server_s_variables_are_masked_in_offcode_config() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    let mut server = test_server(&log, &[]);
+    server["environment"] = json!({"API_TOKEN": "tok-very-secret-9876"});
+    configure(&ws, &json!({ "test": server }), "");
+    let shown = run(ws.offcode("http://127.0.0.1:9/v1", &["config"]));
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(!shown.stdout.contains("very-secret"), "{}", shown.stdout);
+    assert!(
+        shown
+            .stdout
+            .contains("mcp.test.environment.API_TOKEN = \"****9876\""),
+        "{}",
+        shown.stdout
+    );
+    // The server itself gets it.
+    let got = run(ws.offcode(
+        "http://127.0.0.1:9/v1",
+        &[
+            "mcp",
+            "test",
+            "test",
+            "env",
+            r#"{"name": "API_TOKEN"}"#,
+            "--yes",
+        ],
+    ));
+    assert_eq!(got.stdout, "tok-very-secret-9876\n", "{}", got.stderr);
+}
