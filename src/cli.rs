@@ -70,8 +70,9 @@ pub enum Command {
     Policy(PolicyArgs),
     /// The MCP servers: list them with their tools, or try one.
     Mcp(McpArgs),
-    /// Trust this folder's config to loosen the permission policy (its
-    /// `allow` rules and `sandbox.network: true`), as it reads now.
+    /// Trust this folder's config to loosen offcode's safety settings (its
+    /// `allow` rules, `sandbox.network: true`, its MCP servers, its
+    /// `base_url` and TLS settings), as it reads now.
     Trust(TrustArgs),
 }
 
