@@ -64,53 +64,6 @@ pub enum Error {
     Merged(String),
 }
 
-/// Checks a file's `mcp` block beyond its fields' types (a local server
-/// needs a command...), naming the server's line and column.
-fn check_mcp(layer: &Map<String, Value>, text: &str, path: &Path) -> Result<(), Error> {
-    let Some(mcp) = layer.get("mcp") else {
-        return Ok(());
-    };
-    crate::config::mcp::check(mcp).map_err(|(server, message)| {
-        let (line, column) = server
-            .as_deref()
-            .and_then(|name| locate_key(text, &["mcp", name]))
-            .map_or((None, None), |(l, c)| (Some(l), Some(c)));
-        Error::Invalid {
-            path: path.to_path_buf(),
-            line,
-            column,
-            message: format!("`mcp`: {message}"),
-        }
-    })
-}
-
-/// Where the key at `keys` (nested, outermost first) is written in a
-/// config file's text, as line and column (1-based): the first match of
-/// each key, quoted or bare, followed by `:`, after the one before it.
-fn locate_key(text: &str, keys: &[&str]) -> Option<(usize, usize)> {
-    let mut from = 0;
-    let mut at = None;
-    for key in keys {
-        let found = [format!("\"{key}\""), format!("'{key}'"), (*key).to_owned()]
-            .iter()
-            .filter_map(|written| {
-                text[from..]
-                    .match_indices(written.as_str())
-                    .find_map(|(i, _)| {
-                        let after = text[from + i + written.len()..].trim_start();
-                        after.starts_with(':').then_some(from + i)
-                    })
-            })
-            .min()?;
-        from = found + key.len();
-        at = Some(found);
-    }
-    let at = at?;
-    let line = text[..at].matches('\n').count() + 1;
-    let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
-    Some((line, column))
-}
-
 fn position(line: Option<usize>, column: Option<usize>) -> String {
     match (line, column) {
         (Some(line), Some(column)) => format!(" at line {line}, column {column}"),
@@ -484,7 +437,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         // lies under the working directory but is still the user's own.
         let is_project = explicit.as_ref() != Some(&path) && project_files.contains(&path);
         validate_layer(&mut layer);
-        check_mcp(&layer, &text, &path)?;
+        mcp::check_layer(&layer, &text, &path)?;
         sandbox_layer(&mut layer, is_project).map_err(|message| Error::Invalid {
             path: path.clone(),
             line: None,
