@@ -122,7 +122,17 @@ impl Profile {
         }
     }
 
-    /// Whether the tool `name` is offered to this agent.
+    /// Whether the agent is offered no tool that changes files (`plan`,
+    /// `explore`): it is offered only the MCP tools their server marks
+    /// read-only.
+    pub fn reads_only(&self) -> bool {
+        ["write", "edit", "patch"]
+            .iter()
+            .all(|tool| !self.offers(tool))
+    }
+
+    /// Whether the tool called `name` is offered (the `tools` map: the
+    /// name, else `*`, else yes).
     pub fn offers(&self, name: &str) -> bool {
         self.tools
             .get(name)

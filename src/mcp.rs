@@ -21,8 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
-pub use self::catalog::exposed_name;
-use self::catalog::{spec, summary};
+use self::catalog::{exposed_name, spec, summary};
 use self::conn::{Connection, RpcError};
 use crate::cancel::Cancel;
 use crate::client::wire::ToolSpec;
@@ -56,6 +55,8 @@ struct RemoteTool {
     name: String,
     description: String,
     schema: Value,
+    /// Its server says it changes nothing (`annotations.readOnlyHint`).
+    read_only: bool,
 }
 
 #[derive(Debug)]
@@ -150,7 +151,7 @@ impl Mcp {
     /// Starts every enabled server in the background.
     ///
     /// Tasks already woken (a front end showing the session) run first,
-    /// and at most [`STARTING_AT_ONCE`] servers start together: a confined
+    /// and at most two servers start together: a confined
     /// start (namespaces, mounts) takes a core for a moment, and the
     /// machine may have two.
     pub fn start(self: &Arc<Self>) {
@@ -217,13 +218,21 @@ impl Mcp {
         self.changed.notified().await;
     }
 
-    /// The tools offered to the model, in config order, within the budget.
-    pub fn specs(&self) -> Vec<ToolSpec> {
+    /// The tools offered to the model, in config order, within the budget;
+    /// with `read_only`, only those their server says change nothing.
+    pub fn specs(&self, read_only: bool) -> Vec<ToolSpec> {
         self.catalog()
             .into_iter()
-            .filter(|entry| entry.left_out.is_none())
+            .filter(|entry| entry.left_out.is_none() && (entry.tool.read_only || !read_only))
             .map(|entry| spec(&entry.exposed, &entry.tool))
             .collect()
+    }
+
+    /// Whether the MCP tool `name`'s server says it changes nothing.
+    pub fn is_read_only(&self, name: &str) -> bool {
+        self.catalog()
+            .iter()
+            .any(|entry| entry.exposed == name && entry.tool.read_only)
     }
 
     /// Whether `name` is an MCP tool offered now.
@@ -277,6 +286,7 @@ impl Mcp {
                             name: entry.exposed.clone(),
                             tool: entry.tool.name.clone(),
                             tokens: u64::try_from(entry.bytes.div_ceil(4)).unwrap_or(u64::MAX),
+                            read_only: entry.tool.read_only,
                             left_out: entry.left_out.clone(),
                         })
                         .collect(),

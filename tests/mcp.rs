@@ -603,3 +603,48 @@ fn a_server_s_variables_are_masked_in_offcode_config() {
     ));
     assert_eq!(got.stdout, "tok-very-secret-9876\n", "{}", got.stderr);
 }
+
+#[test]
+fn the_plan_agent_gets_only_the_mcp_tools_marked_read_only() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    // Even with every tool of the server allowed.
+    configure(
+        &ws,
+        &json!({"test": test_server(&log, &[])}),
+        r#""permission": { "test_*": "allow" },"#,
+    );
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[
+            ("c1", "test_echo", json!({"text": "plan"})),
+            (
+                "c2",
+                "test_write_file",
+                json!({"path": "victim.txt", "content": "x"}),
+            ),
+        ],
+    )));
+    server.push(sse(&chunks::text_answer("Planned.")));
+    let output = ws.run_task(&server.base_url(), &["--yes", "--agent", "plan"], "plan it");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    let offered: Vec<String> = crate::support::offered(&bodies[0])
+        .into_iter()
+        .filter(|n| n.starts_with("test_"))
+        .collect();
+    assert_eq!(offered, ["test_echo", "test_add", "test_env"]);
+    let results = tool_results(&bodies[1]);
+    assert_eq!(results[0], "echo: plan");
+    assert!(
+        results[1].contains("`test_write_file` is not one of the `plan` agent's tools"),
+        "{results:?}"
+    );
+    assert!(!ws.root.join("victim.txt").exists());
+    let calls = log_lines(&log)
+        .iter()
+        .filter(|l| *l == "recv tools/call")
+        .count();
+    assert_eq!(calls, 1, "only the read-only call reached the server");
+}

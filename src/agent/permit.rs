@@ -155,7 +155,12 @@ impl AgentState {
         {
             return Ok(Permit::default()); // the registry reports the unknown tool
         }
-        if !self.agent.offers(&call.name) {
+        let changes_things = self.agent.reads_only()
+            && self
+                .mcp
+                .as_ref()
+                .is_some_and(|mcp| mcp.offers(&call.name) && !mcp.is_read_only(&call.name));
+        if !self.agent.offers(&call.name) || changes_things {
             return Err(ToolOutput::error(format!(
                 "`{}` is not one of the `{}` agent's tools, so it was not run; use the tools you were given",
                 call.name, self.agent.name

@@ -34,7 +34,7 @@ impl AgentState {
             tools.extend(super::task::spec(&self.agents));
         }
         if let Some(mcp) = &self.mcp {
-            tools.extend(mcp.specs());
+            tools.extend(mcp.specs(profile.reads_only()));
         }
         tools.retain(|spec| profile.offers(&spec.function.name));
         tools

@@ -169,7 +169,12 @@ fn list(reports: &[McpServerReport]) -> String {
         for tool in &report.tools {
             match &tool.left_out {
                 None => {
-                    let _ = writeln!(text, "  {:<32} {:>6} tokens", tool.name, tool.tokens);
+                    let read_only = if tool.read_only { "  read-only" } else { "" };
+                    let _ = writeln!(
+                        text,
+                        "  {:<32} {:>6} tokens{read_only}",
+                        tool.name, tool.tokens
+                    );
                 }
                 Some(why) => {
                     let _ = writeln!(text, "  {:<32} left out: {why}", tool.name);

@@ -74,7 +74,7 @@ pub(super) fn spec(exposed: &str, tool: &RemoteTool) -> ToolSpec {
 
 /// `SERVER_TOOL`, with characters a tool name cannot have as `_`, at most
 /// [`LONGEST_NAME`] long.
-pub fn exposed_name(server: &str, tool: &str) -> String {
+pub(super) fn exposed_name(server: &str, tool: &str) -> String {
     format!("{server}_{tool}")
         .chars()
         .map(|c| {

@@ -269,6 +269,10 @@ async fn list_tools(connection: &Connection, timeout: Duration) -> Result<Vec<Re
                     .and_then(Value::as_str)
                     .unwrap_or_default()
                     .to_owned(),
+                read_only: tool
+                    .pointer("/annotations/readOnlyHint")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
                 schema: tool
                     .get("inputSchema")
                     .filter(|s| s.is_object())

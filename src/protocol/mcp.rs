@@ -80,6 +80,10 @@ pub struct McpToolReport {
     pub tool: String,
     /// Its definition's size, estimated in tokens.
     pub tokens: u64,
+    /// Its server says it changes nothing (`readOnlyHint`): read-only
+    /// agents (`plan`, `explore`) are offered only such tools.
+    #[serde(default)]
+    pub read_only: bool,
     /// Why it is not offered, when it is not.
     pub left_out: Option<String>,
 }

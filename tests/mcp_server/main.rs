@@ -660,6 +660,12 @@ fn tool_list(options: &Options) -> Vec<Value> {
             &["name"],
         ),
     ];
+    // The tools that change nothing say so.
+    for listed in &mut tools {
+        if ["echo", "add", "env"].contains(&listed["name"].as_str().unwrap_or_default()) {
+            listed["annotations"] = json!({"readOnlyHint": true});
+        }
+    }
     for k in 1..=options.big_schemas {
         let mut properties = serde_json::Map::new();
         for i in 1..=200 {

@@ -254,6 +254,9 @@ pub fn mcp_list(servers: &[crate::protocol::McpServerReport], width: usize) -> V
         }
         for tool in &server.tools {
             let text = match &tool.left_out {
+                None if tool.read_only => {
+                    format!("    {}  {} tokens · read-only", tool.name, tool.tokens)
+                }
                 None => format!("    {}  {} tokens", tool.name, tool.tokens),
                 Some(why) => format!("    {}  left out: {why}", tool.name),
             };
