@@ -228,6 +228,14 @@ impl Mcp {
             .collect()
     }
 
+    /// Whether the MCP tool `name`'s server is to run confined (its config
+    /// did not opt out).
+    pub fn wants_confinement(&self, name: &str) -> bool {
+        self.catalog()
+            .iter()
+            .any(|entry| entry.exposed == name && self.servers[entry.server].config.confine)
+    }
+
     /// Whether the MCP tool `name`'s server says it changes nothing.
     pub fn is_read_only(&self, name: &str) -> bool {
         self.catalog()

@@ -144,6 +144,16 @@ fn mcp_servers(
         return None;
     }
     let confined = shell.confinement(false).is_some();
+    if let crate::confine::Status::Unavailable { reason } = shell.status()
+        && config
+            .mcp
+            .values()
+            .any(|s| s.enabled && s.kind == crate::config::mcp::Kind::Local)
+    {
+        warnings.push(format!(
+            "MCP servers run unconfined here ({reason}): each of their calls asks, and no rule or --yes answers it"
+        ));
+    }
     for (name, server) in config.mcp.iter().filter(|(_, s)| s.enabled) {
         if server.kind == crate::config::mcp::Kind::Remote {
             warnings.push(format!(

@@ -648,3 +648,107 @@ fn the_plan_agent_gets_only_the_mcp_tools_marked_read_only() {
         .count();
     assert_eq!(calls, 1, "only the read-only call reached the server");
 }
+
+/// Without Landlock (qemu-user, old kernels) an MCP server runs
+/// unconfined, so each call asks a person, and nothing else answers it:
+/// the headless answer (as `--yes` would give) is a refusal.
+#[tokio::test]
+async fn without_confinement_every_mcp_call_asks_a_person_and_yes_does_not_answer() {
+    use std::sync::Arc;
+
+    use offcode::protocol::{EventMsg, Op};
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    let server = mock();
+    server.push(sse(&call(
+        "c1",
+        "test_write_file",
+        &json!({"path": "victim.txt", "content": "x"}),
+    )));
+    server.push(sse(&chunks::text_answer("Refused.")));
+    let mut config = crate::support::fast_config(&server.base_url());
+    config.mcp = serde_json::from_value(json!({"test": test_server(&log, &[])})).unwrap();
+    let unavailable = offcode::confine::Status::Unavailable {
+        reason: "this kernel has no Landlock".to_owned(),
+    };
+    let shell = Arc::new(offcode::confine::Shell::unconfined(unavailable.clone()));
+    let policy = offcode::policy::Policy::load(
+        &[offcode::policy::Layer {
+            path: ws.home.join("offcode.jsonc"),
+            permission: Some(json!({"test_*": "allow"})),
+            dangerous_extra: Vec::new(),
+            commands: None,
+            untrusted: false,
+        }],
+        &[],
+        &ws.root,
+        None,
+    )
+    .unwrap()
+    .with_shell(unavailable);
+    let mcp = offcode::mcp::Mcp::new(
+        &config.mcp,
+        config.mcp_limits,
+        offcode::mcp::Launcher {
+            shell: Arc::clone(&shell),
+            root: ws.root.clone(),
+        },
+    );
+    let store = offcode::session::Store::new(ws.home.join("sessions"));
+    let session = store
+        .create(&ws.root, "mock-model", &config.base_url)
+        .unwrap();
+    let mut handle = offcode::agent::spawn(offcode::agent::AgentSetup {
+        client: Arc::new(offcode::client::Client::new(&config).unwrap()),
+        session,
+        tools: offcode::tools::Registry::default(),
+        config,
+        shell,
+        sandbox: Arc::new(offcode::sandbox::Sandbox::new(&ws.root).unwrap()),
+        policy: Arc::new(offcode::policy::PolicySource::fixed(policy)),
+        approver: offcode::protocol::Decider::Headless,
+        context: offcode::context::Assembly::default(),
+        servers: offcode::servers::ServerCache::default(),
+        agents: offcode::agents::Agents::default(),
+        agent: None,
+        depth: 0,
+        mcp: Some(mcp),
+    });
+    handle.ops.submit(Op::UserTurn {
+        text: "write it".to_owned(),
+    });
+    let mut asked = Vec::new();
+    loop {
+        let event = tokio::time::timeout(std::time::Duration::from_secs(20), handle.events.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        match &event.msg {
+            EventMsg::ApprovalRequest(request) => {
+                asked.push(request.clone());
+                // What a headless run answers, `--yes` or not.
+                handle.ops.submit(Op::Approve {
+                    call_id: request.call_id.clone(),
+                    decision: offcode::protocol::ApprovalDecision::Deny,
+                    reason: None,
+                });
+            }
+            EventMsg::TurnComplete(_) => break,
+            _ => {}
+        }
+    }
+    handle.stop_servers().await;
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert!(!asked[0].session_allowed, "{:#?}", asked[0]);
+    assert_eq!(
+        asked[0].mandate,
+        Some(offcode::protocol::Mandate::NoConfinement)
+    );
+    assert!(
+        asked[0]
+            .rule
+            .contains("MCP servers cannot be confined here")
+    );
+    assert!(!ws.root.join("victim.txt").exists());
+    assert!(!log_lines(&log).contains(&"recv tools/call".to_owned()));
+}

@@ -816,7 +816,7 @@ fn mcp_servers_are_listed_with_mcp_and_counted_in_context() {
         ws.home.join(".config/offcode/offcode.jsonc"),
         serde_json::json!({
             "mcp": {
-                "test": {"type": "local", "command": [bin, "--big-schemas", "1"]},
+                "test": {"type": "local", "command": [bin, "--big-schemas", "1", "--log", ws.root.join("ui-mcp.log")]},
                 "dead": {"type": "local", "command": ["/nonexistent/mcp"]}
             }
         })
@@ -849,4 +849,22 @@ fn mcp_servers_are_listed_with_mcp_and_counted_in_context() {
         screen.contains("test_big_schema_1 (over the budget"),
         "{screen}"
     );
+    // Leaving stops the server.
+    tmux.send("one", "/quit");
+    tmux.wait_for("one", "EXITED 0");
+    let marker = ws.root.join("ui-mcp.log").display().to_string();
+    let running = || {
+        std::fs::read_dir("/proc")
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+            .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(&marker))
+    };
+    assert!(
+        std::fs::read_to_string(&marker)
+            .unwrap()
+            .starts_with("start "),
+        "the server ran"
+    );
+    assert!(wait_until(Duration::from_secs(3), || !running()));
 }

@@ -8,8 +8,9 @@ use std::time::Duration;
 
 use super::turn::AgentState;
 use crate::mcp::Mcp;
-use crate::protocol::{EventMsg, SubmissionId};
-use crate::session::EntryBody;
+use crate::policy::{Action, Decision};
+use crate::protocol::{EventMsg, Mandate, SubmissionId};
+use crate::session::{EntryBody, ToolCall};
 
 /// Waits for news from the servers; never, for a subagent's core (its
 /// parent's takes them) or without servers.
@@ -91,6 +92,38 @@ impl AgentState {
             mcp_parts(&mut report, &mcp.reports(), self.request.tools());
         }
         self.emit(id, EventMsg::ContextReport(report));
+    }
+
+    /// A call to an MCP server that should run confined but cannot (the
+    /// kernel has no Landlock) asks a person each time, as a command does;
+    /// no rule, session answer or `--yes` answers it.
+    pub(super) fn mcp_unconfined(&self, call: &ToolCall, decision: &mut Decision) {
+        let Some(mcp) = &self.mcp else {
+            return;
+        };
+        let crate::confine::Status::Unavailable { reason } = self.shell.status() else {
+            return;
+        };
+        if decision.action == Action::Deny || !mcp.wants_confinement(&call.name) {
+            return;
+        }
+        decision.action = Action::Ask;
+        decision.mandate = Some(Mandate::NoConfinement);
+        decision.session_rules.clear();
+        decision.rule =
+            format!("MCP servers cannot be confined here ({reason}), so each of their calls asks");
+        decision.confinement = Some(self.shell.status().describe());
+    }
+
+    /// Whether the agent may call `name`: its `tools` map offers it, and
+    /// an agent that only reads gets only MCP tools marked read-only.
+    pub(super) fn offered(&self, name: &str) -> bool {
+        let changes_things = self.agent.reads_only()
+            && self
+                .mcp
+                .as_ref()
+                .is_some_and(|mcp| mcp.offers(name) && !mcp.is_read_only(name));
+        self.agent.offers(name) && !changes_things
     }
 
     /// Answers `/mcp`.

@@ -155,12 +155,7 @@ impl AgentState {
         {
             return Ok(Permit::default()); // the registry reports the unknown tool
         }
-        let changes_things = self.agent.reads_only()
-            && self
-                .mcp
-                .as_ref()
-                .is_some_and(|mcp| mcp.offers(&call.name) && !mcp.is_read_only(&call.name));
-        if !self.agent.offers(&call.name) || changes_things {
+        if !self.offered(&call.name) {
             return Err(ToolOutput::error(format!(
                 "`{}` is not one of the `{}` agent's tools, so it was not run; use the tools you were given",
                 call.name, self.agent.name
@@ -177,6 +172,7 @@ impl AgentState {
             &self.permits.session_rules,
         );
         self.permits.doom_loop(&policy, call, &mut decision);
+        self.mcp_unconfined(call, &mut decision);
         let summary = summarize(&call.name, &arguments);
         let (answer, reason, by) = match decision.action {
             Action::Allow if decision.source == Source::Session => {
