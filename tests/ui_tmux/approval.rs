@@ -120,6 +120,9 @@ fn a_loosening_project_config_is_asked_about_once_at_start() {
         .root
         .join("allowed-by-trust")
         .exists()));
+    // Leave at the prompt (what Ctrl+D during a turn does is tested on
+    // its own).
+    tmux.wait_for("two", "ANSWER Done");
     tmux.keys("two", &["C-d"]);
     tmux.wait_for("two", "EXITED 0");
     tmux.start("three", &ws, &server.base_url(), &ws.home.join("data"));
