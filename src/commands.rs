@@ -95,10 +95,25 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
     let limit = crate::context::context_limit(loaded.config.context_limit, None, || {
         client.context_length(loaded.config.model.as_deref())
     });
-    let specs = crate::tools::Registry::default()
+    let mut specs = crate::tools::Registry::default()
         .with_skills(skills)
         .specs();
-    let report = crate::context::report(&assembly, &specs, &history, &session, limit, None);
+    // The MCP servers are started, as a session would, to count their tools.
+    let servers = (!loaded.config.mcp.is_empty())
+        .then(|| mcp::servers(environment, &loaded.config, sandbox.root()));
+    let reports = match &servers {
+        Some(servers) => crate::startup::runtime()?.block_on(async {
+            servers.start();
+            servers.settle(mcp::start_wait(&loaded.config)).await;
+            let reports = servers.reports();
+            specs.extend(servers.specs(false));
+            servers.shutdown().await;
+            reports
+        }),
+        None => Vec::new(),
+    };
+    let mut report = crate::context::report(&assembly, &specs, &history, &session, limit, None);
+    crate::mcp::context_parts(&mut report, &reports, &specs);
     if args.json {
         let text = serde_json::to_string_pretty(&report).unwrap_or_default();
         out(&format!("{text}\n"))?;

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
+pub use self::catalog::context_parts;
 use self::catalog::{exposed_name, spec, summary};
 use self::conn::{Connection, RpcError};
 use crate::cancel::Cancel;

@@ -358,6 +358,25 @@ fn the_budget_caps_tools_and_schemas_and_cuts_long_results() {
         )),
         "{left_out:#?}"
     );
+    // `offcode context` counts them apart and names what was left out.
+    let context = run(ws.offcode(&server.base_url(), &["context", "--json"]));
+    assert_eq!(context.code, 0, "{}", context.stderr);
+    let report: Value = serde_json::from_str(&context.stdout).unwrap();
+    let parts = report["parts"].as_array().unwrap();
+    let part = |name: &str| parts.iter().find(|p| p["name"] == name).cloned();
+    assert_eq!(
+        part("MCP test").unwrap()["source"],
+        "12 tools",
+        "{parts:#?}"
+    );
+    assert!(part("MCP test").unwrap()["tokens"].as_u64().unwrap() > 100);
+    assert!(
+        part("MCP left out").unwrap()["source"]
+            .as_str()
+            .unwrap()
+            .starts_with("test_big_schema_1, test_tool_3, "),
+        "{parts:#?}"
+    );
 }
 
 #[test]

@@ -89,7 +89,7 @@ impl AgentState {
             last_prompt,
         );
         if let Some(mcp) = &self.mcp {
-            mcp_parts(&mut report, &mcp.reports(), self.request.tools());
+            crate::mcp::context_parts(&mut report, &mcp.reports(), self.request.tools());
         }
         self.emit(id, EventMsg::ContextReport(report));
     }
@@ -136,63 +136,4 @@ impl AgentState {
     pub(super) fn is_mcp_tool(&self, name: &str) -> bool {
         self.mcp.as_ref().is_some_and(|mcp| mcp.offers(name))
     }
-}
-
-/// Splits the MCP servers' tools out of `tool schemas` in `report`, a part
-/// per server, and lists what the budget left out.
-fn mcp_parts(
-    report: &mut crate::protocol::ContextReport,
-    servers: &[crate::protocol::McpServerReport],
-    offered: &[crate::client::wire::ToolSpec],
-) {
-    use crate::protocol::ContextPart;
-    let mut parts = Vec::new();
-    let (mut mcp_tools, mut mcp_tokens) = (0, 0);
-    let mut left_out = Vec::new();
-    for server in servers {
-        let specs: Vec<_> = offered
-            .iter()
-            .filter(|spec| server.tools.iter().any(|t| t.name == spec.function.name))
-            .collect();
-        left_out.extend(
-            server
-                .tools
-                .iter()
-                .filter(|t| t.left_out.is_some())
-                .map(|t| t.name.as_str()),
-        );
-        if specs.is_empty() {
-            continue;
-        }
-        let tokens =
-            crate::context::estimate_tokens(&serde_json::to_string(&specs).unwrap_or_default());
-        mcp_tools += specs.len();
-        mcp_tokens += tokens;
-        parts.push(ContextPart {
-            name: format!("MCP {}", server.name),
-            source: crate::protocol::count(specs.len(), "tool"),
-            tokens,
-        });
-    }
-    if let Some(schemas) = report.parts.iter_mut().find(|p| p.name == "tool schemas") {
-        schemas.tokens = schemas.tokens.saturating_sub(mcp_tokens);
-        schemas.source = format!("{} tools", offered.len() - mcp_tools);
-    }
-    if !left_out.is_empty() {
-        parts.push(ContextPart {
-            name: "MCP left out".to_owned(),
-            source: format!(
-                "{} (over the budget; `offcode mcp list` says why)",
-                left_out.join(", ")
-            ),
-            tokens: 0,
-        });
-    }
-    // Right after offcode's own tools.
-    let at = report
-        .parts
-        .iter()
-        .position(|p| p.name == "tool schemas")
-        .map_or(report.parts.len(), |at| at + 1);
-    report.parts.splice(at..at, parts);
 }

@@ -26,18 +26,8 @@ pub fn mcp(args: &McpArgs, environment: &Environment) -> Result<u8, Failure> {
         return Ok(0);
     }
     let sandbox = workspace(environment)?;
-    let launcher = Launcher {
-        shell: shell(environment, config, sandbox.root()),
-        root: sandbox.root().to_owned(),
-    };
-    let servers = Mcp::new(&config.mcp, config.mcp_limits, launcher);
-    let longest = config
-        .mcp
-        .values()
-        .map(crate::config::mcp::ServerConfig::timeout_ms)
-        .max()
-        .unwrap_or(0);
-    let wait = Duration::from_millis(longest.saturating_mul(2) + 500);
+    let servers = servers(environment, config, sandbox.root());
+    let wait = start_wait(config);
     let runtime = runtime()?;
     match &args.command {
         McpCommand::List(json) => runtime.block_on(async {
@@ -63,6 +53,31 @@ pub fn mcp(args: &McpArgs, environment: &Environment) -> Result<u8, Failure> {
             })
         }
     }
+}
+
+/// The configured servers, as a session would start them (not started).
+pub(crate) fn servers(
+    environment: &Environment,
+    config: &crate::config::Config,
+    root: &std::path::Path,
+) -> Arc<Mcp> {
+    let launcher = Launcher {
+        shell: shell(environment, config, root),
+        root: root.to_owned(),
+    };
+    Mcp::new(&config.mcp, config.mcp_limits, launcher)
+}
+
+/// How long starting every server may take (`initialize` and `tools/list`
+/// each have the timeout).
+pub(crate) fn start_wait(config: &crate::config::Config) -> Duration {
+    let longest = config
+        .mcp
+        .values()
+        .map(crate::config::mcp::ServerConfig::timeout_ms)
+        .max()
+        .unwrap_or(0);
+    Duration::from_millis(longest.saturating_mul(2) + 500)
 }
 
 /// Starts the server `test` names; lists its tools, or calls one.
