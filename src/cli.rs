@@ -52,9 +52,9 @@ pub enum Command {
     Run(RunArgs),
     /// List the models the endpoint serves, with their context length.
     Models(JsonArg),
-    /// Check the endpoint step by step (connection, TLS, models, tool
-    /// calling, reasoning, token counting) and print the fix for each
-    /// problem. Exit status 0 when healthy, 1 when problems were found.
+    /// Check the sandbox, the MCP servers and the endpoint step by step
+    /// (connection, TLS, models, tool calling, reasoning, token counting)
+    /// and print the fix for each problem. Exit status 0 when healthy, 1 when problems were found.
     Doctor(DoctorArgs),
     /// List saved sessions for this directory.
     Sessions(SessionsArgs),

@@ -771,3 +771,35 @@ async fn without_confinement_every_mcp_call_asks_a_person_and_yes_does_not_answe
     assert!(!ws.root.join("victim.txt").exists());
     assert!(!log_lines(&log).contains(&"recv tools/call".to_owned()));
 }
+
+#[test]
+fn doctor_starts_each_server_and_names_the_fix_for_one_that_does_not() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(
+        &ws,
+        &json!({
+            "test": test_server(&log, &[]),
+            "dead": {"type": "local", "command": ["/nonexistent/mcp-server"]},
+        }),
+        "",
+    );
+    let server = crate::support::demo_mock();
+    let output = run(ws.offcode(&server.base_url(), &["doctor"]));
+    assert_eq!(output.code, 1, "{}", output.stdout);
+    for expected in [
+        "✓ MCP server `test` starts confined: 10 tools (",
+        "✗ MCP server `dead` does not start: `initialize` failed: it exited with status 126",
+        "  fix: check its `command` (`/nonexistent/mcp-server`) runs here; `offcode mcp test dead` shows it start",
+    ] {
+        assert!(
+            output.stdout.contains(expected),
+            "{expected}:\n{}",
+            output.stdout
+        );
+    }
+    assert!(crate::support::wait_until(
+        std::time::Duration::from_secs(2),
+        || processes_with(&log.display().to_string()).is_empty()
+    ));
+}

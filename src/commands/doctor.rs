@@ -1,5 +1,6 @@
-//! `offcode doctor`: checks the endpoint step by step (name, connection,
-//! TLS, HTTP, models, tool calling, reasoning, token counting) and prints,
+//! `offcode doctor`: checks the sandbox, the MCP servers, and the endpoint
+//! step by step (name, connection, TLS, HTTP, models, tool calling,
+//! reasoning, token counting) and prints,
 //! for each problem, the exact fix. What it learns about the server is
 //! cached for the next session.
 
@@ -104,6 +105,21 @@ fn sandbox(
     }
 }
 
+/// Each enabled MCP server, started as a session would start it.
+fn mcp_servers(
+    environment: &Environment,
+    config: &crate::config::Config,
+    report: &mut Report,
+) -> Result<(), Failure> {
+    for (text, fix) in super::mcp::doctor(environment, config)? {
+        match fix {
+            Some(fix) => report.problem(&text, &fix)?,
+            None => report.ok(&text)?,
+        }
+    }
+    Ok(())
+}
+
 fn millis(since: Instant) -> u128 {
     since.elapsed().as_millis()
 }
@@ -165,6 +181,7 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
     };
     out(&format!("offcode doctor: {}\n", config.base_url))?;
     sandbox(environment, config, &mut report)?;
+    mcp_servers(environment, config, &mut report)?;
     let Some(client) = client(config, environment, &mut report)? else {
         return Ok(finish(&report));
     };

@@ -55,6 +55,69 @@ pub fn mcp(args: &McpArgs, environment: &Environment) -> Result<u8, Failure> {
     }
 }
 
+/// `offcode doctor`'s MCP check: every enabled server started as a
+/// session would; for each, what to say and, for a problem, the fix.
+pub(crate) fn doctor(
+    environment: &Environment,
+    config: &crate::config::Config,
+) -> Result<Vec<(String, Option<String>)>, Failure> {
+    if config.mcp.is_empty() {
+        return Ok(Vec::new());
+    }
+    let sandbox = workspace(environment)?;
+    let servers = servers(environment, config, sandbox.root());
+    let reports = runtime()?.block_on(async {
+        servers.start();
+        servers.settle(start_wait(config)).await;
+        let reports = servers.reports();
+        servers.shutdown().await;
+        reports
+    });
+    Ok(reports
+        .into_iter()
+        .filter(|r| r.state != McpState::Disabled)
+        .map(|r| match r.state {
+            McpState::Ready => {
+                let offered: Vec<_> = r.tools.iter().filter(|t| t.left_out.is_none()).collect();
+                let tokens: u64 = offered.iter().map(|t| t.tokens).sum();
+                let left_out = r.tools.len() - offered.len();
+                let mut text = format!(
+                    "MCP server `{}` starts{}: {} ({} tokens)",
+                    r.name,
+                    if r.confined {
+                        " confined"
+                    } else {
+                        " unconfined"
+                    },
+                    crate::protocol::count(offered.len(), "tool"),
+                    crate::protocol::format_tokens(tokens)
+                );
+                if left_out > 0 {
+                    let _ = write!(
+                        text,
+                        ", {left_out} left out by the budget (`offcode mcp list`)"
+                    );
+                }
+                (text, None)
+            }
+            McpState::Unsupported => (
+                format!("MCP server `{}` is remote: {}", r.name, r.detail),
+                Some(format!(
+                    "set `\"enabled\": false` on `{}`, or run it locally",
+                    r.name
+                )),
+            ),
+            _ => (
+                format!("MCP server `{}` does not start: {}", r.name, r.detail),
+                Some(format!(
+                    "check its `command` (`{}`) runs here; `offcode mcp test {}` shows it start",
+                    r.command, r.name
+                )),
+            ),
+        })
+        .collect())
+}
+
 /// The configured servers, as a session would start them (not started).
 pub(crate) fn servers(
     environment: &Environment,
