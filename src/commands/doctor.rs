@@ -21,6 +21,8 @@ use crate::servers::{ServerCache, ToolSupport};
 use crate::startup::load_config;
 use crate::stdio::out;
 
+mod local;
+
 /// The tool the probe asks the model to call.
 const PROBE_TOOL: &str = "report_status";
 const PROBE_PROMPT: &str = "This is a connection check. Call the report_status tool with status \"ok\". Do not write anything else.";
@@ -51,7 +53,7 @@ impl Report {
         out(&format!("{mark} {text}\n"))
     }
 
-    fn ok(&mut self, text: &str) -> Result<(), Failure> {
+    pub(super) fn ok(&mut self, text: &str) -> Result<(), Failure> {
         self.line("✓", text)
     }
 
@@ -59,65 +61,11 @@ impl Report {
         self.line("·", text)
     }
 
-    fn problem(&mut self, text: &str, fix: &str) -> Result<(), Failure> {
+    pub(super) fn problem(&mut self, text: &str, fix: &str) -> Result<(), Failure> {
         self.problems += 1;
         self.line("✗", text)?;
         out(&format!("  fix: {fix}\n"))
     }
-}
-
-/// Whether shell commands run confined: the kernel's support, and one real
-/// command through the helper.
-fn sandbox(
-    environment: &Environment,
-    config: &crate::config::Config,
-    report: &mut Report,
-) -> Result<(), Failure> {
-    let shell = crate::startup::shell(environment, config, &environment.cwd);
-    match shell.status() {
-        crate::confine::Status::Off => report.problem(
-            "shell commands run unconfined (`\"sandbox\": \"off\"` in your config)",
-            "remove `sandbox` from your global config so commands run confined by the kernel",
-        ),
-        crate::confine::Status::Unavailable { reason } => report.problem(
-            &format!("shell commands cannot be confined: {reason}, so every command asks"),
-            "run offcode on Linux 5.13 or later with Landlock enabled (`lsm=...,landlock` on the kernel command line); or, to run commands unconfined without asking, set `\"sandbox\": \"off\"` in your global config",
-        ),
-        crate::confine::Status::Confined { .. } => {
-            let ran = shell.command("true", &[], false).output();
-            match ran {
-                Ok(output) if output.status.success() => {
-                    report.ok(&format!("shell commands run {}", shell.status().describe()))
-                }
-                Ok(output) => report.problem(
-                    &format!(
-                        "the sandbox refused to start a command: {}",
-                        String::from_utf8_lossy(&output.stderr).trim()
-                    ),
-                    "allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`) or use Linux 6.7 or later (Landlock TCP rules)",
-                ),
-                Err(error) => report.problem(
-                    &format!("the sandbox helper could not be started: {error}"),
-                    "reinstall offcode; the helper is the `offcode` binary itself",
-                ),
-            }
-        }
-    }
-}
-
-/// Each enabled MCP server, started as a session would start it.
-fn mcp_servers(
-    environment: &Environment,
-    config: &crate::config::Config,
-    report: &mut Report,
-) -> Result<(), Failure> {
-    for (text, fix) in super::mcp::doctor(environment, config)? {
-        match fix {
-            Some(fix) => report.problem(&text, &fix)?,
-            None => report.ok(&text)?,
-        }
-    }
-    Ok(())
 }
 
 fn millis(since: Instant) -> u128 {
@@ -180,8 +128,8 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
         problems: 0,
     };
     out(&format!("offcode doctor: {}\n", config.base_url))?;
-    sandbox(environment, config, &mut report)?;
-    mcp_servers(environment, config, &mut report)?;
+    local::sandbox(environment, config, &mut report)?;
+    local::mcp_servers(environment, config, &mut report)?;
     let Some(client) = client(config, environment, &mut report)? else {
         return Ok(finish(&report));
     };
