@@ -829,11 +829,16 @@ fn mcp_servers_are_listed_with_mcp_and_counted_in_context() {
     tmux.start("one", &ws, &server.base_url(), &data);
     tmux.wait_for("one", "Type a task");
     // Started in the background; a failure is said at once, and the
-    // status line names it from then on.
+    // status line above the waiting prompt names it.
     tmux.wait_for("one", "MCP server `dead` failed");
+    let screen = tmux.wait_for("one", "MCP down: dead");
+    // Each event keeps its line (the editor takes prints in batches).
+    assert!(
+        screen.contains("MCP server `test` ready: 11 tools"),
+        "{screen}"
+    );
     tmux.send("one", "/mcp");
     let screen = tmux.wait_for("one", "MCP test · ready · 10 tools");
-    tmux.wait_for("one", "MCP down: dead");
     for expected in [
         "test_echo",
         "test_big_schema_1  left out: its definition is 25537 bytes",

@@ -10,6 +10,7 @@
 use std::borrow::Cow;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use crossterm::event::{self, Event, KeyEvent, KeyEventKind};
@@ -103,12 +104,24 @@ pub struct Input {
     pub terminal: bool,
     /// Prints lines above the editor while it reads a line (terminal only).
     printer: Option<std::sync::mpsc::SyncSender<String>>,
+    /// The status line the editor shows now, for changing it while it
+    /// reads a line.
+    status: Arc<Mutex<String>>,
 }
 
 impl Input {
     /// Asks for something; replies arrive on [`Input::replies`].
     pub fn request(&self, request: Request) {
         let _ = self.requests.send(request);
+    }
+
+    /// Changes the status line above the prompt the editor shows now; it
+    /// is drawn again with the next thing printed above it.
+    pub fn set_status(&self, status: String) {
+        *self
+            .status
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = status;
     }
 
     /// Prints `text` above the editor while it reads a line; false when
@@ -184,6 +197,8 @@ pub fn plain(echo: bool) -> Input {
 pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) -> Input {
     let printer = reedline::ExternalPrinter::<String>::default();
     let sender = printer.sender();
+    let shown = Arc::new(Mutex::new(String::new()));
+    let status_line = Arc::clone(&shown);
     let mut input = spawn(true, move |requests, replies| {
         let mut editor = build_editor(history, completions, colour).with_external_printer(printer);
         let mut pending = None;
@@ -219,7 +234,7 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                     if !ahead.is_empty() {
                         editor.run_edit_commands(&[EditCommand::InsertString(ahead)]);
                     }
-                    let prompt = Dynamic::new(&status, prompt);
+                    let prompt = Dynamic::new(&status, prompt, Arc::clone(&status_line));
                     let reply = match editor.read_line(&prompt) {
                         Ok(Signal::Success(text)) => {
                             // Written at once, so a crash or a quick exit
@@ -276,6 +291,7 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
         }
     });
     input.printer = Some(sender);
+    input.status = shown;
     input
 }
 
@@ -340,7 +356,7 @@ fn build_editor(history: Option<PathBuf>, completions: Completions, colour: bool
         .with_ansi_colors(colour)
         .use_bracketed_paste(true)
         .with_transient_prompt(Box::new(Dynamic {
-            status: String::new(),
+            status: Arc::default(),
             prompt: TASK,
         }));
     if let Some(path) = history
@@ -447,6 +463,7 @@ fn spawn(
         replies: reply_receiver,
         terminal,
         printer: None,
+        status: Arc::default(),
     }
 }
 
@@ -459,15 +476,19 @@ pub type StatusLine = Box<dyn Fn(usize) -> String + Send>;
 /// as it is after a resize: a reflowing terminal rewraps it, and the
 /// editor, which measures the prompt it drew, then finds it where it is.
 struct Dynamic {
-    status: String,
+    /// Shared with [`Input::set_status`].
+    status: Arc<Mutex<String>>,
     prompt: &'static str,
 }
 
 impl Dynamic {
-    fn new(status: &StatusLine, prompt: &'static str) -> Self {
+    fn new(status: &StatusLine, prompt: &'static str, shared: Arc<Mutex<String>>) -> Self {
         let width = crossterm::terminal::size().map_or(80, |(columns, _)| usize::from(columns));
+        *shared
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = status(width);
         Self {
-            status: status(width),
+            status: shared,
             prompt,
         }
     }
@@ -475,10 +496,14 @@ impl Dynamic {
 
 impl Prompt for Dynamic {
     fn render_prompt_left(&self) -> Cow<'_, str> {
-        if self.status.is_empty() {
+        let status = self
+            .status
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if status.is_empty() {
             Cow::Borrowed(self.prompt)
         } else {
-            Cow::Owned(format!("{}\n{}", self.status, self.prompt))
+            Cow::Owned(format!("{}\n{}", *status, self.prompt))
         }
     }
 

@@ -128,6 +128,10 @@ pub async fn run(
     0
 }
 
+/// How long events that arrive while the editor waits are gathered into
+/// one print: longer than the editor's 100 ms between batches.
+const PRINT_BATCH: std::time::Duration = std::time::Duration::from_millis(150);
+
 /// Asks the editor for a line, with the status line above it and `typed`
 /// in it.
 fn ask_for_line(app: &mut App<'_>, input: &Input, interrupted: bool, typed: String) {
@@ -184,6 +188,14 @@ async fn next_reply(app: &mut App<'_>, input: &mut Input) -> Option<Reply> {
                     continue;
                 };
                 app.view.event(&event.msg);
+                // What comes with it goes in the same print: the editor takes
+                // prints in batches (every 100 ms), and a second one in a
+                // batch would write over the first (it starts a line up).
+                while let Ok(Some(event)) =
+                    tokio::time::timeout(PRINT_BATCH, app.handle.events.recv()).await
+                {
+                    app.view.event(&event.msg);
+                }
                 let lines: Vec<String> = app
                     .view
                     .take_committed()
@@ -191,6 +203,9 @@ async fn next_reply(app: &mut App<'_>, input: &mut Input) -> Option<Reply> {
                     .map(|line| app.palette.paint(line))
                     .collect();
                 if !lines.is_empty() {
+                    // The status line drawn again below them says what
+                    // changed (a server down).
+                    input.set_status(app.status_line(None)(app.view.width));
                     input.print_above(format!("\x1b[1A\r\x1b[2K{}", lines.join("\n")));
                 }
             }
