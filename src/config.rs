@@ -437,7 +437,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         // lies under the working directory but is still the user's own.
         let is_project = explicit.as_ref() != Some(&path) && project_files.contains(&path);
         validate_layer(&mut layer);
-        mcp::check_layer(&layer, &text, &path)?;
+        mcp::check_layer(&layer, &merged.tree, &text, &path)?;
         sandbox_layer(&mut layer, is_project).map_err(|message| Error::Invalid {
             path: path.clone(),
             line: None,

@@ -517,9 +517,15 @@ fn exit_leaves_no_server_process() {
 fn a_repository_s_mcp_servers_do_not_start_until_the_folder_is_trusted() {
     let ws = Workspace::new();
     let log = ws.root.join("server.log");
+    // Yours, which the repository would run outside the sandbox.
+    configure(
+        &ws,
+        &json!({"mine": test_server(&ws.root.join("mine.log"), &[])}),
+        "",
+    );
     std::fs::write(
         ws.root.join("offcode.jsonc"),
-        json!({"mcp": {"repo": test_server(&log, &[])}}).to_string(),
+        json!({"mcp": {"repo": test_server(&log, &[]), "mine": {"confine": false}}}).to_string(),
     )
     .unwrap();
     let server = mock();
@@ -527,11 +533,21 @@ fn a_repository_s_mcp_servers_do_not_start_until_the_folder_is_trusted() {
     let output = ws.run_task(&server.base_url(), &["--yes"], "hello");
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(log_lines(&log).is_empty(), "the repository's server ran");
-    assert!(
-        output.stderr.contains("mcp server `repo` runs"),
-        "{}",
-        output.stderr
-    );
+    for expected in [
+        "mcp server `repo` runs",
+        "mcp server `mine` is changed outside the sandbox",
+    ] {
+        assert!(
+            output.stderr.contains(expected),
+            "{expected}: {}",
+            output.stderr
+        );
+    }
+    let listed = run(ws.offcode(&server.base_url(), &["mcp", "list", "--json"]));
+    let reports: Value = serde_json::from_str(&listed.stdout).unwrap();
+    assert_eq!(reports.as_array().unwrap().len(), 1, "{reports:#}");
+    assert_eq!(reports[0]["name"], "mine");
+    assert_eq!(reports[0]["confined"], true);
 }
 
 #[test]

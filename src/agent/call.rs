@@ -263,7 +263,20 @@ impl AgentState {
                 _ => None,
             })
             .collect();
-        let names = |text: &str| text.contains(path) || text.contains(&*target.to_string_lossy());
+        // The file as it may be written: as the call gives it, relative,
+        // `./`-relative, absolute.
+        let relative = target.to_string_lossy().into_owned();
+        let forms = [
+            path.to_owned(),
+            format!("./{relative}"),
+            self.sandbox
+                .root()
+                .join(&target)
+                .to_string_lossy()
+                .into_owned(),
+            relative,
+        ];
+        let names = |text: &str| forms.iter().any(|form| mentions(text, form));
         let seen = self.session.messages.iter().any(|m| match m {
             Message::User { content } => names(content),
             Message::Assistant { tool_calls, .. } => tool_calls.iter().any(|earlier| {
@@ -316,6 +329,29 @@ impl AgentState {
     }
 }
 
+/// Whether `text` names `path` as a whole: not as part of a longer word
+/// or path (`a` is not named by "a bug", nor `lib.rs` by `mylib.rs`).
+fn mentions(text: &str, path: &str) -> bool {
+    if path.is_empty() {
+        return false;
+    }
+    let part = |c: char| c.is_alphanumeric() || "._-/~".contains(c);
+    text.match_indices(path).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + path.len()..].chars().next();
+        // A sentence's full stop after the path still ends it.
+        let after_ends = match after {
+            Some('.') => text[at + path.len() + 1..]
+                .chars()
+                .next()
+                .is_none_or(|c| !part(c)),
+            Some(c) => !part(c),
+            None => true,
+        };
+        before.is_none_or(|c| !part(c)) && after_ends
+    })
+}
+
 /// `path` without `.` components, so `./a` and `a` compare equal.
 fn lexical(path: &std::path::Path) -> std::path::PathBuf {
     path.components()
@@ -355,6 +391,19 @@ fn was_seen(call: &ToolCall, seen: &[(String, Value)]) -> bool {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_path_is_named_only_as_a_whole() {
+        assert!(mentions("please fix src/lib.rs.", "src/lib.rs"));
+        assert!(mentions("`notes.txt` is stale", "notes.txt"));
+        assert!(mentions("notes.txt", "notes.txt"));
+        assert!(!mentions("fix the bug", "b"));
+        assert!(!mentions("see mylib.rs", "lib.rs"));
+        assert!(!mentions("see src/lib.rs", "lib.rs"));
+        assert!(!mentions("lib.rs.bak", "lib.rs"));
+        assert!(mentions("cat ./a.txt && echo", "./a.txt"));
+        assert!(!mentions("", "a"));
+    }
     use super::*;
 
     fn calls(names: &[&str]) -> Vec<ToolCall> {

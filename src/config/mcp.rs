@@ -127,7 +127,14 @@ impl Default for Limits {
 
 /// Checks one config file's `mcp` value: the name of the server at fault
 /// and what is wrong with it.
-pub fn check(value: &Value) -> Result<(), (Option<String>, String)> {
+///
+/// A server `defined` by an earlier file (with its command) may be changed
+/// field by field (`{"enabled": false}` for one project); a new one that
+/// is enabled needs its `command`.
+pub fn check(
+    value: &Value,
+    defined: &dyn Fn(&str) -> bool,
+) -> Result<(), (Option<String>, String)> {
     let Value::Object(servers) = value else {
         return Err((
             None,
@@ -141,7 +148,11 @@ pub fn check(value: &Value) -> Result<(), (Option<String>, String)> {
         }
         let server: ServerConfig = serde_json::from_value(server.clone())
             .map_err(|e| fault(format!("server `{name}`: {e}")))?;
-        if server.kind == Kind::Local && server.command.is_empty() {
+        if server.kind == Kind::Local
+            && server.command.is_empty()
+            && server.enabled
+            && !defined(name)
+        {
             return Err(fault(format!(
                 "server `{name}`: a local server needs `command`, e.g. [\"npx\", \"-y\", \"pkg\"]"
             )));
@@ -159,13 +170,21 @@ pub fn check(value: &Value) -> Result<(), (Option<String>, String)> {
 /// needs a command...), naming the server's line and column.
 pub(super) fn check_layer(
     layer: &serde_json::Map<String, Value>,
+    before: &serde_json::Map<String, Value>,
     text: &str,
     path: &std::path::Path,
 ) -> Result<(), super::Error> {
     let Some(mcp) = layer.get("mcp") else {
         return Ok(());
     };
-    check(mcp).map_err(|(server, message)| {
+    let defined = |name: &str| {
+        before
+            .get("mcp")
+            .and_then(|servers| servers.get(name))
+            .and_then(|server| server.get("command"))
+            .is_some()
+    };
+    check(mcp, &defined).map_err(|(server, message)| {
         let (line, column) = server
             .as_deref()
             .and_then(|name| locate_key(text, &["mcp", name]))
@@ -220,7 +239,7 @@ mod tests {
             "docs": {"type": "remote", "url": "https://example.com/mcp", "headers": {"Authorization": "x"}},
             "claude": {"command": "node", "args": ["server.js"], "env": {"A": "1"}, "timeout_ms": 100}
         });
-        assert_eq!(check(&block), Ok(()));
+        assert_eq!(check(&block, &|_| false), Ok(()));
         let servers: BTreeMap<String, ServerConfig> = serde_json::from_value(block).unwrap();
         assert_eq!(
             servers["memory"].argv(),
@@ -236,13 +255,29 @@ mod tests {
 
     #[test]
     fn a_bad_server_is_named_with_what_is_wrong() {
-        let (name, message) = check(&json!({"fs": {"type": "local"}})).unwrap_err();
+        let (name, message) = check(&json!({"fs": {"type": "local"}}), &|_| false).unwrap_err();
         assert_eq!(name.as_deref(), Some("fs"));
         assert!(message.contains("needs `command`"), "{message}");
-        let (_, message) = check(&json!({"fs": {"command": ["x"], "enabeld": true}})).unwrap_err();
+        let (_, message) = check(&json!({"fs": {"command": ["x"], "enabeld": true}}), &|_| {
+            false
+        })
+        .unwrap_err();
         assert!(message.contains("unknown field `enabeld`"), "{message}");
-        let (_, message) = check(&json!({"fs": {"command": ["x"], "type": "sse"}})).unwrap_err();
+        let (_, message) = check(&json!({"fs": {"command": ["x"], "type": "sse"}}), &|_| {
+            false
+        })
+        .unwrap_err();
         assert!(message.contains("unknown variant `sse`"), "{message}");
-        assert!(check(&json!(["x"])).unwrap_err().0.is_none());
+        assert!(check(&json!(["x"]), &|_| false).unwrap_err().0.is_none());
+        // A server an earlier file defined may be changed field by field,
+        // and any may be turned off.
+        assert_eq!(
+            check(&json!({"fs": {"confine": false}}), &|n| n == "fs"),
+            Ok(())
+        );
+        assert_eq!(
+            check(&json!({"new": {"enabled": false}}), &|_| false),
+            Ok(())
+        );
     }
 }

@@ -52,7 +52,19 @@ impl ProjectPart {
                         _ => Vec::new(),
                     })
                     .collect();
-                entries.push(format!("mcp server `{name}` runs `{}`", command.join(" ")));
+                let unconfined = if server.get("confine") == Some(&Value::Bool(false)) {
+                    " outside the sandbox"
+                } else {
+                    ""
+                };
+                entries.push(if command.is_empty() {
+                    format!("mcp server `{name}` is changed{unconfined}")
+                } else {
+                    format!(
+                        "mcp server `{name}` runs `{}`{unconfined}",
+                        command.join(" ")
+                    )
+                });
             }
             held.insert("mcp".to_owned(), Value::Object(servers));
         }
