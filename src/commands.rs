@@ -102,14 +102,11 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
     let servers = (!loaded.config.mcp.is_empty())
         .then(|| mcp::servers(environment, &loaded.config, sandbox.root()));
     let reports = match &servers {
-        Some(servers) => crate::startup::runtime()?.block_on(async {
-            servers.start();
-            servers.settle(mcp::start_wait(&loaded.config)).await;
-            let reports = servers.reports();
-            specs.extend(servers.specs(false));
-            servers.shutdown().await;
+        Some(servers) => {
+            let (reports, offered) = crate::startup::runtime()?.block_on(mcp::started(servers));
+            specs.extend(offered);
             reports
-        }),
+        }
         None => Vec::new(),
     };
     let mut report = crate::context::report(&assembly, &specs, &history, &session, limit, None);

@@ -99,6 +99,8 @@ pub struct Mcp {
     changed: Notify,
     /// Tool lists being fetched again after `list_changed`.
     refreshing: std::sync::atomic::AtomicUsize,
+    /// The catalogue and the generation it was worked out at.
+    catalogued: Mutex<Option<(u64, Arc<Vec<catalog::Entry>>)>>,
 }
 
 impl Mcp {
@@ -141,6 +143,7 @@ impl Mcp {
             events: Mutex::new(Vec::new()),
             changed: Notify::new(),
             refreshing: std::sync::atomic::AtomicUsize::new(0),
+            catalogued: Mutex::new(None),
         })
     }
 
@@ -186,8 +189,17 @@ impl Mcp {
     }
 
     /// Waits until no server is still starting and no changed tool list is
-    /// being fetched, at most `limit`.
-    pub async fn settle(&self, limit: Duration) {
+    /// being fetched; at most as long as the slowest start may take
+    /// (`initialize` and `tools/list` each have the server's timeout).
+    pub async fn settle(&self) {
+        let limit = self
+            .servers
+            .iter()
+            .map(|s| s.config.timeout_ms())
+            .max()
+            .map_or(Duration::ZERO, |ms| {
+                Duration::from_millis(ms.saturating_mul(2) + 500)
+            });
         let waiting = async {
             loop {
                 let changed = self.changed.notified();
@@ -223,7 +235,7 @@ impl Mcp {
     /// with `read_only`, only those their server says change nothing.
     pub fn specs(&self, read_only: bool) -> Vec<ToolSpec> {
         self.catalog()
-            .into_iter()
+            .iter()
             .filter(|entry| entry.left_out.is_none() && (entry.tool.read_only || !read_only))
             .map(|entry| spec(&entry.exposed, &entry.tool))
             .collect()
@@ -232,23 +244,19 @@ impl Mcp {
     /// Whether the MCP tool `name`'s server is to run confined (its config
     /// did not opt out).
     pub fn wants_confinement(&self, name: &str) -> bool {
-        self.catalog()
-            .iter()
-            .any(|entry| entry.exposed == name && self.servers[entry.server].config.confine)
+        self.entry(name)
+            .is_some_and(|entry| self.servers[entry.server].config.confine)
     }
 
     /// Whether the MCP tool `name`'s server says it changes nothing.
     pub fn is_read_only(&self, name: &str) -> bool {
-        self.catalog()
-            .iter()
-            .any(|entry| entry.exposed == name && entry.tool.read_only)
+        self.entry(name).is_some_and(|entry| entry.tool.read_only)
     }
 
     /// Whether `name` is an MCP tool offered now.
     pub fn offers(&self, name: &str) -> bool {
-        self.catalog()
-            .iter()
-            .any(|entry| entry.exposed == name && entry.left_out.is_none())
+        self.entry(name)
+            .is_some_and(|entry| entry.left_out.is_none())
     }
 
     /// Why the tool the model knew as `name` cannot be called now: its
@@ -312,11 +320,7 @@ impl Mcp {
         arguments: Value,
         cancel: &Cancel,
     ) -> ToolOutput {
-        let Some(entry) = self
-            .catalog()
-            .into_iter()
-            .find(|entry| entry.exposed == name && entry.left_out.is_none())
-        else {
+        let Some(entry) = self.entry(name).filter(|entry| entry.left_out.is_none()) else {
             return ToolOutput::error(format!("`{name}` is not an MCP tool offered now"));
         };
         let server = &self.servers[entry.server].name;
@@ -366,6 +370,7 @@ impl Mcp {
                 stopping.spawn(async move { connection.stop(STOP_GRACE).await });
             }
         }
+        self.generation.fetch_add(1, Ordering::Relaxed);
         while stopping.join_next().await.is_some() {}
     }
 

@@ -4,7 +4,6 @@
 //! told to the front end.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use super::turn::AgentState;
 use crate::mcp::Mcp;
@@ -28,16 +27,7 @@ impl AgentState {
         let Some(mcp) = self.mcp.clone() else {
             return;
         };
-        let longest = self
-            .config
-            .mcp
-            .values()
-            .map(crate::config::mcp::ServerConfig::timeout_ms)
-            .max()
-            .unwrap_or(0);
-        // `initialize` and `tools/list` each have the timeout.
-        mcp.settle(Duration::from_millis(longest.saturating_mul(2) + 500))
-            .await;
+        mcp.settle().await;
         self.mcp_news(id);
     }
 

@@ -4,9 +4,9 @@
 
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
 
 use crate::cli::{McpArgs, McpCommand, McpTestArgs};
+use crate::client::wire::ToolSpec;
 use crate::config::{Environment, Flags};
 use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
 use crate::mcp::{Launcher, Mcp};
@@ -27,14 +27,10 @@ pub fn mcp(args: &McpArgs, environment: &Environment) -> Result<u8, Failure> {
     }
     let sandbox = workspace(environment)?;
     let servers = servers(environment, config, sandbox.root());
-    let wait = start_wait(config);
     let runtime = runtime()?;
     match &args.command {
-        McpCommand::List(json) => runtime.block_on(async {
-            servers.start();
-            servers.settle(wait).await;
-            let reports = servers.reports();
-            servers.shutdown().await;
+        McpCommand::List(json) => {
+            let (reports, _) = runtime.block_on(started(&servers));
             let failed = reports.iter().any(|r| r.state == McpState::Failed);
             if json.json {
                 let text = serde_json::to_string_pretty(&reports).unwrap_or_default();
@@ -43,7 +39,7 @@ pub fn mcp(args: &McpArgs, environment: &Environment) -> Result<u8, Failure> {
                 out(&list(&reports))?;
             }
             Ok(if failed { EXIT_FAILED } else { 0 })
-        }),
+        }
         McpCommand::Test(test) => {
             let policy = load_policy(environment, &loaded, sandbox.root())?;
             runtime.block_on(async {
@@ -66,13 +62,7 @@ pub(crate) fn doctor(
     }
     let sandbox = workspace(environment)?;
     let servers = servers(environment, config, sandbox.root());
-    let reports = runtime()?.block_on(async {
-        servers.start();
-        servers.settle(start_wait(config)).await;
-        let reports = servers.reports();
-        servers.shutdown().await;
-        reports
-    });
+    let (reports, _) = runtime()?.block_on(started(&servers));
     Ok(reports
         .into_iter()
         .filter(|r| r.state != McpState::Disabled)
@@ -131,16 +121,14 @@ pub(crate) fn servers(
     Mcp::new(&config.mcp, config.mcp_limits, launcher)
 }
 
-/// How long starting every server may take (`initialize` and `tools/list`
-/// each have the timeout).
-pub(crate) fn start_wait(config: &crate::config::Config) -> Duration {
-    let longest = config
-        .mcp
-        .values()
-        .map(crate::config::mcp::ServerConfig::timeout_ms)
-        .max()
-        .unwrap_or(0);
-    Duration::from_millis(longest.saturating_mul(2) + 500)
+/// Starts every enabled server as a session would, waits for them, and
+/// stops them: what each reported, and the tools offered.
+pub(crate) async fn started(servers: &Arc<Mcp>) -> (Vec<McpServerReport>, Vec<ToolSpec>) {
+    servers.start();
+    servers.settle().await;
+    let found = (servers.reports(), servers.specs(false));
+    servers.shutdown().await;
+    found
 }
 
 /// Starts the server `test` names; lists its tools, or calls one.
@@ -211,54 +199,13 @@ async fn try_one(
     Ok(if output.ok { 0 } else { EXIT_FAILED })
 }
 
-/// The servers as text: a line each, then their tools.
+/// The servers as plain text, as `/mcp` shows them.
 fn list(reports: &[McpServerReport]) -> String {
+    let palette = crate::ui::render::Palette::new(false);
     let mut text = String::new();
-    for report in reports {
-        let offered: Vec<_> = report
-            .tools
-            .iter()
-            .filter(|t| t.left_out.is_none())
-            .collect();
-        let tokens: u64 = offered.iter().map(|t| t.tokens).sum();
-        let _ = write!(text, "{}  {}", report.name, report.state.words());
-        if !report.tools.is_empty() || report.state == McpState::Ready {
-            let _ = write!(
-                text,
-                " · {} offered · {} tokens",
-                crate::protocol::count(offered.len(), "tool"),
-                crate::protocol::format_tokens(tokens)
-            );
-        }
-        if matches!(report.state, McpState::Disabled | McpState::Unsupported) {
-            text.push('\n');
-        } else {
-            let confined = if report.confined {
-                "confined"
-            } else {
-                "not confined"
-            };
-            let _ = writeln!(text, " · {confined}");
-            let _ = writeln!(text, "  command: {}", report.command);
-        }
-        if report.state != McpState::Ready && !report.detail.is_empty() {
-            let _ = writeln!(text, "  {}", report.detail);
-        }
-        for tool in &report.tools {
-            match &tool.left_out {
-                None => {
-                    let read_only = if tool.read_only { "  read-only" } else { "" };
-                    let _ = writeln!(
-                        text,
-                        "  {:<32} {:>6} tokens{read_only}",
-                        tool.name, tool.tokens
-                    );
-                }
-                Some(why) => {
-                    let _ = writeln!(text, "  {:<32} left out: {why}", tool.name);
-                }
-            }
-        }
+    // Lines whole: a terminal or a pipe wraps them, not us.
+    for line in crate::ui::view::mcp_list(reports, usize::MAX / 2) {
+        let _ = writeln!(text, "{}", palette.paint(&line));
     }
     text
 }

@@ -40,30 +40,21 @@ impl ProjectPart {
         // A repository's MCP servers are programs it would have offcode run.
         if let Some(Value::Object(servers)) = layer.remove("mcp") {
             for (name, server) in &servers {
-                let command: Vec<String> = ["command", "args"]
-                    .iter()
-                    .filter_map(|key| server.get(*key))
-                    .flat_map(|words| match words {
-                        Value::Array(words) => words
-                            .iter()
-                            .filter_map(|w| w.as_str().map(str::to_owned))
-                            .collect(),
-                        Value::String(line) => vec![line.clone()],
-                        _ => Vec::new(),
-                    })
-                    .collect();
-                let unconfined = if server.get("confine") == Some(&Value::Bool(false)) {
-                    " outside the sandbox"
-                } else {
-                    ""
+                // Checked already (`mcp::check_layer`); read as a session would.
+                let Ok(server) = serde_json::from_value::<super::mcp::ServerConfig>(server.clone())
+                else {
+                    continue;
                 };
-                entries.push(if command.is_empty() {
+                let unconfined = if server.confine {
+                    ""
+                } else {
+                    " outside the sandbox"
+                };
+                let argv = server.argv();
+                entries.push(if argv.is_empty() {
                     format!("mcp server `{name}` is changed{unconfined}")
                 } else {
-                    format!(
-                        "mcp server `{name}` runs `{}`{unconfined}",
-                        command.join(" ")
-                    )
+                    format!("mcp server `{name}` runs `{}`{unconfined}", argv.join(" "))
                 });
             }
             held.insert("mcp".to_owned(), Value::Object(servers));

@@ -1,6 +1,8 @@
 //! The servers' tools as the model sees them: `SERVER_TOOL` names, in
 //! config order, within the budget; what is left out, and why.
 
+use std::sync::Arc;
+
 use super::{Mcp, McpState, RemoteTool, lock};
 use crate::client::wire::{FunctionSpec, ToolSpec};
 
@@ -18,8 +20,29 @@ pub(super) struct Entry {
 }
 
 impl Mcp {
-    /// The tools of running servers, named and budgeted.
-    pub(super) fn catalog(&self) -> Vec<Entry> {
+    /// The tools of running servers, named and budgeted: worked out again
+    /// only when the generation moved (every state or tool change moves
+    /// it), so the checks made on every call stay cheap.
+    pub(super) fn catalog(&self) -> Arc<Vec<Entry>> {
+        let generation = self.generation();
+        let mut cached = lock(&self.catalogued);
+        match &*cached {
+            Some((at, entries)) if *at == generation => Arc::clone(entries),
+            _ => {
+                let entries = Arc::new(self.budgeted());
+                *cached = Some((generation, Arc::clone(&entries)));
+                entries
+            }
+        }
+    }
+
+    /// The entry of the MCP tool the model knows as `name`, offered or
+    /// left out.
+    pub(super) fn entry(&self, name: &str) -> Option<Entry> {
+        self.catalog().iter().find(|e| e.exposed == name).cloned()
+    }
+
+    fn budgeted(&self) -> Vec<Entry> {
         let mut entries: Vec<Entry> = Vec::new();
         let mut offered = 0;
         for (index, server) in self.servers.iter().enumerate() {

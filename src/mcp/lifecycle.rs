@@ -218,6 +218,7 @@ impl Mcp {
             }
             // Failed to start: restartable again until the budget is spent.
             lock(&self.servers[index].inner).state = McpState::Restarting;
+            self.generation.fetch_add(1, Ordering::Relaxed);
         }
     }
 }

@@ -12,7 +12,7 @@
 use unicode_width::UnicodeWidthStr;
 
 use super::markdown::Markdown;
-pub use side::SubagentRow;
+pub use side::{SubagentRow, mcp_list};
 
 use super::render::{self, Line, Role};
 use crate::protocol::{EventMsg, ToolCallEndEvent, TurnState, TurnStatus};

@@ -212,8 +212,10 @@ impl View {
     }
 }
 
-/// `/mcp`: each server, its state and its tools, with what is left out.
+/// `/mcp` and `offcode mcp list`: each server, its state, command and
+/// tools, with what is left out and why.
 pub fn mcp_list(servers: &[crate::protocol::McpServerReport], width: usize) -> Vec<Line> {
+    use crate::protocol::McpState;
     if servers.is_empty() {
         return vec![Line::new().with(
             Role::Dim,
@@ -223,6 +225,7 @@ pub fn mcp_list(servers: &[crate::protocol::McpServerReport], width: usize) -> V
             ),
         )];
     }
+    let row = |role: Role, text: &str| Line::new().with(role, render::truncate(text, width));
     let mut lines = Vec::new();
     for server in servers {
         let offered: Vec<_> = server
@@ -232,7 +235,7 @@ pub fn mcp_list(servers: &[crate::protocol::McpServerReport], width: usize) -> V
             .collect();
         let tokens: u64 = offered.iter().map(|t| t.tokens).sum();
         let mut head = format!("MCP {} · {}", server.name, server.state.words());
-        if !server.tools.is_empty() {
+        if !server.tools.is_empty() || server.state == McpState::Ready {
             let _ = write!(
                 head,
                 " · {} · {} tokens",
@@ -240,32 +243,37 @@ pub fn mcp_list(servers: &[crate::protocol::McpServerReport], width: usize) -> V
                 crate::protocol::format_tokens(tokens)
             );
         }
-        head.push_str(if server.confined {
-            " · confined"
-        } else {
-            " · not confined"
-        });
-        lines.push(Line::new().with(Role::Tool, render::truncate(&head, width)));
-        if !server.detail.is_empty() && server.tools.is_empty() {
-            lines.push(Line::new().with(
-                Role::Dim,
-                render::truncate(&format!("    {}", render::one_line(&server.detail)), width),
-            ));
+        let started = !matches!(server.state, McpState::Disabled | McpState::Unsupported);
+        if started {
+            head.push_str(if server.confined {
+                " · confined"
+            } else {
+                " · not confined"
+            });
+        }
+        lines.push(row(Role::Tool, &head));
+        if started {
+            lines.push(row(Role::Dim, &format!("    command: {}", server.command)));
+        }
+        if server.state != McpState::Ready && !server.detail.is_empty() {
+            let detail = format!("    {}", render::one_line(&server.detail));
+            lines.push(row(Role::Dim, &detail));
         }
         for tool in &server.tools {
-            let text = match &tool.left_out {
-                None if tool.read_only => {
-                    format!("    {}  {} tokens · read-only", tool.name, tool.tokens)
-                }
-                None => format!("    {}  {} tokens", tool.name, tool.tokens),
-                Some(why) => format!("    {}  left out: {why}", tool.name),
-            };
-            let role = if tool.left_out.is_some() {
-                Role::Warning
-            } else {
-                Role::Dim
-            };
-            lines.push(Line::new().with(role, render::truncate(&text, width)));
+            lines.push(match &tool.left_out {
+                None if tool.read_only => row(
+                    Role::Dim,
+                    &format!("    {}  {} tokens · read-only", tool.name, tool.tokens),
+                ),
+                None => row(
+                    Role::Dim,
+                    &format!("    {}  {} tokens", tool.name, tool.tokens),
+                ),
+                Some(why) => row(
+                    Role::Warning,
+                    &format!("    {}  left out: {why}", tool.name),
+                ),
+            });
         }
     }
     lines
