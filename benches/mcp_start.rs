@@ -13,10 +13,13 @@ use std::io::BufRead;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+#[path = "support.rs"]
+mod bench_support;
+
 const RUNS: usize = 15;
 
-/// Milliseconds from spawning `offcode run --json` to its first line.
-fn first_event(home: &std::path::Path, root: &std::path::Path) -> f64 {
+/// The time from spawning `offcode run --json` to its first line.
+fn first_event(home: &std::path::Path, root: &std::path::Path) -> Duration {
     let started = Instant::now();
     let mut child = Command::new(env!("CARGO_BIN_EXE_offcode"))
         .args(["run", "--json", "--model", "m", "hello"])
@@ -38,7 +41,7 @@ fn first_event(home: &std::path::Path, root: &std::path::Path) -> f64 {
     // Its servers read until their input closes, so they go with it.
     child.kill().unwrap();
     child.wait().unwrap();
-    elapsed.as_secs_f64() * 1000.0
+    elapsed
 }
 
 fn main() {
@@ -62,15 +65,17 @@ fn main() {
             serde_json::json!({ "mcp": block }).to_string(),
         )
         .unwrap();
-        let mut times: Vec<f64> = (0..RUNS).map(|_| first_event(&home, &root)).collect();
-        times.sort_by(f64::total_cmp);
-        let median = times[RUNS / 2];
+        let times: Vec<Duration> = (0..RUNS).map(|_| first_event(&home, &root)).collect();
+        let (least, most) = (times.iter().min().copied(), times.iter().max().copied());
+        let median = bench_support::median(times);
+        let ms = |d: Option<Duration>| d.unwrap_or_default().as_secs_f64() * 1000.0;
         println!(
-            "{servers:>2} MCP servers: first event after {median:.1} ms (median of {RUNS}; min {:.1}, max {:.1})",
-            times[0],
-            times[RUNS - 1]
+            "{servers:>2} MCP servers: first event after {:.1} ms (median of {RUNS}; min {:.1}, max {:.1})",
+            ms(Some(median)),
+            ms(least),
+            ms(most)
         );
-        medians.push(median);
+        medians.push(median.as_secs_f64() * 1000.0);
         std::thread::sleep(Duration::from_millis(100));
     }
     println!(

@@ -53,24 +53,6 @@ fn session_text(ws: &Workspace) -> String {
     text
 }
 
-/// Processes whose command line mentions `marker` (a server's log path).
-fn processes_with(marker: &str) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
-        if cmdline.contains(marker) {
-            found.push(format!(
-                "{}: {cmdline}",
-                entry.file_name().to_string_lossy()
-            ));
-        }
-    }
-    found
-}
-
 fn log_lines(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
@@ -504,12 +486,11 @@ fn exit_leaves_no_server_process() {
     );
     let marker = log.display().to_string();
     assert!(
-        crate::support::wait_until(std::time::Duration::from_secs(2), || processes_with(
-            &marker
-        )
-        .is_empty()),
+        crate::support::wait_until(std::time::Duration::from_secs(2), || {
+            crate::support::processes_with(&marker).is_empty()
+        }),
         "{:?}",
-        processes_with(&marker)
+        crate::support::processes_with(&marker)
     );
 }
 
@@ -816,6 +797,6 @@ fn doctor_starts_each_server_and_names_the_fix_for_one_that_does_not() {
     }
     assert!(crate::support::wait_until(
         std::time::Duration::from_secs(2),
-        || processes_with(&log.display().to_string()).is_empty()
+        || crate::support::processes_with(&log.display().to_string()).is_empty()
     ));
 }

@@ -56,6 +56,24 @@ pub fn tool_results(body: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// Processes whose command line mentions `marker` (a server's log path).
+pub fn processes_with(marker: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().filter_map(Result::ok) {
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        if cmdline.contains(marker) {
+            found.push(format!(
+                "{}: {cmdline}",
+                entry.file_name().to_string_lossy()
+            ));
+        }
+    }
+    found
+}
+
 /// The tool names a chat request offered.
 pub fn offered(body: &serde_json::Value) -> Vec<String> {
     body["tools"]

@@ -858,18 +858,13 @@ fn mcp_servers_are_listed_with_mcp_and_counted_in_context() {
     tmux.send("one", "/quit");
     tmux.wait_for("one", "EXITED 0");
     let marker = ws.root.join("ui-mcp.log").display().to_string();
-    let running = || {
-        std::fs::read_dir("/proc")
-            .unwrap()
-            .filter_map(Result::ok)
-            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-            .any(|cmdline| String::from_utf8_lossy(&cmdline).contains(&marker))
-    };
     assert!(
         std::fs::read_to_string(&marker)
             .unwrap()
             .starts_with("start "),
         "the server ran"
     );
-    assert!(wait_until(Duration::from_secs(3), || !running()));
+    assert!(wait_until(Duration::from_secs(3), || {
+        crate::support::processes_with(&marker).is_empty()
+    }));
 }

@@ -95,9 +95,11 @@ impl AgentState {
         cancel: &Cancel,
     ) -> (ToolOutput, CallOutcome) {
         let arguments = self.announce(id, call, recovered);
+        // offcode's own tools are never a server's.
         let gone = self
             .mcp
             .as_ref()
+            .filter(|_| self.tools.get(&call.name).is_none())
             .and_then(|mcp| mcp.unavailable(&call.name));
         if let Some(refusal) = gone
             .map(ToolOutput::error)
@@ -207,28 +209,8 @@ impl AgentState {
         // What the model sees: pruned and summarised results are not.
         let whole = super::compact::first_whole(self.session.compaction.as_ref());
         let messages = &self.session.messages[whole.min(self.session.messages.len())..];
-        let ok: std::collections::HashSet<&str> = messages
-            .iter()
-            .filter_map(|m| match m {
-                crate::session::Message::Tool {
-                    tool_call_id,
-                    is_error: false,
-                    ..
-                } => Some(tool_call_id.as_str()),
-                _ => None,
-            })
-            .collect();
-        messages
-            .iter()
-            .filter_map(|m| match m {
-                crate::session::Message::Assistant { tool_calls, .. } => Some(tool_calls),
-                _ => None,
-            })
-            .flatten()
-            .filter(|call| {
-                ok.contains(call.id.as_str())
-                    && crate::tools::effect(&call.name) == Effect::ReadsFiles
-            })
+        succeeded(messages)
+            .filter(|call| crate::tools::effect(&call.name) == Effect::ReadsFiles)
             .filter_map(|call| {
                 let arguments = parse_argument_text(&call.arguments).ok()?;
                 Some((call.name.clone(), arguments))
@@ -248,21 +230,8 @@ impl AgentState {
         let arguments = parse_argument_text(&call.arguments).ok()?;
         let path = arguments["path"].as_str()?;
         let target = lexical(&self.sandbox.relative(path).ok()?);
-        // Only an existing regular file can be lost.
-        self.sandbox.read(path).ok()?;
-        let ok: std::collections::HashSet<&str> = self
-            .session
-            .messages
-            .iter()
-            .filter_map(|m| match m {
-                Message::Tool {
-                    tool_call_id,
-                    is_error: false,
-                    ..
-                } => Some(tool_call_id.as_str()),
-                _ => None,
-            })
-            .collect();
+        // Only an existing file can be lost.
+        self.sandbox.open(path, rustix::fs::OFlags::RDONLY).ok()?;
         // The file as it may be written: as the call gives it, relative,
         // `./`-relative, absolute.
         let relative = target.to_string_lossy().into_owned();
@@ -277,12 +246,12 @@ impl AgentState {
             relative,
         ];
         let names = |text: &str| forms.iter().any(|form| mentions(text, form));
-        let seen = self.session.messages.iter().any(|m| match m {
+        let requested = self.session.messages.iter().any(|m| match m {
             Message::User { content } => names(content),
-            Message::Assistant { tool_calls, .. } => tool_calls.iter().any(|earlier| {
-                if !ok.contains(earlier.id.as_str()) {
-                    return false;
-                }
+            _ => false,
+        });
+        let touched = || {
+            succeeded(&self.session.messages).any(|earlier| {
                 let Ok(a) = parse_argument_text(&earlier.arguments) else {
                     return false;
                 };
@@ -294,9 +263,9 @@ impl AgentState {
                     "patch" | "bash" => names(&a.to_string()),
                     _ => false,
                 }
-            }),
-            Message::Tool { .. } => false,
-        });
+            })
+        };
+        let seen = requested || touched();
         (!seen).then(|| {
             let mut output = ToolOutput::error(format!(
                 "Not written: `{path}` already exists and you have not read it in this session. \
@@ -327,6 +296,29 @@ impl AgentState {
         self.ended(id, call, &output, CallOutcome::Failed);
         output
     }
+}
+
+/// The calls in `messages` whose result was not an error.
+fn succeeded(messages: &[Message]) -> impl Iterator<Item = &ToolCall> {
+    let ok: std::collections::HashSet<&str> = messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Tool {
+                tool_call_id,
+                is_error: false,
+                ..
+            } => Some(tool_call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    messages
+        .iter()
+        .filter_map(|m| match m {
+            Message::Assistant { tool_calls, .. } => Some(tool_calls),
+            _ => None,
+        })
+        .flatten()
+        .filter(move |call| ok.contains(call.id.as_str()))
 }
 
 /// Whether `text` names `path` as a whole: not as part of a longer word
