@@ -22,7 +22,11 @@ use crate::protocol::{
     TurnStatus,
 };
 use crate::startup::{self, Start, runtime};
+// What tools, servers and the model wrote is shown with its control
+// characters neutralised: an escape sequence in it must not reach the
+// terminal.
 use crate::stdio::read_stdin;
+use crate::ui::render::one_line;
 
 /// Runs one headless task; returns the exit status.
 pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
@@ -334,7 +338,7 @@ impl TextPrinter {
             ),
             EventMsg::ToolCallEnd(end) => {
                 let (mark, colour) = s.mark(end.outcome.ok());
-                format!("  │   {colour}{mark}{} {}", s.reset, end.summary)
+                format!("  │   {colour}{mark}{} {}", s.reset, one_line(&end.summary))
             }
             EventMsg::Warning { message } | EventMsg::Error { message, .. } => {
                 format!("  │ {}{}: {message}{}", s.yellow, sub.agent, s.reset)
@@ -353,7 +357,7 @@ impl TextPrinter {
         let detail = if event.detail.is_empty() {
             String::new()
         } else {
-            format!(": {}", event.detail)
+            format!(": {}", one_line(&event.detail))
         };
         self.progress(&format!(
             "{colour}MCP server `{}` {}{detail}{}",
@@ -412,7 +416,11 @@ impl TextPrinter {
             )),
             EventMsg::ToolCallEnd(end) => {
                 let (mark, colour) = s.mark(end.outcome.ok());
-                self.progress(&format!("  {colour}{mark}{} {}", s.reset, end.summary));
+                self.progress(&format!(
+                    "  {colour}{mark}{} {}",
+                    s.reset,
+                    one_line(&end.summary)
+                ));
             }
             EventMsg::PermissionDecision(decision) => {
                 let verb = match decision.decision {
@@ -554,7 +562,7 @@ fn describe_arguments(tool: &str, arguments: &Value) -> String {
     let text =
         crate::tools::subject(tool, arguments).map_or_else(|| arguments.to_string(), str::to_owned);
     let line = text.lines().next().unwrap_or_default();
-    let mut shown: String = line.chars().take(100).collect();
+    let mut shown: String = one_line(line).chars().take(100).collect();
     if shown.len() < text.len() {
         shown.push('…');
     }

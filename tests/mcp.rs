@@ -800,3 +800,28 @@ fn doctor_starts_each_server_and_names_the_fix_for_one_that_does_not() {
         || crate::support::processes_with(&log.display().to_string()).is_empty()
     ));
 }
+
+#[test]
+fn what_a_server_writes_reaches_the_terminal_without_escape_sequences() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    configure(&ws, &json!({"test": test_server(&log, &[])}), "");
+    let server = mock();
+    // A title change and a screen clear, in a result's first line.
+    server.push(sse(&call(
+        "c1",
+        "test_echo",
+        &json!({"text": "\u{1b}]0;pwned\u{7}\u{1b}[2J hi"}),
+    )));
+    server.push(sse(&chunks::text_answer("Echoed.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "echo it");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    // Not a terminal: offcode itself adds no colour, so any escape would
+    // be the server's.
+    assert!(!output.stderr.contains('\u{1b}'), "{:?}", output.stderr);
+    assert!(
+        output.stderr.contains("echo: ·]0;pwned··[2J hi"),
+        "{}",
+        output.stderr
+    );
+}
