@@ -24,6 +24,7 @@
 //! cannot confine it as asked.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod gitdirs;
 mod helper;
 pub mod protect;
 mod sys;
@@ -53,41 +54,130 @@ pub struct Spec {
     /// back to Landlock alone; off only to test that fallback.
     #[serde(default = "yes")]
     pub namespaces: bool,
-    /// Sockets (and directories of them) hidden in the mount namespace:
-    /// a daemon behind a UNIX socket (docker, the session bus, systemd)
+    /// Places where sockets live, replaced in the mount namespace by empty
+    /// private directories (a socket file by `/dev/null`): a daemon behind
+    /// a UNIX socket (docker, tmux, an ssh or gpg agent, the session bus)
     /// could run anything outside the sandbox, and Landlock only covers
-    /// such sockets from ABI 9.
+    /// such sockets from ABI 9. What [`Spec::writable`],
+    /// [`Spec::readable`] and [`Spec::visible`] name beneath them is
+    /// carried over.
     #[serde(default)]
     pub hidden: Vec<PathBuf>,
+    /// Directories kept visible (as they are) where a hidden place would
+    /// cover them: the home directory when it lies in `/tmp`.
+    #[serde(default)]
+    pub visible: Vec<PathBuf>,
+    /// The person's files and offcode's own inside writable directories
+    /// (shell and login files, `~/.ssh`, other tools' settings, offcode's
+    /// config and data): read-only bind mounts, and without a mount
+    /// namespace never granted to Landlock's write rules.
+    #[serde(default)]
+    pub personal: Vec<PathBuf>,
     /// Where the command may read and run programs from; everywhere when
     /// `None`. Writable directories are readable too.
     #[serde(default)]
     pub readable: Option<Vec<PathBuf>>,
 }
 
-/// Daemons a confined command could ask to run something for it.
-const DAEMON_SOCKETS: &[&str] = &[
-    "/var/run/docker.sock",
-    "/run/docker.sock",
-    "/run/containerd/containerd.sock",
-    "/run/podman/podman.sock",
-    "/run/dbus/system_bus_socket",
-    "/var/run/dbus/system_bus_socket",
-    "/run/systemd/private",
-    "/run/systemd/io.systemd.ManagedOOM",
+/// Where daemons' sockets live, system-wide and per user (`/run/user/UID`
+/// is `$XDG_RUNTIME_DIR`): each is replaced by an empty private directory.
+const SOCKET_PLACES: &[&str] = &[
+    "/tmp",
+    "/var/tmp",
+    "/run",
+    "/var/run",
+    "/var/lock",
+    "/dev/shm",
 ];
 
-/// The sockets to hide for commands that may write `writable`: those that
-/// exist, and the user's runtime directory (session bus, agents), unless
-/// a writable directory lies beneath one.
-fn daemon_sockets(writable: &[PathBuf]) -> Vec<PathBuf> {
-    let runtime = format!("/run/user/{}", rustix::process::getuid().as_raw());
-    DAEMON_SOCKETS
+/// How deep beneath a hidden folder of the home directory sockets are
+/// looked for, and how many entries are looked at in all.
+const SOCKET_DEPTH: usize = 3;
+const SOCKET_BUDGET: usize = 20_000;
+
+/// The places to hide from commands that may write `writable`:
+/// [`SOCKET_PLACES`], `$XDG_RUNTIME_DIR`, and each folder of the home
+/// directory's hidden ones that holds a socket (`~/.ssh` with a control
+/// master, `~/.gnupg`, `~/.docker/run`...). A place that a writable
+/// directory contains (a workspace of `/`) cannot be hidden whole; the
+/// sockets in it are, one by one.
+fn socket_places(writable: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
+    let mut places: Vec<PathBuf> = SOCKET_PLACES
         .iter()
-        .copied()
-        .chain(std::iter::once(runtime.as_str()))
         .map(PathBuf::from)
-        .filter(|path| path.exists() && !writable.iter().any(|dir| dir.starts_with(path)))
+        .chain(runtime)
+        .filter_map(|place| std::fs::canonicalize(place).ok())
+        .filter(|place| place.is_dir())
+        .collect();
+    let mut budget = SOCKET_BUDGET;
+    if let Some(home) = home {
+        let hidden_dirs = std::fs::read_dir(home).into_iter().flatten().flatten();
+        for entry in hidden_dirs {
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
+            if hidden && entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+                for socket in sockets_in(&entry.path(), SOCKET_DEPTH, &mut budget) {
+                    places.extend(socket.parent().map(Path::to_path_buf));
+                }
+            }
+        }
+    }
+    // Parents first: a folder of the home directory in `/tmp` is hidden in
+    // the private `/tmp` that kept the home directory visible.
+    places.sort();
+    places.dedup();
+    let mut hidden = Vec::new();
+    for place in places {
+        if writable.iter().any(|dir| place.starts_with(dir)) {
+            hidden.extend(sockets_in(&place, SOCKET_DEPTH, &mut budget));
+        } else {
+            hidden.push(place);
+        }
+    }
+    hidden
+}
+
+/// The sockets beneath `dir`, at most `depth` folders down, symlinks not
+/// followed, looking at no more than `budget` entries.
+fn sockets_in(dir: &Path, depth: usize, budget: &mut usize) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        if *budget == 0 {
+            break;
+        }
+        *budget -= 1;
+        match entry.file_type() {
+            Ok(kind) if kind.is_socket() => found.push(entry.path()),
+            Ok(kind) if kind.is_dir() && depth > 0 => {
+                found.extend(sockets_in(&entry.path(), depth - 1, budget));
+            }
+            _ => {}
+        }
+    }
+    found
+}
+
+/// The person's own files in `home` that commands able to write `writable`
+/// could reach: every hidden entry (shell and login files, `.ssh`,
+/// `.gnupg`, `.config` of every tool, offcode's own) and `bin`, which a
+/// login shell puts on `PATH`.
+fn personal_files(writable: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
+    let Some(home) = home else {
+        return Vec::new();
+    };
+    if !writable.iter().any(|dir| home.starts_with(dir)) {
+        return Vec::new();
+    }
+    std::fs::read_dir(home)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| protect::is_personal_name(&entry.file_name()))
+        .map(|entry| entry.path())
         .collect()
 }
 
@@ -253,7 +343,8 @@ impl Shell {
                 .map(|dir| crate::paths::expand_home(dir, home))
                 .collect()
         });
-        match Confinement::new(helper, root, &writable[1..], *network, readable) {
+        let home = home.map(Path::new);
+        match Confinement::new(helper, root, &writable[1..], *network, readable, home) {
             Ok(confinement) => Self {
                 confinement: Some(confinement),
                 status,
@@ -262,6 +353,14 @@ impl Shell {
                 reason: format!("no private temp dir: {error}"),
             }),
         }
+    }
+
+    /// Keeps offcode's own files and directories (config, data, state)
+    /// from commands wherever they are.
+    #[must_use]
+    pub fn with_own_files(mut self, own: &[PathBuf]) -> Self {
+        self.confinement = self.confinement.map(|c| c.with_own_files(own));
+        self
     }
 
     /// A shell that runs commands plainly, for the reason `status` gives.
@@ -283,13 +382,17 @@ impl Shell {
         self.confinement.as_ref().filter(|_| !lifted)
     }
 
-    /// `program args...`, confined unless `lifted`.
+    /// `program args...`, confined unless `lifted`; either way in a new
+    /// session with no controlling terminal (and so its own process group).
     pub fn command(&self, program: &str, args: &[&str], lifted: bool) -> std::process::Command {
-        if let Some(confinement) = self.confinement(lifted) {
-            return confinement.command(program, args);
-        }
-        let mut command = std::process::Command::new(program);
-        command.args(args);
+        let mut command = if let Some(confinement) = self.confinement(lifted) {
+            confinement.command(program, args)
+        } else {
+            let mut command = std::process::Command::new(program);
+            command.args(args);
+            command
+        };
+        sys::new_session(&mut command);
         command
     }
 }
@@ -303,6 +406,9 @@ pub struct Confinement {
     spec: Spec,
     /// The session's private temp dir (`TMPDIR`), removed on drop.
     tmp: PathBuf,
+    /// The home directory, when commands may write beneath it: the
+    /// person's files there are watched ([`protect::remove_new_personal`]).
+    home: Option<PathBuf>,
 }
 
 impl Confinement {
@@ -315,6 +421,7 @@ impl Confinement {
         writable: &[PathBuf],
         network: bool,
         readable: Option<Vec<PathBuf>>,
+        home: Option<&Path>,
     ) -> std::io::Result<Self> {
         let tmp = private_temp_dir()?;
         let mut dirs = vec![root.to_path_buf(), tmp.clone()];
@@ -323,20 +430,43 @@ impl Confinement {
         Ok(Self {
             helper,
             spec: Spec {
-                hidden: daemon_sockets(&dirs),
-                writable: dirs,
+                hidden: socket_places(&dirs, home),
+                visible: home.map(Path::to_path_buf).into_iter().collect(),
+                personal: personal_files(&dirs, home),
+                writable: dirs.clone(),
                 read_only,
                 network,
                 namespaces: true,
                 readable,
             },
             tmp,
+            home: home
+                .filter(|home| dirs.iter().any(|dir| home.starts_with(dir)))
+                .map(Path::to_path_buf),
         })
+    }
+
+    /// Adds offcode's own files and directories (config, data, state) to
+    /// the person's files, where a writable directory holds them.
+    #[must_use]
+    pub fn with_own_files(mut self, own: &[PathBuf]) -> Self {
+        for path in own {
+            let inside = self.spec.writable.iter().any(|dir| path.starts_with(dir));
+            if inside && !self.spec.personal.iter().any(|p| path.starts_with(p)) {
+                self.spec.personal.push(path.clone());
+            }
+        }
+        self
     }
 
     /// The rules in force.
     pub fn spec(&self) -> &Spec {
         &self.spec
+    }
+
+    /// The home directory, when commands may write beneath it.
+    pub fn writable_home(&self) -> Option<&Path> {
+        self.home.as_deref()
     }
 
     /// The session's private temp dir.
@@ -439,7 +569,7 @@ mod tests {
     fn go_builds_with_a_cache_in_the_private_temp_dir_unless_its_own_is_writable() {
         let root = tempfile::tempdir().unwrap();
         let confined =
-            Confinement::new(PathBuf::from("/x"), root.path(), &[], false, None).unwrap();
+            Confinement::new(PathBuf::from("/x"), root.path(), &[], false, None, None).unwrap();
         let env = |pairs: &'static [(&'static str, &'static str)]| {
             move |name: &str| {
                 pairs
@@ -466,6 +596,7 @@ mod tests {
             root.path(),
             &[cache.path().to_path_buf()],
             false,
+            None,
             None,
         )
         .unwrap();

@@ -97,6 +97,8 @@ pub struct Policy {
     gate: Gate,
     root: PathBuf,
     home: Option<String>,
+    /// offcode's own config, data and state ([`Policy::with_own_files`]).
+    own_files: Vec<PathBuf>,
     /// How shell commands run in this session.
     shell: crate::confine::Status,
 }
@@ -208,6 +210,7 @@ impl Policy {
             // As the gate resolves paths, so prefixes compare.
             root: gate::real_path(root),
             home: home.map(str::to_owned),
+            own_files: Vec::new(),
             shell: crate::confine::Status::Off,
         })
     }
@@ -217,6 +220,14 @@ impl Policy {
     #[must_use]
     pub fn with_shell(mut self, shell: crate::confine::Status) -> Self {
         self.shell = shell;
+        self
+    }
+
+    /// Sets offcode's own files and directories, which no call may change
+    /// without a person.
+    #[must_use]
+    pub fn with_own_files(mut self, own: &[PathBuf]) -> Self {
+        self.own_files = own.iter().map(|path| gate::real_path(path)).collect();
         self
     }
 
@@ -423,14 +434,25 @@ impl Policy {
         found
     }
 
-    /// Whether `path` is one of the files commands may not change: offcode's
-    /// project config (it decides what later calls may do) and git's config
-    /// and hooks (they run programs when a person next uses git).
+    /// Whether `path` is one of the files no call may change without a
+    /// person: offcode's project config and its own files (they decide what
+    /// later calls may do), anything in a git directory at any depth (its
+    /// config and hooks run programs when a person next uses git), and the
+    /// person's shell, login and settings files in the home directory.
     fn is_own_config(&self, path: &Path) -> bool {
         let resolved = gate::real_path(path);
-        resolved
-            .strip_prefix(&self.root)
-            .is_ok_and(crate::confine::protect::is_protected)
+        let in_workspace = resolved.strip_prefix(&self.root).is_ok_and(|relative| {
+            crate::confine::protect::is_protected(relative)
+                || relative.components().any(|part| part.as_os_str() == ".git")
+        });
+        let personal = self.home.as_deref().is_some_and(|home| {
+            resolved
+                .strip_prefix(gate::real_path(Path::new(home)))
+                .ok()
+                .and_then(|relative| relative.components().next())
+                .is_some_and(|first| crate::confine::protect::is_personal_name(first.as_os_str()))
+        });
+        in_workspace || personal || self.own_files.iter().any(|own| resolved.starts_with(own))
     }
 
     /// The rule that decides one subject: the last matching layered rule
@@ -496,7 +518,7 @@ impl Policy {
 fn own_config_danger(target: &str) -> Danger {
     Danger {
         command: target.to_owned(),
-        why: "changes offcode's own configuration or git's config or hooks, which decide what later runs"
+        why: "changes offcode's own configuration or files, a git directory, or the person's shell, login or settings files, which decide what later runs"
             .to_owned(),
     }
 }

@@ -111,6 +111,9 @@ pub fn prepare(
     let (mut context, skills) =
         workspace_context(environment, &sandbox, &config, current.as_deref());
     context.warnings.extend(untrusted);
+    context
+        .warnings
+        .extend(broad_workspace(sandbox.root(), environment.var("HOME")));
     let shell = shell(environment, &config, sandbox.root());
     let mcp = mcp_servers(&config, &shell, sandbox.root(), &mut context.warnings);
     Ok(AgentSetup {
@@ -129,6 +132,26 @@ pub fn prepare(
         depth: 0,
         mcp,
     })
+}
+
+/// A warning when the workspace is the home directory, one above it, or
+/// `/`: everything in it is the model's to read and change (the person's
+/// shell, login and settings files stay read-only).
+fn broad_workspace(root: &std::path::Path, home: Option<&str>) -> Option<String> {
+    let home = home.map(|home| crate::policy::gate::real_path(std::path::Path::new(home)));
+    let what = if root == std::path::Path::new("/") {
+        "the root of the file system"
+    } else if home.as_deref() == Some(root) {
+        "your home directory"
+    } else if home.is_some_and(|home| home.starts_with(root)) {
+        "a folder that holds your home directory"
+    } else {
+        return None;
+    };
+    Some(format!(
+        "The workspace is {what} (`{}`): the model may read and change everything in it but your shell, login and settings files (dot files) and offcode's own; start offcode in a project folder instead",
+        root.display()
+    ))
 }
 
 /// The configured MCP servers (started later, by the core, in the
@@ -216,11 +239,13 @@ pub fn load_policy(
         environment.var("HOME"),
     )
     .map(|policy| {
-        policy.with_shell(crate::confine::Status::of(
-            root,
-            &loaded.config.sandbox,
-            environment.var("HOME"),
-        ))
+        policy
+            .with_own_files(&environment.own_files())
+            .with_shell(crate::confine::Status::of(
+                root,
+                &loaded.config.sandbox,
+                environment.var("HOME"),
+            ))
     })
     .map_err(|e| {
         let hint = match &e {
@@ -300,12 +325,10 @@ fn policy_files(environment: &Environment, loaded: &Loaded) -> Vec<std::path::Pa
 /// cannot.
 pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path) -> Arc<Shell> {
     let helper = std::env::current_exe().unwrap_or_else(|_| "offcode".into());
-    Arc::new(Shell::new(
-        helper,
-        root,
-        &config.sandbox,
-        environment.var("HOME"),
-    ))
+    Arc::new(
+        Shell::new(helper, root, &config.sandbox, environment.var("HOME"))
+            .with_own_files(&environment.own_files()),
+    )
 }
 
 /// The session store under the data directory.

@@ -980,7 +980,9 @@ async fn lifting_the_sandbox_takes_its_own_answer_and_holds_for_one_command() {
     server.push(sse(&chunks::tool_answer("", &[("c3", "bash", script)])));
     server.push(sse(&chunks::text_answer("Done.")));
     let mut harness = start(&server, 10);
-    let outside = harness.root.parent().unwrap().join("beside.txt");
+    // Out of `/tmp`, which confined commands see as a private folder.
+    let beside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = beside.path().join("beside.txt");
     std::fs::write(
         harness.root.join("out.py"),
         format!(

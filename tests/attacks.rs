@@ -217,7 +217,7 @@ fn files_named(dir: &Path, name: &str, found: &mut Vec<PathBuf>) {
     }
 }
 
-fn script(server: &crate::support::MockServer, lines: &[String]) {
+pub fn script(server: &crate::support::MockServer, lines: &[String]) {
     for (batch_index, batch) in lines.chunks(12).enumerate() {
         let calls: Vec<(String, Value)> = batch
             .iter()

@@ -10,6 +10,7 @@ mod abort;
 mod agent;
 mod agents;
 mod attacks;
+mod channels;
 mod cli;
 mod client;
 mod confine;

@@ -61,6 +61,28 @@ impl Environment {
             .or_else(|| self.xdg("XDG_DATA_HOME", ".local/share"))
     }
 
+    /// Everything of offcode's that decides what it does or keeps what it
+    /// did: the config, data, state and cache directories and a config
+    /// file named by `$OFFCODE_CONFIG`. Commands may change none of them.
+    pub fn own_files(&self) -> Vec<PathBuf> {
+        let state = self
+            .var("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| self.home().map(|h| h.join(".local/state")))
+            .map(|base| base.join("offcode"));
+        [
+            self.config_dir(),
+            self.data_dir(),
+            state,
+            self.cache_dir(),
+            self.var("OFFCODE_CONFIG").map(PathBuf::from),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+
     /// `~/.cache/offcode` (or `$OFFCODE_CACHE_DIR`): disposable caches.
     pub fn cache_dir(&self) -> Option<PathBuf> {
         self.var("OFFCODE_CACHE_DIR")

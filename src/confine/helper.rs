@@ -18,18 +18,20 @@ use super::{Error, Spec, Support, sys};
 /// asked for rights this code was not tested with).
 const TESTED_ABI: ABI = ABI::V6;
 
-/// Character devices any command may write (the `/dev/null` of
-/// `2>/dev/null`, terminals), and directories of such.
+/// Character devices any command may read and write (the `/dev/null` of
+/// `2>/dev/null`), never with `ioctl`: no terminal is among them, so a
+/// command can neither type into nor read from the person's terminal.
 const DEVICE_FILES: &[&str] = &[
     "/dev/null",
     "/dev/zero",
     "/dev/full",
     "/dev/random",
     "/dev/urandom",
-    "/dev/tty",
-    "/dev/ptmx",
 ];
-const DEVICE_DIRS: &[&str] = &["/dev/pts", "/dev/shm"];
+/// Where pseudo-terminals live: a private instance is mounted there in the
+/// mount namespace (a test suite may open ptys of its own); the host's are
+/// never reachable.
+const PTYS: &str = "/dev/pts";
 
 /// The helper's whole life: `args` are what followed [`super::HELPER_ARG`]. It
 /// returns only on failure (or, in the PID namespace's parent, with the
@@ -51,6 +53,7 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
     } else {
         Err(std::io::Error::other("namespaces were not asked for"))
     };
+    let private_mounts = unshared.is_ok();
     let network_namespace = match unshared {
         Ok(()) => {
             if let Some(status) = inside_namespaces(&spec)? {
@@ -71,7 +74,7 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
             false
         }
     };
-    restrict(&spec, network_namespace)?;
+    restrict(&spec, network_namespace, private_mounts)?;
     let error = std::process::Command::new(&program[0])
         .args(&program[1..])
         .exec();
@@ -97,7 +100,6 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
         .writable
         .iter()
         .map(PathBuf::as_path)
-        .chain(DEVICE_DIRS.iter().map(Path::new))
         .filter(|dir| dir.is_dir())
         .collect();
     for dir in &writable {
@@ -109,16 +111,24 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
         // A directory whose own mount was read-only to begin with stays so.
         let _ = sys::read_only_tree(dir, false);
     }
-    for path in &spec.read_only {
+    for path in spec.read_only.iter().chain(&spec.personal) {
         // A path that does not exist cannot be mounted over; the check
         // after the command covers it.
         if path.exists() {
             bind_read_only(path).map_err(step("a read-only bind mount"))?;
         }
     }
+    let kept: Vec<&Path> = spec
+        .writable
+        .iter()
+        .chain(spec.readable.iter().flatten())
+        .chain(&spec.visible)
+        .map(PathBuf::as_path)
+        .collect();
     for path in &spec.hidden {
-        hide(path).map_err(step("hiding a daemon's socket"))?;
+        hide(path, &kept).map_err(step("hiding a place where sockets live"))?;
     }
+    private_ptys().map_err(step("a private /dev/pts"))?;
     if !spec.network {
         sys::loopback_up().map_err(step("bringing loopback up"))?;
     }
@@ -166,22 +176,76 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
     }
 }
 
-/// Puts an empty read-only directory over a directory, and `/dev/null`
-/// over a socket, so nothing listening there can be reached.
-fn hide(path: &Path) -> std::io::Result<()> {
-    use rustix::mount::MountFlags;
-    if path.is_dir() {
-        rustix::mount::mount(
-            "tmpfs",
-            path,
-            "tmpfs",
-            MountFlags::RDONLY | MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
-            Some(c"mode=0555,size=4k"),
+/// Puts an empty private directory (a fresh, writable tmpfs) over a
+/// directory, and `/dev/null` over a socket, so nothing listening there can
+/// be reached. The directories of `kept` beneath it (the workspace, the
+/// private temp dir) are carried over to the new mount, as they were.
+fn hide(path: &Path, kept: &[&Path]) -> std::io::Result<()> {
+    use rustix::mount::{MountFlags, MoveMountFlags, OpenTreeFlags};
+    if !path.is_dir() {
+        if path.exists() {
+            rustix::mount::mount_bind("/dev/null", path)?;
+        }
+        return Ok(());
+    }
+    let mut beneath: Vec<&Path> = kept
+        .iter()
+        .copied()
+        .filter(|dir| dir.starts_with(path) && *dir != path && dir.is_dir())
+        .collect();
+    beneath.sort();
+    // One beneath another comes along with it.
+    beneath.dedup_by(|inner, outer| inner.starts_with(*outer));
+    let mut trees = Vec::new();
+    for dir in beneath {
+        let tree = rustix::mount::open_tree(
+            rustix::fs::CWD,
+            dir,
+            OpenTreeFlags::OPEN_TREE_CLONE
+                | OpenTreeFlags::OPEN_TREE_CLOEXEC
+                | OpenTreeFlags::AT_RECURSIVE,
         )?;
-    } else if path.exists() {
-        rustix::mount::mount_bind("/dev/null", path)?;
+        trees.push((dir, tree));
+    }
+    rustix::mount::mount(
+        "tmpfs",
+        path,
+        "tmpfs",
+        MountFlags::NOSUID | MountFlags::NODEV,
+        Some(c"mode=0755"),
+    )?;
+    for (dir, tree) in trees {
+        std::fs::create_dir_all(dir)?;
+        rustix::mount::move_mount(
+            &tree,
+            "",
+            rustix::fs::CWD,
+            dir,
+            MoveMountFlags::MOVE_MOUNT_F_EMPTY_PATH,
+        )?;
     }
     Ok(())
+}
+
+/// A private instance of `/dev/pts` (and its `ptmx`), so the host's
+/// terminals are not there to open; where the kernel refuses one, an empty
+/// directory.
+fn private_ptys() -> std::io::Result<()> {
+    use rustix::mount::MountFlags;
+    let fresh = rustix::mount::mount(
+        "devpts",
+        PTYS,
+        "devpts",
+        MountFlags::NOSUID | MountFlags::NOEXEC,
+        Some(c"newinstance,ptmxmode=0666,mode=0620"),
+    );
+    match fresh {
+        Ok(()) => {
+            let _ = rustix::mount::mount_bind("/dev/pts/ptmx", "/dev/ptmx");
+            Ok(())
+        }
+        Err(_) => hide(Path::new(PTYS), &[]),
+    }
 }
 
 /// Bind-mounts `path` over itself read-only, keeping the flags the kernel
@@ -209,7 +273,9 @@ fn bind_read_only(path: &Path) -> std::io::Result<()> {
 }
 
 /// Applies the Landlock rules to the helper (inherited by the command).
-fn restrict(spec: &Spec, network_namespace: bool) -> Result<(), Error> {
+/// `private` says the mount namespace was made: the hidden places are
+/// private tmpfs mounts and `/dev/pts` a private instance, both writable.
+fn restrict(spec: &Spec, network_namespace: bool, private: bool) -> Result<(), Error> {
     let failed = |e: &dyn std::fmt::Display| Error::Landlock(e.to_string());
     let mut ruleset = Ruleset::default()
         .set_compatibility(CompatLevel::BestEffort)
@@ -223,33 +289,23 @@ fn restrict(spec: &Spec, network_namespace: bool) -> Result<(), Error> {
             .handle_access(AccessNet::from_all(ABI::V4))
             .map_err(|e| failed(&e))?;
     }
-    let mut created = ruleset.create().map_err(|e| failed(&e))?;
-    let read = AccessFs::from_read(TESTED_ABI);
-    let all = AccessFs::from_all(TESTED_ABI);
-    let file = AccessFs::from_file(TESTED_ABI);
-    let beneath = |path: &Path, access| {
-        PathFd::new(path)
-            .ok()
-            .map(|fd| PathBeneath::new(fd, access))
-    };
-    let everything = [PathBuf::from("/")];
-    let readable = spec.readable.as_deref().unwrap_or(&everything);
-    let rules = readable
-        .iter()
-        .filter_map(|dir| beneath(dir, read))
-        .chain(spec.writable.iter().filter_map(|dir| beneath(dir, all)))
-        .chain(
-            DEVICE_DIRS
-                .iter()
-                .filter_map(|dir| beneath(Path::new(dir), all)),
-        )
-        .chain(
-            DEVICE_FILES
-                .iter()
-                .filter_map(|f| beneath(Path::new(f), file)),
-        );
-    for rule in rules {
-        created = created.add_rule(rule).map_err(|e| failed(&e))?;
+    let mut created = ruleset
+        .set_compatibility(CompatLevel::BestEffort)
+        .create()
+        .map_err(|e| failed(&e))?;
+    for (path, access) in rules(spec, private) {
+        let Ok(fd) = PathFd::new(&path) else {
+            continue;
+        };
+        // Rights that only directories have are not asked for a file.
+        let access = if path.is_dir() {
+            access
+        } else {
+            access & AccessFs::from_file(TESTED_ABI)
+        };
+        created = created
+            .add_rule(PathBeneath::new(fd, access))
+            .map_err(|e| failed(&e))?;
     }
     let status = created.restrict_self().map_err(|e| failed(&e))?;
     if status.ruleset == RulesetStatus::NotEnforced {
@@ -258,4 +314,80 @@ fn restrict(spec: &Spec, network_namespace: bool) -> Result<(), Error> {
         ));
     }
     Ok(())
+}
+
+/// What may be done beneath which path.
+///
+/// - Read: the listed directories, or everything but `/dev`, whose few
+///   harmless devices are listed (so no terminal of the person's can be
+///   opened, even through `/proc/PID/fd`).
+/// - Write: the writable directories, and with a mount namespace the
+///   private places and ptys; without one, the writable directories
+///   around the person's files inside them, which no rule then reaches
+///   (nor can a missing one be created next to them).
+fn rules(spec: &Spec, private: bool) -> Vec<(PathBuf, landlock::BitFlags<AccessFs>)> {
+    let read = AccessFs::from_read(TESTED_ABI);
+    let all = AccessFs::from_all(TESTED_ABI);
+    let mut rules = Vec::new();
+    if let Some(dirs) = &spec.readable {
+        rules.extend(dirs.iter().map(|dir| (dir.clone(), read)));
+    } else {
+        rules.push((PathBuf::from("/"), AccessFs::ReadDir.into()));
+        let top = std::fs::read_dir("/").map(|dir| dir.flatten().map(|e| e.path()));
+        rules.extend(
+            top.into_iter()
+                .flatten()
+                .filter(|path| path != Path::new("/dev"))
+                .map(|path| (path, read)),
+        );
+    }
+    let device = AccessFs::ReadFile | AccessFs::WriteFile;
+    rules.extend(DEVICE_FILES.iter().map(|f| (PathBuf::from(f), device)));
+    if private {
+        // The person's files are read-only mounts; a new one the command
+        // creates is removed after it ([`super::protect::new_personal`]).
+        rules.extend(spec.writable.iter().map(|dir| (dir.clone(), all)));
+        rules.extend(spec.hidden.iter().map(|dir| (dir.clone(), all)));
+        rules.push((PathBuf::from(PTYS), all));
+        rules.push((PathBuf::from("/dev/ptmx"), all));
+    } else {
+        let personal: Vec<&Path> = spec.personal.iter().map(PathBuf::as_path).collect();
+        for dir in &spec.writable {
+            around(dir, &personal, all, &mut rules);
+        }
+        rules.push((PathBuf::from("/dev/shm"), all));
+    }
+    rules
+}
+
+/// `dir` with `access`, or, when a path of `left_out` lies in it, each of
+/// its entries but those (recursively): Landlock's rights only add up, so
+/// a file inside a writable directory is kept from writes by never
+/// granting that directory.
+fn around(
+    dir: &Path,
+    left_out: &[&Path],
+    access: landlock::BitFlags<AccessFs>,
+    rules: &mut Vec<(PathBuf, landlock::BitFlags<AccessFs>)>,
+) {
+    if left_out.contains(&dir) {
+        return;
+    }
+    if !left_out.iter().any(|path| path.starts_with(dir)) {
+        rules.push((dir.to_path_buf(), access));
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        match entry.file_type() {
+            // A symlink's rule would be its target's, wherever that is.
+            Ok(kind) if kind.is_symlink() => {}
+            Ok(kind) if kind.is_dir() => around(&path, left_out, access, rules),
+            Ok(_) if !left_out.contains(&path.as_path()) => rules.push((path, access)),
+            _ => {}
+        }
+    }
 }

@@ -29,6 +29,49 @@ pub const PROTECTED: &[&str] = &[
     ".offcode",
 ];
 
+/// Whether a name directly in the home directory is one of the person's
+/// own files: hidden (shell and login files, `.ssh`, tools' settings) or
+/// `bin`, which a login shell puts on `PATH`.
+pub fn is_personal_name(name: &std::ffi::OsStr) -> bool {
+    let name = name.to_string_lossy();
+    name.starts_with('.') || name == "bin"
+}
+
+/// The person's own entries directly in `home`, as they are now.
+pub fn personal_names(home: &Path) -> std::collections::BTreeSet<std::ffi::OsString> {
+    std::fs::read_dir(home)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name())
+        .filter(|name| is_personal_name(name))
+        .collect()
+}
+
+/// Removes the person's entries a command created in `home` (a new
+/// `.profile`, `.ssh`, `bin`...) that were not there `before`: existing
+/// ones are read-only to commands, and a new one would be read by the
+/// person's next shell. One line per entry removed.
+pub fn remove_new_personal(
+    home: &Path,
+    before: &std::collections::BTreeSet<std::ffi::OsString>,
+) -> Vec<String> {
+    let mut report = Vec::new();
+    for name in personal_names(home).difference(before) {
+        let path = home.join(name);
+        let removed = match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(&path),
+            _ => std::fs::remove_file(&path),
+        };
+        let shown = path.display();
+        report.push(match removed {
+            Ok(()) => format!("`{shown}` was created; removed it"),
+            Err(error) => format!("`{shown}` was created and could not be removed: {error}"),
+        });
+    }
+    report
+}
+
 /// Content recorded at most; past it, changes are still detected (by size
 /// and time) and reported but cannot be put back.
 const MAX_RECORDED: u64 = 8 * 1024 * 1024;
@@ -131,7 +174,7 @@ impl Snapshot {
             if self.entries.contains_key(path) {
                 continue; // replaced: rewritten below
             }
-            if self.new_repository(path, entry) {
+            if self.new_repository(sandbox.root(), path, entry) {
                 continue;
             }
             let shown = path.display();
@@ -166,14 +209,14 @@ impl Snapshot {
     /// What `git init` makes where there was no repository: the `.git`
     /// and hooks directories, `*.sample` hooks (git never runs them) and a
     /// config whose every setting runs nothing. Anything else is removed.
-    fn new_repository(&self, path: &Path, entry: &Entry) -> bool {
+    fn new_repository(&self, root: &Path, path: &Path, entry: &Entry) -> bool {
         if self.entries.contains_key(Path::new(".git")) || !path.starts_with(".git") {
             return false;
         }
         match entry {
             Entry::Directory => path == Path::new(".git") || path == Path::new(".git/hooks"),
             Entry::File {
-                content: Some(content),
+                content: Some(_),
                 mode,
                 ..
             } => {
@@ -183,49 +226,12 @@ impl Snapshot {
                 } else {
                     path == Path::new(".git/config")
                         && mode & 0o111 == 0
-                        && harmless_config(&String::from_utf8_lossy(content))
+                        && super::gitdirs::harmless_config(&root.join(path))
                 }
             }
             _ => false,
         }
     }
-}
-
-/// A git config holding only settings that name no program to run.
-fn harmless_config(text: &str) -> bool {
-    const SETTINGS: &[&str] = &[
-        "core.repositoryformatversion",
-        "core.filemode",
-        "core.bare",
-        "core.logallrefupdates",
-        "core.ignorecase",
-        "core.precomposeunicode",
-        "core.symlinks",
-        "core.autocrlf",
-        "extensions.objectformat",
-        "user.name",
-        "user.email",
-    ];
-    let mut section = String::new();
-    text.lines().map(str::trim).all(|line| {
-        if line.is_empty() || line.starts_with(['#', ';']) {
-            return true;
-        }
-        if let Some(header) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            if header.contains(['"', ' ']) {
-                return false; // subsections: remotes, includeIf, ...
-            }
-            section = header.to_ascii_lowercase();
-            return true;
-        }
-        let key = line
-            .split('=')
-            .next()
-            .unwrap_or("")
-            .trim()
-            .to_ascii_lowercase();
-        SETTINGS.contains(&format!("{section}.{key}").as_str())
-    })
 }
 
 /// Whether the kind of entry differs (a file became a directory...).

@@ -1,5 +1,5 @@
 //! The system calls confinement needs that have no safe wrapper:
-//! `unshare` of new namespaces, `fork` into a new PID namespace, the
+//! `setsid` between `fork` and `exec`, `unshare` of new namespaces, `fork` into a new PID namespace, the
 //! `ioctl` that brings the private loopback interface up, and
 //! `mount_setattr`, which makes a whole tree of mounts read-only.
 //!
@@ -76,6 +76,26 @@ fn write_maps(pid: u32, uid: u32, gid: u32) -> io::Result<()> {
     std::fs::write(format!("/proc/{pid}/setgroups"), "deny")?;
     std::fs::write(format!("/proc/{pid}/uid_map"), format!("{uid} {uid} 1"))?;
     std::fs::write(format!("/proc/{pid}/gid_map"), format!("{gid} {gid} 1"))
+}
+
+/// Makes `command` start in a new session of its own: it has no
+/// controlling terminal, so it cannot open `/dev/tty` or push input into
+/// the person's terminal (`TIOCSTI` needs the caller's own controlling
+/// terminal, or `CAP_SYS_ADMIN` in the first user namespace). The session
+/// is also its process group, which offcode kills when the call ends.
+pub fn new_session(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before `exec` and makes
+    // one async-signal-safe call, `setsid`, touching no memory of ours.
+    unsafe {
+        command.pre_exec(|| {
+            if libc::setsid() == -1 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        });
+    }
 }
 
 /// Who returned from [`fork`].

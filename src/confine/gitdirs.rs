@@ -1,0 +1,500 @@
+//! Git directories anywhere in the workspace, checked after each command.
+//!
+//! A git directory's config and hooks run programs when a person next uses
+//! git there, outside any sandbox: `core.fsmonitor` on the next `git
+//! status` (which a shell prompt runs on `cd`), a hook on the next commit.
+//! The root's are read-only to commands ([`super::protect`]); a command may
+//! still create or change any other: a nested repository, a bare one, a
+//! worktree, a `.git` file or `commondir` pointing at one it made in its
+//! temp dir.
+//!
+//! So after each command every git directory in the workspace is found,
+//! and those the command touched (a file or folder on the way to them
+//! changed since it started: the change time, unlike the modification
+//! time, cannot be set back) are judged with git's own reading of their
+//! config. A key that is not known to run nothing is taken out (the file
+//! as it was is kept beside it), a hook is renamed so git never runs it,
+//! and a pointer out of the workspace is moved aside. Each is named in the
+//! command's result.
+
+use std::fmt::Write as _;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+/// The suffix of what was moved aside.
+const REFUSED: &str = "offcode-refused";
+
+/// Settings that make git run nothing, by `section.key`; `*` stands for a
+/// subsection (a remote's or a branch's name). Everything else is taken
+/// out of a config a command wrote: the list of keys that run programs
+/// is long and grows with each git release, this one does not need to.
+const HARMLESS: &[&str] = &[
+    "core.repositoryformatversion",
+    "core.filemode",
+    "core.bare",
+    "core.logallrefupdates",
+    "core.ignorecase",
+    "core.precomposeunicode",
+    "core.symlinks",
+    "core.autocrlf",
+    "core.eol",
+    "core.safecrlf",
+    "core.quotepath",
+    "core.whitespace",
+    "core.compression",
+    "core.abbrev",
+    "core.checkstat",
+    "core.trustctime",
+    "core.untrackedcache",
+    "core.preloadindex",
+    "core.sharedrepository",
+    "extensions.objectformat",
+    "extensions.refstorage",
+    "extensions.worktreeconfig",
+    "extensions.noop",
+    "extensions.preciousobjects",
+    "user.name",
+    "user.email",
+    "init.defaultbranch",
+    "remote.*.url",
+    "remote.*.pushurl",
+    "remote.*.fetch",
+    "remote.*.push",
+    "remote.*.tagopt",
+    "remote.*.prune",
+    "remote.*.mirror",
+    "branch.*.remote",
+    "branch.*.merge",
+    "branch.*.rebase",
+    "branch.*.pushremote",
+    "branch.*.description",
+    "submodule.*.url",
+    "submodule.*.active",
+    "submodule.*.branch",
+    "submodule.*.path",
+    "submodule.*.shallow",
+    "pull.rebase",
+    "pull.ff",
+    "push.default",
+    "push.autosetupremote",
+    "fetch.prune",
+    "gc.auto",
+];
+
+/// One config setting as git reads it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Setting {
+    /// `section.subsection.name`, section and name in lower case.
+    key: String,
+    value: Option<String>,
+}
+
+/// Checks every git directory in `root` (but the root's own `.git`, which
+/// [`super::protect`] keeps) that something changed on the way to since
+/// `since`; returns one line per thing undone.
+pub fn check(root: &Path, since: SystemTime) -> Vec<String> {
+    let since = since
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
+    let mut found = Found::default();
+    walk(root, root, &mut found);
+    let mut report = Vec::new();
+    for pointer in &found.pointers {
+        if touched(root, pointer, since) {
+            report.extend(check_pointer(root, pointer));
+        }
+    }
+    for dir in &found.git_dirs {
+        if touched(root, dir, since) || inside_touched(dir, since) {
+            report.extend(check_git_dir(root, dir));
+        }
+    }
+    report
+}
+
+#[derive(Default)]
+struct Found {
+    git_dirs: Vec<PathBuf>,
+    /// `.git` files (`gitdir: PATH`) and `commondir` files.
+    pointers: Vec<PathBuf>,
+}
+
+/// Whether `dir` is a git directory: it has `HEAD`, and objects of its own
+/// or a `commondir` naming where they are.
+fn is_git_dir(dir: &Path) -> bool {
+    dir.join("HEAD").is_file() && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
+}
+
+/// Finds git directories and pointers beneath `dir`, symlinks not followed.
+fn walk(root: &Path, dir: &Path, found: &mut Found) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_file() && entry.file_name() == ".git" {
+            found.pointers.push(path);
+        } else if kind.is_dir() {
+            if dir == root && entry.file_name() == ".git" {
+                continue;
+            }
+            if is_git_dir(&path) {
+                git_dir(&path, found);
+            } else {
+                walk(root, &path, found);
+            }
+        }
+    }
+}
+
+/// Records a git directory and those it holds (submodules' and linked
+/// worktrees' own), without walking its objects.
+fn git_dir(dir: &Path, found: &mut Found) {
+    found.git_dirs.push(dir.to_path_buf());
+    if dir.join("commondir").is_file() {
+        found.pointers.push(dir.join("commondir"));
+    }
+    for holder in ["modules", "worktrees"] {
+        let inner = std::fs::read_dir(dir.join(holder)).into_iter().flatten();
+        for entry in inner.flatten() {
+            if entry.file_type().is_ok_and(|kind| kind.is_dir()) && is_git_dir(&entry.path()) {
+                git_dir(&entry.path(), found);
+            }
+        }
+    }
+}
+
+/// The change time of `path` (not followed), in nanoseconds.
+fn changed_at(path: &Path) -> Option<i128> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|meta| i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()))
+}
+
+/// Whether `path` or a folder on the way to it from `root` changed since
+/// `since`: a repository moved in from elsewhere keeps its files' times,
+/// but not the folder it was moved into.
+fn touched(root: &Path, path: &Path, since: i128) -> bool {
+    let Ok(relative) = path.strip_prefix(root) else {
+        return true;
+    };
+    let mut current = root.to_path_buf();
+    relative.components().any(|part| {
+        current.push(part);
+        changed_at(&current).is_none_or(|time| time >= since)
+    })
+}
+
+/// Whether a file inside the git directory that decides what runs changed.
+fn inside_touched(dir: &Path, since: i128) -> bool {
+    let hooks = std::fs::read_dir(dir.join("hooks"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.path());
+    ["config", "config.worktree", "hooks", "commondir"]
+        .iter()
+        .map(|name| dir.join(name))
+        .chain(hooks)
+        .any(|path| changed_at(&path).is_some_and(|time| time >= since))
+}
+
+/// A pointer a command wrote to a git directory outside the workspace
+/// (its temp dir, say) is moved aside: git would read that directory's
+/// config, which nothing here checks.
+fn check_pointer(root: &Path, pointer: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(pointer).unwrap_or_default();
+    let target = text.trim().strip_prefix("gitdir:").unwrap_or(&text).trim();
+    let base = pointer.parent().unwrap_or(root);
+    // Resolved as git resolves it, through symlinks; one that leads
+    // nowhere is moved aside too.
+    let inside = std::fs::canonicalize(base.join(target))
+        .ok()
+        .zip(std::fs::canonicalize(root).ok())
+        .is_some_and(|(resolved, root)| resolved.starts_with(root));
+    if !target.is_empty() && inside {
+        return None;
+    }
+    Some(move_aside(
+        root,
+        pointer,
+        &format!("points git at `{target}`, outside the workspace"),
+    ))
+}
+
+/// Takes the settings that may run programs out of the git directory's
+/// config files, and renames its hooks so git never runs them.
+fn check_git_dir(root: &Path, dir: &Path) -> Vec<String> {
+    let mut report = Vec::new();
+    for name in ["config", "config.worktree"] {
+        let path = dir.join(name);
+        if path.is_file() {
+            report.extend(check_config(root, &path));
+        }
+    }
+    let hooks = std::fs::read_dir(dir.join("hooks")).into_iter().flatten();
+    for entry in hooks.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".sample") && !name.ends_with(REFUSED) {
+            report.push(move_aside(root, &entry.path(), "is a hook git would run"));
+        }
+    }
+    report
+}
+
+/// Keeps the harmless settings of a config file and moves the file as it
+/// was aside, when it has any other.
+fn check_config(root: &Path, path: &Path) -> Option<String> {
+    let (settings, unreadable) = match read_config(path) {
+        Ok(settings) => (settings, None),
+        Err(why) => (Vec::new(), Some(why)),
+    };
+    let (kept, refused): (Vec<&Setting>, Vec<&Setting>) =
+        settings.iter().partition(|setting| harmless(&setting.key));
+    if refused.is_empty() && unreadable.is_none() {
+        return None;
+    }
+    let why = unreadable.unwrap_or_else(|| {
+        let keys: Vec<String> = refused.iter().map(|s| format!("`{}`", s.key)).collect();
+        format!("sets {}, which may run a program", keys.join(", "))
+    });
+    let aside = aside_path(path);
+    let shown = shown(root, path);
+    if std::fs::rename(path, &aside).is_err() {
+        return Some(format!(
+            "`{shown}` {why} and could not be moved aside: do not use git there"
+        ));
+    }
+    let written = std::fs::write(path, render(&kept)).is_ok();
+    Some(format!(
+        "`{shown}` {why}; kept it as `{}` and {}",
+        self::shown(root, &aside),
+        if written {
+            "left only the harmless settings"
+        } else {
+            "could not write the harmless settings back"
+        }
+    ))
+}
+
+/// Moves `path` to `PATH.offcode-refused`; the line saying so.
+fn move_aside(root: &Path, path: &Path, why: &str) -> String {
+    let aside = aside_path(path);
+    let shown = shown(root, path);
+    match std::fs::rename(path, &aside) {
+        Ok(()) => format!(
+            "`{shown}` {why}; moved it to `{}`",
+            self::shown(root, &aside)
+        ),
+        Err(error) => format!("`{shown}` {why} and could not be moved aside: {error}"),
+    }
+}
+
+fn aside_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(".");
+    name.push(REFUSED);
+    path.with_file_name(name)
+}
+
+fn shown(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// Whether `key` is one of [`HARMLESS`].
+fn harmless(key: &str) -> bool {
+    let (section, rest) = key.split_once('.').unwrap_or((key, ""));
+    let (subsection, name) = match rest.rsplit_once('.') {
+        Some((subsection, name)) => (Some(subsection), name),
+        None => (None, rest),
+    };
+    let pattern = match subsection {
+        Some(_) => format!("{section}.*.{name}"),
+        None => format!("{section}.{name}"),
+    };
+    HARMLESS.contains(&pattern.as_str())
+}
+
+/// The settings of a config file as git reads them (`git config --file F
+/// --list -z`, includes not followed: `include.path` is itself a key); where
+/// git cannot be run, as [`read_plain`] reads them.
+fn read_config(path: &Path) -> Result<Vec<Setting>, String> {
+    let output = std::process::Command::new("git")
+        .args(["config", "--no-includes", "--list", "-z", "--file"])
+        .arg(path)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output();
+    match output {
+        Ok(output) if output.status.success() => Ok(output
+            .stdout
+            .split(|byte| *byte == 0)
+            .filter(|entry| !entry.is_empty())
+            .map(|entry| {
+                let entry = String::from_utf8_lossy(entry);
+                match entry.split_once('\n') {
+                    Some((key, value)) => Setting {
+                        key: key.to_owned(),
+                        value: Some(value.to_owned()),
+                    },
+                    None => Setting {
+                        key: entry.into_owned(),
+                        value: None,
+                    },
+                }
+            })
+            .collect()),
+        Ok(_) => Err("is not a config git can read".to_owned()),
+        Err(_) => read_plain(&std::fs::read_to_string(path).unwrap_or_default()),
+    }
+}
+
+/// Reads a config without git: only `[section]` and `[section "sub"]`
+/// headers on lines of their own and `key = value` lines with plain
+/// values; anything else (a setting on its header's line, a continuation,
+/// quotes, escapes) is refused, since git might read it otherwise.
+fn read_plain(text: &str) -> Result<Vec<Setting>, String> {
+    let refused = || Err("has lines offcode cannot read without git".to_owned());
+    let mut header = None;
+    let mut settings = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.is_empty() || line.starts_with(['#', ';']) {
+            continue;
+        }
+        if let Some(inner) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            let plain = |s: &str| {
+                !s.is_empty()
+                    && s.chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-.".contains(c))
+            };
+            header = match inner.split_once(" \"") {
+                Some((section, sub)) => match sub.strip_suffix('"') {
+                    Some(sub) if plain(section) && !sub.contains(['"', '\\']) => {
+                        Some(format!("{}.{sub}", section.to_ascii_lowercase()))
+                    }
+                    _ => return refused(),
+                },
+                None if plain(inner) => Some(inner.to_ascii_lowercase()),
+                None => return refused(),
+            };
+            continue;
+        }
+        let (Some(section), Some((key, value))) = (&header, line.split_once('=')) else {
+            return refused();
+        };
+        let key = key.trim();
+        let value = value.trim();
+        let plain_key =
+            !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !plain_key || value.contains(['"', '\\', '#', ';']) {
+            return refused();
+        }
+        settings.push(Setting {
+            key: format!("{section}.{}", key.to_ascii_lowercase()),
+            value: Some(value.to_owned()),
+        });
+    }
+    Ok(settings)
+}
+
+/// The settings written back in git's syntax, every value quoted.
+fn render(settings: &[&Setting]) -> String {
+    let mut text = String::new();
+    let mut current = None;
+    for setting in settings {
+        let (section, rest) = setting.key.split_once('.').unwrap_or((&setting.key, ""));
+        let (subsection, name) = match rest.rsplit_once('.') {
+            Some((subsection, name)) => (Some(subsection), name),
+            None => (None, rest),
+        };
+        let header = match subsection {
+            Some(sub) => format!("[{section} \"{}\"]", escape(sub)),
+            None => format!("[{section}]"),
+        };
+        if current.as_ref() != Some(&header) {
+            text.push_str(&header);
+            text.push('\n');
+            current = Some(header);
+        }
+        let _ = match &setting.value {
+            Some(value) => writeln!(text, "\t{name} = \"{}\"", escape(value)),
+            None => writeln!(text, "\t{name}"),
+        };
+    }
+    text
+}
+
+fn escape(text: &str) -> String {
+    text.replace('\\', "\\\\")
+        .replace('"', "\\\"")
+        .replace('\n', "\\n")
+        .replace('\t', "\\t")
+}
+
+/// Whether a config file's text (a new repository's) sets only harmless
+/// settings, as git reads it.
+pub fn harmless_config(path: &Path) -> bool {
+    read_config(path).is_ok_and(|settings| settings.iter().all(|s| harmless(&s.key)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    #[test]
+    fn keys_match_the_list_with_any_subsection() {
+        assert!(harmless("core.bare"));
+        assert!(harmless("remote.origin.url"));
+        assert!(harmless("remote.a.b.url"));
+        assert!(!harmless("core.fsmonitor"));
+        assert!(!harmless("core.hookspath"));
+        assert!(!harmless("alias.st"));
+        assert!(!harmless("include.path"));
+        assert!(!harmless("remote.origin.uploadpack"));
+    }
+
+    #[test]
+    fn without_git_only_plain_lines_are_read() {
+        let read = read_plain("[core]\n\tbare = false\n[remote \"o\"]\n\turl = x\n").unwrap();
+        assert_eq!(
+            read.iter().map(|s| s.key.as_str()).collect::<Vec<_>>(),
+            ["core.bare", "remote.o.url"]
+        );
+        for text in [
+            "[core]\tfsmonitor = id\n",
+            "[core]\n\tfsmonitor = \"id\"\n",
+            "[core]\n\tx = a \\\n b\n",
+            "bare = false\n",
+        ] {
+            assert!(read_plain(text).is_err(), "{text:?}");
+        }
+    }
+
+    #[test]
+    fn what_is_written_back_reads_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config");
+        let settings = [
+            Setting {
+                key: "remote.Up Stream.url".to_owned(),
+                value: Some("a \"b\" \\c".to_owned()),
+            },
+            Setting {
+                key: "core.bare".to_owned(),
+                value: None,
+            },
+        ];
+        std::fs::write(&path, render(&settings.iter().collect::<Vec<_>>())).unwrap();
+        assert_eq!(read_config(&path).unwrap(), settings);
+    }
+}
