@@ -194,6 +194,10 @@ pub enum Error {
     /// Landlock is missing or refused the rules.
     #[error("Landlock cannot confine the command: {0}")]
     Landlock(String),
+    /// The system-call filter that refuses UNIX sockets (used where there
+    /// is no mount namespace) could not be applied.
+    #[error("the system-call filter cannot be applied: {0}")]
+    Seccomp(String),
     /// Neither a network namespace nor Landlock's TCP rules are available.
     #[error(
         "the network cannot be closed: no user namespaces ({namespace}) and no Landlock TCP rules (kernel 6.7 or later)"

@@ -664,3 +664,88 @@ fn a_git_commondir_pointing_elsewhere_is_put_back() {
     );
     assert!(!b.root.join(".git/commondir").exists());
 }
+
+/// Tries each UNIX socket path and terminal, and a socket pair; prints
+/// what worked.
+const PROBE: &str = r#"
+import glob, os, socket, sys
+for path in sys.argv[1:]:
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(path)
+        print("reached", path)
+    except OSError as error:
+        print("refused", path, error)
+for tty in ["/dev/tty"] + glob.glob("/dev/pts/[0-9]*"):
+    try:
+        os.open(tty, os.O_RDWR | os.O_NOCTTY)
+        print("opened", tty)
+    except OSError:
+        pass
+a, b = socket.socketpair()
+a.send(b"x")
+print("pair", b.recv(1))
+"#;
+
+#[test]
+fn without_namespaces_no_unix_socket_and_no_terminal_can_be_reached() {
+    let b = sandbox_box();
+    let socket = b.outside.join("daemon.sock");
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    listener.set_nonblocking(true).unwrap();
+    std::fs::write(b.root.join("probe.py"), PROBE).unwrap();
+    let spec = Spec {
+        namespaces: false,
+        ..spec(&b.root)
+    };
+    let output = helper(
+        &spec,
+        &format!("python3 probe.py {}", socket.display()),
+        &b.root,
+    );
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("refused"), "{output:?}");
+    assert!(!text.contains("reached") && !text.contains("opened"), "{text}");
+    // What a program needs of its own still works.
+    assert!(text.contains("pair b'x'"), "{text}");
+    match listener.accept() {
+        Err(e) if e.kind() == ErrorKind::WouldBlock => {}
+        other => panic!("the daemon was reached: {other:?}"),
+    }
+}
+
+#[test]
+fn the_persons_files_in_the_workspace_stay_read_only_with_or_without_namespaces() {
+    for namespaces in [true, false] {
+        let b = sandbox_box();
+        // The workspace is the home directory.
+        std::fs::write(b.root.join(".bashrc"), "# mine\n").unwrap();
+        std::fs::create_dir_all(b.root.join("notes")).unwrap();
+        let spec = Spec {
+            namespaces,
+            personal: vec![b.root.join(".bashrc"), b.root.join(".profile")],
+            ..spec(&b.root)
+        };
+        let output = helper(
+            &spec,
+            "echo evil >> .bashrc; echo evil > .profile; echo ok > notes/today.txt",
+            &b.root,
+        );
+        let shown = format!("namespaces {namespaces}: {output:?}");
+        assert_eq!(
+            std::fs::read_to_string(b.root.join(".bashrc")).unwrap(),
+            "# mine\n",
+            "{shown}"
+        );
+        if !namespaces {
+            // Without a mount namespace nothing new can be made next to
+            // them (with one, offcode removes it after the command).
+            assert!(!b.root.join(".profile").exists(), "{shown}");
+        }
+        assert_eq!(
+            std::fs::read_to_string(b.root.join("notes/today.txt")).unwrap(),
+            "ok\n",
+            "{shown}"
+        );
+    }
+}

@@ -219,6 +219,47 @@ fn an_mcp_tool_asks_by_default_and_a_refusal_leaves_no_effect() {
 }
 
 #[test]
+fn git_settings_an_mcp_call_leaves_run_nothing_later() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    // The person's nested repository, made before the session.
+    let made = std::process::Command::new("git")
+        .args(["init", "-q", "sub"])
+        .current_dir(&ws.root)
+        .output()
+        .unwrap();
+    assert!(made.status.success());
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let marker = ws.home.join("fsmonitor-ran");
+    configure(&ws, &json!({"test": test_server(&log, &[])}), "");
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "c1",
+            "test_write_file",
+            json!({
+                "path": "sub/.git/config",
+                "content": format!("[core]\n\tfsmonitor = touch {}\n", marker.display()),
+            }),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "plant");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let results = tool_results(&server.chat_bodies()[1]);
+    assert!(results[0].contains("core.fsmonitor"), "{results:?}");
+    let status = std::process::Command::new("git")
+        .arg("status")
+        .current_dir(ws.root.join("sub"))
+        .env("HOME", &ws.home)
+        .output()
+        .unwrap();
+    assert!(status.status.success(), "{status:?}");
+    assert!(!marker.exists(), "git ran what the MCP call left: {results:?}");
+}
+
+#[test]
 fn confined_servers_cannot_write_outside_the_workspace_or_connect() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();

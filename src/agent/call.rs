@@ -118,7 +118,13 @@ impl AgentState {
                 let run = async {
                     match &mcp {
                         Some(mcp) => match crate::tools::parse_argument_text(&call.arguments) {
-                            Ok(arguments) => mcp.call(&call.name, arguments, cancel).await,
+                            Ok(arguments) => {
+                                let confinement = self.shell.confinement(false);
+                                let watch = crate::confine::protect::Watch::start(confinement);
+                                let mut output = mcp.call(&call.name, arguments, cancel).await;
+                                output.output.push_str(&watch.finish(self.sandbox.root()));
+                                output
+                            }
                             Err(reason) => ToolOutput::error(format!(
                                 "The arguments for `{}` are not valid JSON ({reason}); send a JSON object",
                                 call.name

@@ -75,6 +75,9 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
         }
     };
     restrict(&spec, network_namespace, private_mounts)?;
+    if !private_mounts {
+        sys::refuse_unix_sockets().map_err(|e| Error::Seccomp(e.to_string()))?;
+    }
     let error = std::process::Command::new(&program[0])
         .args(&program[1..])
         .exec();

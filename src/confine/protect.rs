@@ -10,6 +10,7 @@
 //! cannot lead a restore outside the workspace.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -70,6 +71,55 @@ pub fn remove_new_personal(
         });
     }
     report
+}
+
+/// What a command (or an MCP call) may have left for later, checked after
+/// it: the person's files it created in the home directory, git settings
+/// it left anywhere in the workspace ([`super::gitdirs`]).
+#[derive(Debug)]
+pub struct Watch {
+    started: std::time::SystemTime,
+    home: Option<(PathBuf, std::collections::BTreeSet<std::ffi::OsString>)>,
+}
+
+impl Watch {
+    /// Starts watching, before the command runs under `confinement`.
+    pub fn start(confinement: Option<&super::Confinement>) -> Self {
+        let home = confinement
+            .and_then(super::Confinement::writable_home)
+            .map(|home| (home.to_path_buf(), personal_names(home)));
+        Self {
+            // File systems stamp changes with the kernel's coarse clock,
+            // which may lag ours by a tick.
+            started: std::time::SystemTime::now() - std::time::Duration::from_millis(50),
+            home,
+        }
+    }
+
+    /// Undoes what the command left in `root` for later; the lines that
+    /// say so, to append to its result (empty when nothing was).
+    pub fn finish(&self, root: &Path) -> String {
+        let mut text = String::new();
+        if let Some((home, names)) = &self.home {
+            let created = remove_new_personal(home, names);
+            if !created.is_empty() {
+                let _ = write!(
+                    text,
+                    "\n[offcode: commands may not create the person's shell, login or settings files: {}]",
+                    created.join("; ")
+                );
+            }
+        }
+        let undone = super::gitdirs::check(root, self.started);
+        if !undone.is_empty() {
+            let _ = write!(
+                text,
+                "\n[offcode: git settings that would run programs when a person next uses git were undone: {}]",
+                undone.join("; ")
+            );
+        }
+        text
+    }
 }
 
 /// Content recorded at most; past it, changes are still detected (by size

@@ -191,3 +191,89 @@ pub fn read_only_tree(path: &std::path::Path, read_only: bool) -> io::Result<()>
         Err(io::Error::last_os_error())
     }
 }
+
+/// The audit architecture and `socket`'s number, for the filter below.
+#[cfg(target_arch = "x86_64")]
+const NATIVE: (u32, u32) = (0xC000_003E, 41);
+#[cfg(target_arch = "aarch64")]
+const NATIVE: (u32, u32) = (0xC000_00B7, 198);
+/// `io_uring_setup`, the same number on every architecture: its rings
+/// create sockets without the `socket` call.
+const IO_URING_SETUP: u32 = 425;
+
+const fn statement(code: u32, k: u32) -> libc::sock_filter {
+    #[allow(clippy::cast_possible_truncation, reason = "BPF codes fit 16 bits")]
+    libc::sock_filter {
+        code: code as u16,
+        jt: 0,
+        jf: 0,
+        k,
+    }
+}
+
+const fn jump(k: u32, jt: u8, jf: u8) -> libc::sock_filter {
+    #[allow(clippy::cast_possible_truncation, reason = "BPF codes fit 16 bits")]
+    libc::sock_filter {
+        code: (libc::BPF_JMP | libc::BPF_JEQ | libc::BPF_K) as u16,
+        jt,
+        jf,
+        k,
+    }
+}
+
+/// Makes `socket(AF_UNIX, ...)` fail with `EACCES` for the caller and all
+/// it runs (`socketpair` still works): where no mount namespace can hide
+/// the places daemons listen, a command can reach none of them. System
+/// calls of another architecture (a 32-bit program's) end the process,
+/// x32 ones and `io_uring` fail.
+pub fn refuse_unix_sockets() -> io::Result<()> {
+    const LOAD: u32 = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
+    const RETURN: u32 = libc::BPF_RET | libc::BPF_K;
+    #[allow(clippy::cast_sign_loss, reason = "errno values are small and positive")]
+    const DENY: u32 = libc::SECCOMP_RET_ERRNO | libc::EACCES as u32;
+    #[allow(clippy::cast_sign_loss, reason = "errno values are small and positive")]
+    const NO_SYSCALL: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
+    #[allow(clippy::cast_sign_loss, reason = "AF_UNIX is 1")]
+    const UNIX: u32 = libc::AF_UNIX as u32;
+    let (arch, socket) = NATIVE;
+    let filter = [
+        statement(LOAD, 4), // seccomp_data.arch
+        jump(arch, 1, 0),
+        statement(RETURN, libc::SECCOMP_RET_KILL_PROCESS),
+        statement(LOAD, 0), // seccomp_data.nr
+        #[allow(clippy::cast_possible_truncation, reason = "BPF codes fit 16 bits")]
+        libc::sock_filter {
+            code: (libc::BPF_JMP | libc::BPF_JGE | libc::BPF_K) as u16,
+            jt: 0,
+            jf: 1,
+            k: 0x4000_0000, // the x32 bit
+        },
+        statement(RETURN, NO_SYSCALL),
+        jump(IO_URING_SETUP, 0, 1),
+        statement(RETURN, NO_SYSCALL),
+        jump(socket, 0, 3),
+        statement(LOAD, 16), // the low half of seccomp_data.args[0]
+        jump(UNIX, 0, 1),
+        statement(RETURN, DENY),
+        statement(RETURN, libc::SECCOMP_RET_ALLOW),
+    ];
+    let program = libc::sock_fprog {
+        #[allow(clippy::cast_possible_truncation, reason = "the filter has 13 statements")]
+        len: filter.len() as u16,
+        filter: filter.as_ptr().cast_mut(),
+    };
+    // SAFETY: `program` points at `filter`, both alive for the call, which
+    // copies them; no_new_privs is set (Landlock's `restrict_self` set it).
+    let result = unsafe {
+        libc::prctl(
+            libc::PR_SET_SECCOMP,
+            libc::SECCOMP_MODE_FILTER,
+            &raw const program,
+        )
+    };
+    if result == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}

@@ -85,11 +85,7 @@ async fn run_command(
     args.extend(["-c", command]);
     let confinement = context.shell.confinement(context.unconfined);
     let before = confinement.map(|_| Snapshot::take(context.sandbox.root()));
-    let home = confinement.and_then(|c| c.writable_home());
-    let personal_before = home.map(crate::confine::protect::personal_names);
-    // File systems stamp changes with the kernel's coarse clock, which may
-    // lag ours by a tick.
-    let started = std::time::SystemTime::now() - Duration::from_millis(50);
+    let watch = crate::confine::protect::Watch::start(confinement);
     let mut shell = context.shell.command("bash", &args, context.unconfined);
     for secret in SECRET_VARIABLES {
         shell.env_remove(secret);
@@ -121,24 +117,7 @@ async fn run_command(
     // Whatever the command left running in its group goes too.
     drop(group);
     let mut text = output.into_text();
-    if let (Some(home), Some(names)) = (home, &personal_before) {
-        let created = crate::confine::protect::remove_new_personal(home, names);
-        if !created.is_empty() {
-            let _ = write!(
-                text,
-                "\n[offcode: commands may not create the person's shell, login or settings files: {}]",
-                created.join("; ")
-            );
-        }
-    }
-    let undone = crate::confine::gitdirs::check(context.sandbox.root(), started);
-    if !undone.is_empty() {
-        let _ = write!(
-            text,
-            "\n[offcode: git settings that would run programs when a person next uses git were undone: {}]",
-            undone.join("; ")
-        );
-    }
+    text.push_str(&watch.finish(context.sandbox.root()));
     if let Some(before) = before {
         let changes = before.restore(&Snapshot::take(context.sandbox.root()), &context.sandbox);
         if !changes.is_empty() {
