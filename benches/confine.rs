@@ -67,8 +67,27 @@ fn main() {
         assert!(before.restore(&Snapshot::take(&root), &sandbox).is_empty());
     });
     println!("protected files, before and after (.git/config and 14 hooks): {check:?}");
+    // The check of every git directory and of the person's files after a
+    // command, in a project of 2,000 folders with 3 nested repositories
+    // (a `node_modules` or `target` of that size is common).
+    for folder in 0..2_000 {
+        std::fs::create_dir_all(root.join(format!("src/m{}/d{folder}", folder % 40))).unwrap();
+    }
+    for repo in 0..3 {
+        let nested = root.join(format!("vendor/r{repo}/.git"));
+        std::fs::create_dir_all(nested.join("objects")).unwrap();
+        std::fs::create_dir_all(nested.join("hooks")).unwrap();
+        std::fs::write(nested.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        std::fs::write(nested.join("config"), "[core]\n\tbare = false\n").unwrap();
+    }
+    let confinement = shell.confinement(false);
+    let watch = time(runs, || {
+        let watch = offcode::confine::protect::Watch::start(confinement);
+        assert!(watch.finish(&root).is_empty());
+    });
+    println!("git directories and the person's files after a command (2,000 folders): {watch:?}");
     println!(
         "added to a command in all: {:?}",
-        confined.saturating_sub(plain) + check
+        confined.saturating_sub(plain) + check + watch
     );
 }

@@ -462,7 +462,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         }
         let permission = layer.remove("permission");
         if is_project {
-            project.take(&path, &mut layer, permission.as_ref());
+            project.take(&path, &environment.cwd, &mut layer, permission.as_ref());
         }
         let dangerous_extra = dangerous_extra(&mut layer, &path)?;
         if permission.is_some() || !dangerous_extra.is_empty() || commands.is_some() {

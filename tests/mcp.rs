@@ -573,6 +573,52 @@ fn a_repository_s_mcp_servers_do_not_start_until_the_folder_is_trusted() {
 }
 
 #[test]
+fn a_trusted_server_asks_again_when_what_it_runs_changes() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    let start = |extra: &str| {
+        std::fs::write(
+            ws.root.join("start.sh"),
+            format!("{extra}exec {} --log {}\n", server_bin().display(), log.display()),
+        )
+        .unwrap();
+    };
+    let project = |environment: &Value| {
+        std::fs::write(
+            ws.root.join("offcode.jsonc"),
+            json!({"mcp": {"repo": {"type": "local", "command": ["sh", "start.sh"],
+                "environment": environment, "timeout": 5000}}})
+            .to_string(),
+        )
+        .unwrap();
+    };
+    start("");
+    project(&json!({"MODE": "a"}));
+    let said = run(ws.offcode("http://127.0.0.1:9/v1", &["trust"]));
+    assert!(said.stdout.contains("`start.sh` has sha256"), "{}{}", said.stdout, said.stderr);
+    let hello = |ws: &Workspace| {
+        let _ = std::fs::remove_file(&log);
+        let server = mock();
+        server.push(sse(&chunks::text_answer("Hi.")));
+        ws.run_task(&server.base_url(), &["--yes"], "hello")
+    };
+    let output = hello(&ws);
+    assert!(!log_lines(&log).is_empty(), "the trusted server did not start: {}", output.stderr);
+    // The script it starts changes: not run until trusted again.
+    start("touch changed; ");
+    let output = hello(&ws);
+    assert!(log_lines(&log).is_empty(), "a changed script ran");
+    assert!(output.stderr.contains("would loosen"), "{}", output.stderr);
+    assert!(!ws.root.join("changed").exists());
+    // Trusted anew, then its environment changes: the same.
+    run(ws.offcode("http://127.0.0.1:9/v1", &["trust"]));
+    project(&json!({"MODE": "b"}));
+    let output = hello(&ws);
+    assert!(log_lines(&log).is_empty(), "a changed environment ran");
+    assert!(output.stderr.contains("MODE=b"), "{}", output.stderr);
+}
+
+#[test]
 fn a_bad_mcp_block_names_the_file_line_and_column() {
     let ws = Workspace::new();
     let path = ws.home.join(".config/offcode/offcode.jsonc");

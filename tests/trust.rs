@@ -188,3 +188,37 @@ fn an_untrusted_repository_cannot_send_the_requests_elsewhere() {
     assert_eq!(other.chat_bodies().len(), 1, "{}", output.stderr);
     assert_eq!(own.chat_bodies().len(), 1);
 }
+
+#[test]
+fn an_untrusted_repository_s_validate_command_is_held() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("offcode.jsonc"),
+        r#"{ "validate": "touch validated" }"#,
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("w", "write", json!({ "path": "a.txt", "content": "a" }))],
+    )));
+    server.push(sse(&chunks::text_answer("ok")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "write a");
+    assert!(ws.root.join("a.txt").exists(), "{}", output.stderr);
+    assert!(!ws.root.join("validated").exists(), "{}", output.stderr);
+    assert!(
+        output.stderr.contains("validate runs `touch validated`"),
+        "{}",
+        output.stderr
+    );
+    // Trusted, it is the project's check.
+    trust(&ws, &[]);
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("w", "write", json!({ "path": "b.txt", "content": "b" }))],
+    )));
+    server.push(sse(&chunks::text_answer("ok")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "write b");
+    assert!(ws.root.join("validated").exists(), "{}", output.stderr);
+}

@@ -4,6 +4,7 @@
 //! commands, and where requests (with the code in them) go: `base_url`,
 //! and the TLS settings that decide which server is believed.
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
@@ -28,6 +29,7 @@ impl ProjectPart {
     pub fn take(
         &mut self,
         path: &Path,
+        root: &Path,
         layer: &mut Map<String, Value>,
         permission: Option<&Value>,
     ) {
@@ -41,23 +43,26 @@ impl ProjectPart {
         if let Some(Value::Object(servers)) = layer.remove("mcp") {
             for (name, server) in &servers {
                 // Checked already (`mcp::check_layer`); read as a session would.
-                let Ok(server) = serde_json::from_value::<super::mcp::ServerConfig>(server.clone())
-                else {
-                    continue;
-                };
-                let unconfined = if server.confine {
-                    ""
-                } else {
-                    " outside the sandbox"
-                };
-                let argv = server.argv();
-                entries.push(if argv.is_empty() {
-                    format!("mcp server `{name}` is changed{unconfined}")
-                } else {
-                    format!("mcp server `{name}` runs `{}`{unconfined}", argv.join(" "))
-                });
+                if let Ok(server) =
+                    serde_json::from_value::<super::mcp::ServerConfig>(server.clone())
+                {
+                    entries.push(describe_server(name, &server, root));
+                }
             }
             held.insert("mcp".to_owned(), Value::Object(servers));
+        }
+        // So is the command that checks its work after each turn.
+        if let Some(Value::Object(validate)) = layer.get_mut("validate")
+            && let Some(commands) = validate.remove("commands")
+        {
+            let shown: Vec<String> = commands
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|c| format!("`{}`", c.as_str().unwrap_or_default()))
+                .collect();
+            entries.push(format!("validate runs {}", shown.join(", ")));
+            held.insert("validate".to_owned(), json!({ "commands": commands }));
         }
         if let Some(url) = layer.remove("base_url") {
             entries.push(format!("base_url = {url}"));
@@ -115,6 +120,53 @@ impl ProjectPart {
         }
         Some(loosening)
     }
+}
+
+/// One trust entry for a project's MCP server: everything that decides
+/// what it runs (its command and arguments, environment and confinement,
+/// and the content of each workspace file it names), so that a change to
+/// any of them asks again.
+fn describe_server(name: &str, server: &super::mcp::ServerConfig, root: &Path) -> String {
+    let argv = server.argv();
+    let mut text = if argv.is_empty() {
+        format!("mcp server `{name}` is changed")
+    } else {
+        format!("mcp server `{name}` runs `{}`", argv.join(" "))
+    };
+    if !server.environment.is_empty() {
+        let pairs: Vec<String> = server
+            .environment
+            .iter()
+            .map(|(key, value)| format!("{key}={value}"))
+            .collect();
+        let _ = write!(text, " with environment {}", pairs.join(" "));
+    }
+    if !server.confine {
+        text.push_str(" outside the sandbox");
+    }
+    for word in &argv {
+        if let Some(digest) = workspace_file_digest(root, word) {
+            let _ = write!(text, "; `{word}` has sha256 {digest}");
+        }
+    }
+    text
+}
+
+/// The SHA-256 (its first 16 hex digits) of the file `word` names, when
+/// it is a file inside the workspace `root`.
+fn workspace_file_digest(root: &Path, word: &str) -> Option<String> {
+    let path = std::fs::canonicalize(root.join(word)).ok()?;
+    if !path.starts_with(std::fs::canonicalize(root).ok()?) || !path.is_file() {
+        return None;
+    }
+    let content = std::fs::read(&path).ok()?;
+    let digest = ring::digest::digest(&ring::digest::SHA256, &content);
+    Some(
+        digest.as_ref()[..8]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect(),
+    )
 }
 
 /// Takes `sandbox.network: true` out of a project layer: it loosens, so it

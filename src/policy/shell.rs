@@ -307,6 +307,10 @@ impl Walker<'_> {
             "regex" => self.pattern(node),
             "heredoc_start" => self.heredoc_delimiter(node),
             _ if CONTAINERS.contains(&kind) => self.container(node, depth),
+            // Whatever node tree-sitter made of it, text that still holds a
+            // substitution was not walked (backticks in an expansion's
+            // operand are a `word`): bash would run it, so not understood.
+            "word" | "string_content" | "extglob_pattern" => self.leaf(node),
             _ if LEAVES.contains(&kind) => Ok(()),
             other => Err(Problem(format!(
                 "the checker does not understand bash's `{other}` construct (`{}`)",

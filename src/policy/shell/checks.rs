@@ -56,6 +56,31 @@ impl Walker<'_> {
     }
     /// A pattern (`${x#PATTERN}`, `=~`), which tree-sitter leaves unparsed:
     /// a substitution inside it cannot be checked.
+    /// A word or string part whose text holds an unescaped backtick or
+    /// `$(`: a substitution the walk did not see.
+    pub(super) fn leaf(&self, node: Node<'_>) -> Result<(), Problem> {
+        let text = self.text(node);
+        let mut chars = text.chars().peekable();
+        while let Some(c) = chars.next() {
+            let hidden = match c {
+                '\\' => {
+                    chars.next();
+                    false
+                }
+                '`' => true,
+                '$' => chars.peek() == Some(&'('),
+                _ => false,
+            };
+            if hidden {
+                return Err(Problem(format!(
+                    "a substitution the checker cannot place (`{}`)",
+                    short(text)
+                )));
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn pattern(&self, node: Node<'_>) -> Result<(), Problem> {
         let text = self.text(node);
         if ["$(", "`", "${", "$["]
