@@ -705,7 +705,10 @@ fn without_namespaces_no_unix_socket_and_no_terminal_can_be_reached() {
     );
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(text.contains("refused"), "{output:?}");
-    assert!(!text.contains("reached") && !text.contains("opened"), "{text}");
+    assert!(
+        !text.contains("reached") && !text.contains("opened"),
+        "{text}"
+    );
     // What a program needs of its own still works.
     assert!(text.contains("pair b'x'"), "{text}");
     match listener.accept() {

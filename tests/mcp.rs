@@ -256,7 +256,10 @@ fn git_settings_an_mcp_call_leaves_run_nothing_later() {
         .output()
         .unwrap();
     assert!(status.status.success(), "{status:?}");
-    assert!(!marker.exists(), "git ran what the MCP call left: {results:?}");
+    assert!(
+        !marker.exists(),
+        "git ran what the MCP call left: {results:?}"
+    );
 }
 
 #[test]
@@ -579,7 +582,11 @@ fn a_trusted_server_asks_again_when_what_it_runs_changes() {
     let start = |extra: &str| {
         std::fs::write(
             ws.root.join("start.sh"),
-            format!("{extra}exec {} --log {}\n", server_bin().display(), log.display()),
+            format!(
+                "{extra}exec {} --log {}\n",
+                server_bin().display(),
+                log.display()
+            ),
         )
         .unwrap();
     };
@@ -595,7 +602,12 @@ fn a_trusted_server_asks_again_when_what_it_runs_changes() {
     start("");
     project(&json!({"MODE": "a"}));
     let said = run(ws.offcode("http://127.0.0.1:9/v1", &["trust"]));
-    assert!(said.stdout.contains("`start.sh` has sha256"), "{}{}", said.stdout, said.stderr);
+    assert!(
+        said.stdout.contains("`start.sh` has sha256"),
+        "{}{}",
+        said.stdout,
+        said.stderr
+    );
     let hello = |ws: &Workspace| {
         let _ = std::fs::remove_file(&log);
         let server = mock();
@@ -603,7 +615,11 @@ fn a_trusted_server_asks_again_when_what_it_runs_changes() {
         ws.run_task(&server.base_url(), &["--yes"], "hello")
     };
     let output = hello(&ws);
-    assert!(!log_lines(&log).is_empty(), "the trusted server did not start: {}", output.stderr);
+    assert!(
+        !log_lines(&log).is_empty(),
+        "the trusted server did not start: {}",
+        output.stderr
+    );
     // The script it starts changes: not run until trusted again.
     start("touch changed; ");
     let output = hello(&ws);

@@ -161,12 +161,11 @@ fn workspace_file_digest(root: &Path, word: &str) -> Option<String> {
     }
     let content = std::fs::read(&path).ok()?;
     let digest = ring::digest::digest(&ring::digest::SHA256, &content);
-    Some(
-        digest.as_ref()[..8]
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect(),
-    )
+    let mut hex = String::new();
+    for byte in &digest.as_ref()[..8] {
+        let _ = write!(hex, "{byte:02x}");
+    }
+    Some(hex)
 }
 
 /// Takes `sandbox.network: true` out of a project layer: it loosens, so it

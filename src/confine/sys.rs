@@ -258,7 +258,10 @@ pub fn refuse_unix_sockets() -> io::Result<()> {
         statement(RETURN, libc::SECCOMP_RET_ALLOW),
     ];
     let program = libc::sock_fprog {
-        #[allow(clippy::cast_possible_truncation, reason = "the filter has 13 statements")]
+        #[allow(
+            clippy::cast_possible_truncation,
+            reason = "the filter has 13 statements"
+        )]
         len: filter.len() as u16,
         filter: filter.as_ptr().cast_mut(),
     };

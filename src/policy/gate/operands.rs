@@ -26,10 +26,20 @@ impl Check<'_> {
             .filter(|o| inline.contains(&o.name.as_str()))
             .filter_map(|o| o.value.as_ref())
             .collect();
-        let from_file = reading
+        let program_files: Vec<&Arg> = reading
             .options
             .iter()
-            .any(|o| files.contains(&o.name.as_str()));
+            .filter(|o| files.contains(&o.name.as_str()))
+            .filter_map(|o| o.value.as_ref())
+            .collect();
+        let mut read_files = Vec::new();
+        for file in &program_files {
+            match self.program_file(file) {
+                Ok(source) => read_files.push(source),
+                Err(why) => self.danger(text, format!("`{name}`: {why}")),
+            }
+        }
+        let from_file = !program_files.is_empty();
         if programs.is_empty() && !from_file {
             let Some(program) = reading.operands.first() else {
                 self.danger(text, format!("`{name}` without a program"));
@@ -37,8 +47,13 @@ impl Check<'_> {
             };
             programs.push(program);
         }
-        for program in programs {
-            let Some(source) = program.known() else {
+        let inline: Vec<Option<String>> = programs
+            .iter()
+            .map(|program| program.known().map(str::to_owned))
+            .chain(read_files.into_iter().map(Some))
+            .collect();
+        for program in inline {
+            let Some(source) = program.as_deref() else {
                 self.danger(text, format!("a `{name}` program known only at run time"));
                 continue;
             };
@@ -57,6 +72,54 @@ impl Check<'_> {
             }
         }
     }
+    /// The text of a program file (`sed -f FILE`, `awk -f FILE`), read
+    /// now to be judged like a program given inline; why it cannot be.
+    fn program_file(&self, file: &Arg) -> Result<String, String> {
+        const MAX: u64 = 64 * 1024;
+        let Some(name) = file.known() else {
+            return Err("reads its program from a file named only at run time".to_owned());
+        };
+        if self.cwd.unknown && !name.starts_with('/') {
+            return Err(format!(
+                "reads its program from `{name}` after a `cd` known only at run time"
+            ));
+        }
+        let paths = self.resolve(name);
+        if self
+            .verdict
+            .writes
+            .iter()
+            .any(|write| write.paths.iter().any(|p| paths.contains(p)))
+        {
+            return Err(format!(
+                "reads its program from `{name}`, which this line writes"
+            ));
+        }
+        let mut texts = paths.iter().map(|path| {
+            let meta = std::fs::metadata(path)
+                .map_err(|e| format!("cannot read its program file `{name}`: {e}"))?;
+            if !meta.is_file() || meta.len() > MAX {
+                return Err(format!(
+                    "its program file `{name}` is not a file of at most 64 KiB"
+                ));
+            }
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read its program file `{name}`: {e}"))
+        });
+        let first = texts
+            .next()
+            .unwrap_or_else(|| Err(format!("cannot find its program file `{name}`")))?;
+        // After a `cd` the file may be one of several: all must read alike.
+        for other in texts {
+            if other? != first {
+                return Err(format!(
+                    "its program file `{name}` differs between the folders the line may be in"
+                ));
+            }
+        }
+        Ok(first)
+    }
+
     /// `cp`, `install`, `ln`: the destination (last operand, or `-t DIR`)
     /// is written; the parsed words go back to the copy check.
     pub(super) fn dest_operands(&mut self, name: &str, reading: &Reading, text: &str) {

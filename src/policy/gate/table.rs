@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 
 use regex::Regex;
+
+use crate::policy::shell::Arg;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -198,6 +200,29 @@ fn resolve(value: &Value, raw: &Map<String, Value>, depth: usize) -> Result<Valu
 }
 
 impl Entry {
+    /// tar's old-style first word as tar reads it: `cvfI A B rest` is
+    /// `-c -v -f A -I B rest`, each letter that takes a value taking the
+    /// next word in turn (not the rest of the cluster, as `-fI` would).
+    pub fn old_style(&self, args: &[Arg]) -> Option<Vec<Arg>> {
+        let (first, rest) = args.split_first()?;
+        let cluster = first.known()?;
+        if !self.tar || cluster.starts_with('-') || cluster.is_empty() {
+            return None;
+        }
+        let mut words = rest.iter();
+        let mut out = Vec::new();
+        for letter in cluster.chars() {
+            out.push(Arg::literal(&format!("-{letter}")));
+            if self.values.contains(letter)
+                && let Some(value) = words.next()
+            {
+                out.push(value.clone());
+            }
+        }
+        out.extend(words.cloned());
+        Some(out)
+    }
+
     fn compile(&mut self) -> Result<(), String> {
         for (option, pattern) in &self.value_pattern {
             let regex = Regex::new(pattern).map_err(|e| format!("bad value_pattern: {e}"))?;

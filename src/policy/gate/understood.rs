@@ -250,14 +250,12 @@ impl Check<'_> {
             Class::Wrapper => return None,
             Class::Read | Class::Runs | Class::Writes => {}
         }
-        let mut args = args.to_vec();
-        if entry.tar
-            && let Some(first) = args.first_mut()
-            && let Some(cluster) = first.known()
-            && !cluster.starts_with('-')
+        let args = entry.old_style(args).unwrap_or_else(|| args.to_vec());
+        if entry.free
+            || entry.class() == Class::Runs
+            || entry.operands.as_deref() == Some("compiler")
         {
-            // `tar czf out.tgz dir`: the first word is a cluster of options.
-            first.text = format!("-{cluster}");
+            self.argument_files(name, &args, text);
         }
         let reading = match entry.read(&args) {
             Ok(reading) => reading,
@@ -286,6 +284,24 @@ impl Check<'_> {
         // git's global options dropped, so managed rules see `git push ...`.
         self.entry(&child_name, child, &reading.rest, text)
             .or_else(|| Some(join(&child_name, &reading.rest)))
+    }
+
+    /// `@FILE` words, which compilers, JVMs and many tools whose options
+    /// offcode does not parse one by one replace with the file's words:
+    /// options offcode never sees (`-o`, `-XX:OnError=`, a wrapper).
+    fn argument_files(&mut self, name: &str, args: &[Arg], text: &str) {
+        for arg in args {
+            // Whether or not the file is there yet: the line may write it.
+            if arg.text.len() > 1 && arg.text.starts_with('@') {
+                self.danger(
+                    text,
+                    format!(
+                        "`{name}` may read more options from `{}`, which offcode does not check",
+                        arg.text
+                    ),
+                );
+            }
+        }
     }
 
     fn effects(&mut self, name: &str, entry: &Entry, reading: &Reading, text: &str) {
@@ -394,7 +410,9 @@ impl Check<'_> {
                         script.text
                     ),
                 ),
-                None if info || reading.sub.is_some() => {}
+                // The program came with an option (`-c CODE`, `-e CODE`),
+                // which is judged as such.
+                None if info || reading.sub.is_some() || program_in_option(entry, reading) => {}
                 None => self.danger(
                     text,
                     format!("`{name}` would read its program from standard input"),
@@ -418,14 +436,6 @@ impl Check<'_> {
                     self.danger(text, "the test binary's `--logfile` writes a file it names");
                 }
             }
-            "compiler" => {
-                if reading.operands.iter().any(|o| o.text.starts_with('@')) {
-                    self.danger(
-                        text,
-                        format!("`{name}` reads more options from a file (`@FILE`), which offcode does not check"),
-                    );
-                }
-            }
             "date" => {
                 if reading.operands.iter().any(|o| !o.text.starts_with('+')) {
                     self.danger(text, "`date` with a date sets the system clock");
@@ -437,7 +447,8 @@ impl Check<'_> {
                     self.danger(text, "git config changes git's configuration");
                 }
             }
-            "read" | "any" => {}
+            // `@FILE` is looked at for every compiler ([`Self::argument_files`]).
+            "read" | "any" | "compiler" => {}
             other => {
                 if !reading.operands.is_empty() {
                     let why = other.strip_prefix("dangerous: ").unwrap_or(other);
@@ -472,4 +483,15 @@ impl Check<'_> {
             }
         }
     }
+}
+
+/// Whether an option handed the program its code (`python3 -c CODE`).
+fn program_in_option(entry: &Entry, reading: &Reading) -> bool {
+    reading.options.iter().any(|option| {
+        option.value.is_some()
+            && entry
+                .effects
+                .get(&option.name)
+                .is_some_and(|effect| effect == "runs" || effect.contains("inline code"))
+    })
 }
