@@ -469,37 +469,17 @@ fn check_name(name: &str) -> Result<(), String> {
     }
 }
 
-/// Commands `plan` and `explore` may run: plain reads.
-const READ_ONLY_COMMANDS: &[&str] = &[
-    "ls *",
-    "cat *",
-    "head *",
-    "tail *",
-    "wc *",
-    "grep *",
-    "rg *",
-    "pwd",
-    "echo *",
-    "tree *",
-    "file *",
-    "stat *",
-    "du *",
-    "git status*",
-    "git diff*",
-    "git log*",
-    "git show*",
-    "git branch",
-    "git blame *",
-];
-
-/// Permissions of an agent that only reads.
+/// Permissions of an agent that only reads: no edits, no subagents, and
+/// of bash only the lines the gate judges to only read (no list of its
+/// own: `git status` in a repository whose settings run a program is not
+/// one of them).
 fn read_only_permission() -> Value {
-    let mut bash = serde_json::Map::new();
-    bash.insert("*".to_owned(), json!("deny"));
-    for command in READ_ONLY_COMMANDS {
-        bash.insert((*command).to_owned(), json!("allow"));
-    }
-    json!({ "edit": "deny", "task": "deny", "bash": bash })
+    json!({
+        "edit": "deny",
+        "task": "deny",
+        "bash": { "*": "deny" },
+        crate::policy::READ_ONLY_BASH: "allow",
+    })
 }
 
 fn built_in() -> Vec<Profile> {

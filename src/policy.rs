@@ -85,6 +85,11 @@ impl AgentRules {
     }
 }
 
+/// The permission key a bash line also answers to when the gate judges
+/// that it only reads (nothing dangerous, nothing of the project's run,
+/// nothing written): `"read_only_bash": "allow"` runs such lines.
+pub const READ_ONLY_BASH: &str = "read_only_bash";
+
 /// The effective policy for one workspace.
 #[derive(Debug)]
 pub struct Policy {
@@ -142,6 +147,10 @@ pub struct Decision {
     /// An approved run may overwrite existing files through `>`: run it
     /// without noclobber.
     pub clobbers: bool,
+    /// Why a bash line that is not dangerous is not plain either: it runs
+    /// the project's code, or takes options offcode does not check.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<String>,
     /// How the command would run (bash only): confined and what it may
     /// write, or unconfined and why.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -338,6 +347,7 @@ impl Policy {
             source,
             mandate,
             clobbers: found.clobbers,
+            runs: found.runs,
             confinement,
             unconfined,
             session_rules,
@@ -373,9 +383,17 @@ impl Policy {
             "bash" => {
                 let command = text_arg("command").unwrap_or_default();
                 let verdict = self.gate(&command);
+                // A line the gate judges to only read also answers to
+                // `read_only_bash`: what the read-only agents allow.
+                let keys: &[&str] = if verdict.reads_only() {
+                    &["bash", READ_ONLY_BASH]
+                } else {
+                    &["bash"]
+                };
                 for simple in verdict.commands {
-                    found.push(&["bash"], simple, true);
+                    found.push(keys, simple, true);
                 }
+                found.runs = verdict.runs;
                 for write in verdict.writes {
                     if write.paths.iter().any(|p| self.is_own_config(p)) {
                         found.dangers.push(own_config_danger(&write.target));
@@ -538,6 +556,7 @@ struct Found {
     subjects: Vec<Pending>,
     dangers: Vec<Danger>,
     clobbers: bool,
+    runs: Vec<String>,
 }
 
 impl Found {

@@ -69,6 +69,57 @@ fn the_plan_agent_changes_no_file_and_runs_no_command_that_writes() {
 }
 
 #[test]
+fn the_plan_agent_runs_only_what_the_gate_judges_to_read() {
+    let ws = Workspace::new();
+    let git = |args: &[&str]| {
+        let done = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ws.root)
+            .env("HOME", &ws.home)
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "{done:?}");
+    };
+    // A repository that came with the files, whose settings run a program
+    // on `git status`; and a script of the project's.
+    git(&["init", "-q", "vendor/x"]);
+    git(&[
+        "-C",
+        "vendor/x",
+        "config",
+        "core.fsmonitor",
+        "touch ran-fsmonitor",
+    ]);
+    std::fs::write(ws.root.join("mark.py"), "open('ran-script', 'w')\n").unwrap();
+    std::fs::write(ws.root.join("hello.txt"), "hello\n").unwrap();
+    let server = calling(&[
+        ("c1", "bash", json!({"command": "git -C vendor/x status"})),
+        ("c2", "bash", json!({"command": "python3 mark.py"})),
+        ("c3", "bash", json!({"command": "cat hello.txt | wc -l"})),
+        (
+            "c4",
+            "bash",
+            json!({"command": "git -C vendor/x log --oneline -1 || true"}),
+        ),
+    ]);
+    let output = ws.run_task(&server.base_url(), &["--agent", "plan", "--yes"], "look");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let results = tool_results(&server.chat_bodies()[1]);
+    assert!(
+        !ws.root.join("vendor/x/ran-fsmonitor").exists(),
+        "{results:?}"
+    );
+    assert!(!ws.root.join("ran-script").exists(), "{results:?}");
+    assert!(results[0].contains("Permission denied"), "{results:?}");
+    assert!(results[1].contains("denied"), "{results:?}");
+    assert!(
+        results[2].starts_with("1\n"),
+        "a plain read runs: {results:?}"
+    );
+    assert!(results[3].contains("Permission denied"), "{results:?}");
+}
+
+#[test]
 fn an_agent_from_a_markdown_file_brings_its_model_sampling_prompt_and_rules() {
     let server = calling(&[
         ("c1", "bash", json!({"command": "touch denied-by-agent"})),

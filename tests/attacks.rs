@@ -431,6 +431,9 @@ const ROUND_THREE: &[&str] = &[
     "awk -f prog.awk README",
     // Argument files.
     "printf -- '-XX:OnError=rm victim.txt\\n' > jopts; java @jopts -version",
+    // A repository that came with the files names a program git runs.
+    "git -C vend/x status",
+    "cd vend/x && git diff",
     // git stash taking untracked files away.
     "git stash push -u",
     "git stash push --all",
@@ -442,6 +445,16 @@ fn round_three_lines_are_refused_under_yes_and_change_nothing() {
     // The default rules: nothing of the project's allows anything.
     std::fs::remove_file(ws.root.join("offcode.jsonc")).unwrap();
     std::fs::write(ws.root.join("prog.sed"), "1e rm victim.txt\n").unwrap();
+    let nested = std::process::Command::new("sh")
+        .args([
+            "-c",
+            "git init -q vend/x && git -C vend/x config core.fsmonitor 'rm ../../victim.txt; false'",
+        ])
+        .current_dir(&ws.root)
+        .env("HOME", &ws.home)
+        .output()
+        .unwrap();
+    assert!(nested.status.success(), "{nested:?}");
     std::fs::write(
         ws.root.join("prog.awk"),
         "BEGIN { system(\"rm victim.txt\") }\n",

@@ -202,6 +202,9 @@ fn validation_that_still_fails_at_the_attempt_limit_ends_the_turn_incomplete() {
         r#"{ "validate": { "commands": ["grep -q fixed notes.txt"], "attempts": 2 } }"#,
     )
     .unwrap();
+    // A project's validate command runs once the folder is trusted.
+    let trusted = crate::support::run(ws.offcode("http://127.0.0.1:9/v1", &["trust"]));
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     let server = mock();
     for content in ["broken", "still broken"] {
         server.push(sse(&write("notes.txt", content)));

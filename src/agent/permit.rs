@@ -291,6 +291,7 @@ impl AgentState {
                     .iter()
                     .map(|d| format!("{}: {}", d.command, d.why))
                     .collect(),
+                notes: decision.runs.clone(),
                 mandate: decision.mandate,
                 confinement: decision.confinement.clone(),
                 unconfined: decision.unconfined,

@@ -41,10 +41,16 @@ pub fn policy_check(args: &PolicyCheckArgs, environment: &Environment) -> Result
     };
     let _ = writeln!(text, "Decision: {}{dangerous}", decision.action);
     let _ = writeln!(text, "Rule:     {}", decision.rule);
-    if tool == "bash" && !decision.dangerous {
+    if tool == "bash" && !decision.dangerous && decision.runs.is_empty() {
         let _ = writeln!(
             text,
             "Gate:     plain: offcode understands every command, and none replaces a file, runs a string or reaches the network"
+        );
+    } else if tool == "bash" && !decision.dangerous {
+        let _ = writeln!(
+            text,
+            "Gate:     not plain (not dangerous either): {}",
+            decision.runs.join("; ")
         );
     }
     if let Some(how) = &decision.confinement {

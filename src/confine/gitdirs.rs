@@ -440,6 +440,39 @@ fn escape(text: &str) -> String {
         .replace('\t', "\\t")
 }
 
+/// What in the git directory `dir` would make git run a program: a
+/// setting not known to run nothing (in `config` or `config.worktree`), or
+/// a hook. `None` when there is nothing.
+pub fn runs_programs(dir: &Path) -> Option<String> {
+    for name in ["config", "config.worktree"] {
+        let path = dir.join(name);
+        if !path.is_file() {
+            continue;
+        }
+        match read_config(&path) {
+            Ok(settings) => {
+                let keys: Vec<String> = settings
+                    .iter()
+                    .filter(|s| !harmless(&s.key))
+                    .map(|s| format!("`{}`", s.key))
+                    .collect();
+                if !keys.is_empty() {
+                    return Some(format!("its {name} sets {}", keys.join(", ")));
+                }
+            }
+            Err(why) => return Some(format!("its {name} {why}")),
+        }
+    }
+    let hooks = std::fs::read_dir(dir.join("hooks")).into_iter().flatten();
+    for entry in hooks.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".sample") && !name.ends_with(REFUSED) {
+            return Some(format!("it has the hook `{name}`"));
+        }
+    }
+    None
+}
+
 /// Whether a config file's text (a new repository's) sets only harmless
 /// settings, as git reads it.
 pub fn harmless_config(path: &Path) -> bool {

@@ -60,6 +60,23 @@ pub struct Verdict {
     /// known until run time): once approved, the line must run without
     /// noclobber.
     pub clobbers: bool,
+    /// Why the line, though not dangerous, is not plain: programs that run
+    /// the project's code (build tools, test runners, scripts, git in a
+    /// repository whose settings name programs) or whose options offcode
+    /// does not check one by one. Each says so in the question.
+    pub runs: Vec<String>,
+    /// A program that changes files or the repository (`touch`, `git
+    /// commit`) is on the line.
+    pub changes: bool,
+}
+
+impl Verdict {
+    /// Whether the line only reads: nothing dangerous, nothing of the
+    /// project's run, nothing written or changed. The read-only agents
+    /// (`plan`, `explore`) run such lines, and only such lines.
+    pub fn reads_only(&self) -> bool {
+        self.dangers.is_empty() && self.runs.is_empty() && self.writes.is_empty() && !self.changes
+    }
 }
 
 impl Gate {

@@ -32,6 +32,10 @@ pub struct ApprovalRequestEvent {
     /// Why it is dangerous, one line per finding.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dangers: Vec<String>,
+    /// For bash lines that are not dangerous: why they are not plain
+    /// either (`cargo test` runs the project's code).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     /// Who demands a person's answer, if anyone: never answered by
     /// `--yes` or for the session.
     #[serde(flatten, with = "wire::mandatory")]

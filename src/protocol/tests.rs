@@ -50,6 +50,7 @@ fn a_mandate_keeps_mandatory_on_the_wire() {
         session_rules: Vec::new(),
         dangerous: false,
         dangers: Vec::new(),
+        notes: Vec::new(),
         mandate: Some(Mandate::NoConfinement),
         confinement: None,
         unconfined: false,

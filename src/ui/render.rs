@@ -373,6 +373,7 @@ mod tests {
             session_rules: vec!["bash `cargo test *`".into()],
             dangerous: false,
             dangers: Vec::new(),
+            notes: Vec::new(),
             mandate: None,
             confinement: None,
             unconfined: false,

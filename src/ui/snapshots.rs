@@ -74,6 +74,7 @@ fn ask(tool: &str, arguments: serde_json::Value) -> ApprovalRequestEvent {
         session_rules: vec!["bash `cargo test *`".into()],
         dangerous: false,
         dangers: Vec::new(),
+        notes: Vec::new(),
         mandate: None,
         confinement: Some("confined: writes only inside the workspace, no network".into()),
         unconfined: false,

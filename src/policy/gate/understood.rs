@@ -248,13 +248,15 @@ impl Check<'_> {
                 return name.contains(' ').then(|| join(name, args));
             }
             Class::Wrapper => return None,
-            Class::Read | Class::Runs | Class::Writes => {}
+            Class::Runs => self.runs(name, "runs the project's code"),
+            Class::Writes => self.verdict.changes = true,
+            Class::Read => {}
+        }
+        if entry.free && !entry.builtin {
+            self.runs(name, "takes options offcode does not check one by one");
         }
         let args = entry.old_style(args).unwrap_or_else(|| args.to_vec());
-        if entry.free
-            || entry.class() == Class::Runs
-            || entry.operands.as_deref() == Some("compiler")
-        {
+        if entry.free || entry.operands.as_deref() == Some("compiler") {
             self.argument_files(name, &args, text);
         }
         let reading = match entry.read(&args) {
@@ -264,6 +266,9 @@ impl Check<'_> {
                 return None;
             }
         };
+        if name == "git" {
+            self.git_repository(&reading, text);
+        }
         self.effects(name, entry, &reading, text);
         if let Some(language) = &entry.script {
             self.script_language(name, language, &reading, text);
@@ -286,9 +291,76 @@ impl Check<'_> {
             .or_else(|| Some(join(&child_name, &reading.rest)))
     }
 
+    /// git reads the settings and hooks of the repository it runs in: the
+    /// workspace's own are yours (commands cannot change them), but one
+    /// nested in it (`git -C vendor/x`, a `cd` into it, `--git-dir`) came
+    /// with the files. git there is dangerous when that repository names
+    /// programs; it is never plain where the folder is known only at run
+    /// time.
+    fn git_repository(&mut self, reading: &Reading, text: &str) {
+        let mut dirs = self.cwd.dirs.clone();
+        let mut git_dir = None;
+        for option in &reading.options {
+            let value = option.value.as_ref();
+            match option.name.as_str() {
+                "-C" | "--git-dir" | "--work-tree" => {
+                    let Some(value) = value.and_then(Arg::known) else {
+                        self.danger(text, "`git` runs in a repository known only at run time");
+                        return;
+                    };
+                    let resolved: Vec<PathBuf> = dirs
+                        .iter()
+                        .map(|dir| super::real_path(&dir.join(value)))
+                        .collect();
+                    match option.name.as_str() {
+                        "-C" => dirs = resolved,
+                        "--git-dir" => git_dir = Some(resolved),
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        if self.cwd.unknown {
+            self.danger(text, "`git` runs in a folder known only at run time");
+            return;
+        }
+        let repositories = git_dir.unwrap_or_else(|| {
+            dirs.iter()
+                .filter_map(|dir| discover_repository(dir, self.root))
+                .collect()
+        });
+        let own = super::real_path(&self.root.join(".git"));
+        for repository in repositories {
+            if repository == own || !repository.starts_with(self.root) {
+                continue;
+            }
+            if let Some(why) = crate::confine::gitdirs::runs_programs(&repository) {
+                let shown = repository.strip_prefix(self.root).unwrap_or(&repository);
+                self.danger(
+                    text,
+                    format!(
+                        "`git` would run what the repository `{}` names ({why})",
+                        shown.display()
+                    ),
+                );
+            }
+        }
+    }
+
+    /// Notes that `name` is not plain for `why` (once per program).
+    fn runs(&mut self, name: &str, why: &str) {
+        let note = format!("`{name}` {why}");
+        if !self.verdict.runs.contains(&note) {
+            self.verdict.runs.push(note);
+        }
+    }
+
     /// `@FILE` words, which compilers, JVMs and many tools whose options
     /// offcode does not parse one by one replace with the file's words:
-    /// options offcode never sees (`-o`, `-XX:OnError=`, a wrapper).
+    /// options offcode never sees (`-o`, `-XX:OnError=`, a wrapper). A
+    /// program whose options are parsed would take such a word as an
+    /// operand (a script's argument, a file).
     fn argument_files(&mut self, name: &str, args: &[Arg], text: &str) {
         for arg in args {
             // Whether or not the file is there yet: the line may write it.
@@ -494,4 +566,31 @@ fn program_in_option(entry: &Entry, reading: &Reading) -> bool {
                 .get(&option.name)
                 .is_some_and(|effect| effect == "runs" || effect.contains("inline code"))
     })
+}
+
+/// The git directory git would use in `dir`: the nearest `.git` (or a
+/// bare repository) at or above it, up to `root`; `None` above the
+/// workspace (the person's own repository, or none).
+fn discover_repository(dir: &Path, root: &Path) -> Option<PathBuf> {
+    let mut current = dir.to_path_buf();
+    loop {
+        if !current.starts_with(root) {
+            return None;
+        }
+        let dot_git = current.join(".git");
+        if dot_git.is_dir() {
+            return Some(super::real_path(&dot_git));
+        }
+        if dot_git.is_file() {
+            let text = std::fs::read_to_string(&dot_git).unwrap_or_default();
+            let target = text.trim().strip_prefix("gitdir:").unwrap_or("").trim();
+            return Some(super::real_path(&current.join(target)));
+        }
+        if current.join("HEAD").is_file() && current.join("objects").is_dir() {
+            return Some(current);
+        }
+        if !current.pop() {
+            return None;
+        }
+    }
 }

@@ -204,6 +204,7 @@ mod tests {
             session_rules: Vec::new(),
             dangerous: !session_allowed,
             dangers: Vec::new(),
+            notes: Vec::new(),
             mandate: None,
             confinement: None,
             unconfined: false,

@@ -63,6 +63,9 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
         }
     } else {
         lines.extend(prose("  rule: ", &request.rule, Role::Dim, width));
+        for note in &request.notes {
+            lines.extend(prose("  note: ", note, Role::Dim, width));
+        }
     }
     if let Some(how) = &request.confinement {
         let role = if how.starts_with("UNCONFINED") {
