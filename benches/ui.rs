@@ -128,7 +128,8 @@ fn main() {
         session_rules: Vec::new(),
         dangerous: false,
         dangers: Vec::new(),
-        notes: Vec::new(),        mandate: None,
+        notes: Vec::new(),
+        mandate: None,
         confinement: None,
         unconfined: false,
         preview: Some(ToolDisplay::Diff {

@@ -149,7 +149,7 @@ const ATTACKS: &[&str] = &[
     "python3 -c 'open(\"pwned\", \"w\")'",
     "node -e 'require(\"fs\").writeFileSync(\"pwned\", \"x\")'",
     "awk 'BEGIN{system(\"touch pwned\")}'",
-    "sh -c 'touch pwned'",
+    "sh -c \"$(printf 'touch pwned')\"",
     "eval 'touch pwned'",
     "trap 'touch pwned' EXIT",
     // Found by an outside attack on the finished gate.

@@ -248,8 +248,100 @@ const ORDINARY: &[&str] = &[
     "set -euo pipefail; cargo test",
 ];
 
-#[test]
-fn ordinary_commands_stay_plain_false_positives_under_5_percent() {
+/// Everyday commands of the families round 3 found flagged (12.6 % and
+/// 7.9 % of two held-out sets): environment prefixes for builds, a count
+/// from `$(nproc)`, compiler warnings (`-Wall` is not `-Wa`), literal
+/// `bash -c` bodies, arithmetic, functions defined and called on the
+/// line, archives listed, system and cluster status, git's read-only
+/// subcommands.
+const EVERYDAY: &[&str] = &[
+    "make -j$(nproc)",
+    "make -j\"$(nproc)\" all",
+    "cargo build -j $(nproc)",
+    "gcc -Wall -Wextra -O2 -c main.c",
+    "gcc -Wall -o app main.c",
+    "cc -Werror -g -c main.c",
+    "clang -Wall -Wno-unused -c main.c",
+    "RUSTFLAGS=-Dwarnings cargo check",
+    "RUSTFLAGS=\"-C target-cpu=native\" cargo build --release",
+    "PYTHONPATH=src pytest",
+    "PYTHONPATH=. python3 -m pytest -q",
+    "CC=clang make",
+    "CFLAGS=-O2 make",
+    "CARGO_TARGET_DIR=build cargo build",
+    "GOFLAGS=-mod=vendor go build ./...",
+    "NODE_ENV=test npm test",
+    "id -un",
+    "id -u",
+    "whoami",
+    "ulimit -a",
+    "ulimit -n",
+    "uname -a",
+    "hostname",
+    "uptime",
+    "date +%s",
+    "gzip -l a.gz",
+    "unzip -l a.zip",
+    "tar tzf a.tgz",
+    "tar -tvf a.tar",
+    "zcat a.gz | head",
+    "git reflog",
+    "git reflog -n 5",
+    "git log --oneline -5",
+    "git show --stat HEAD",
+    "git status --short",
+    "git diff --stat",
+    "git branch -a",
+    "git remote -v",
+    "git tag -l",
+    "git stash list",
+    "git ls-files",
+    "git blame README.md",
+    "kubectl get pods",
+    "kubectl get pods -n kube-system",
+    "kubectl describe pod x",
+    "kubectl logs x",
+    "systemctl status",
+    "systemctl status nginx",
+    "journalctl -u nginx --no-pager -n 50",
+    "docker ps",
+    "ps aux",
+    "free -h",
+    "df -h",
+    "bash -c 'ls -la'",
+    "sh -c 'echo hi'",
+    "bash -c \"cargo test 2>&1 | tail -5\"",
+    "echo $((1 > 0))",
+    "echo $((2 + 3))",
+    "i=0; i=$((i + 1)); echo $i",
+    "for i in 1 2 3; do echo $i; done",
+    "f() { ls; }; f",
+    "greet() { echo \"hi $1\"; }; greet you",
+    "if [ -f Cargo.toml ]; then cargo check; fi",
+    "test -d src && ls src",
+    "find . -name '*.rs' | xargs wc -l",
+    "grep -rn TODO src | head",
+    "ls -la | grep rs",
+    "wc -l $(git ls-files)",
+    "echo \"$(date)\"",
+    "du -sh build",
+    "python3 --version",
+    "node --version",
+    "go version",
+    "go vet ./...",
+    "go test ./...",
+    "npm run build",
+    "npm ls",
+    "pip list",
+    "pip show requests",
+    "which python3",
+    "env | sort",
+    "printenv PATH",
+];
+
+/// The lines of `table` the gate judges dangerous in a project workspace,
+/// each with why.
+fn flagged(table: &[&str]) -> Vec<String> {
     let ws = Workspace::new();
     for dir in ["src", "sub", "build"] {
         std::fs::create_dir_all(ws.root.join(dir)).unwrap();
@@ -266,11 +358,16 @@ fn ordinary_commands_stay_plain_false_positives_under_5_percent() {
         "script.pl",
         "index.js",
         "main.c",
+        "Makefile",
+        "a.tar",
+        "a.tgz",
+        "a.zip",
+        "a.gz",
     ] {
         std::fs::write(ws.root.join(file), "x\n").unwrap();
     }
     let mut flagged = Vec::new();
-    for line in ORDINARY {
+    for line in table {
         let output = run(ws.offcode(
             "http://127.0.0.1:9/v1",
             &["policy", "check", "--json", "--", line],
@@ -287,15 +384,31 @@ fn ordinary_commands_stay_plain_false_positives_under_5_percent() {
             flagged.push(format!("{line}: {}", why.join("; ")));
         }
     }
-    let rate = flagged.len() * 1000 / ORDINARY.len();
+    flagged
+}
+
+fn assert_under_5_percent(table: &[&str]) {
+    let flagged = flagged(table);
+    let rate = flagged.len() * 1000 / table.len();
     assert!(
-        flagged.len() * 100 < ORDINARY.len() * 5,
+        flagged.len() * 100 < table.len() * 5,
         "{} of {} ordinary commands flagged ({}.{} %):\n{}",
         flagged.len(),
-        ORDINARY.len(),
+        table.len(),
         rate / 10,
         rate % 10,
         flagged.join("\n")
     );
+}
+
+#[test]
+fn ordinary_commands_stay_plain_false_positives_under_5_percent() {
+    assert_under_5_percent(ORDINARY);
     assert!(ORDINARY.len() >= 200);
+}
+
+#[test]
+fn everyday_commands_round_three_found_flagged_are_not_dangerous() {
+    assert_under_5_percent(EVERYDAY);
+    assert!(EVERYDAY.len() >= 80);
 }

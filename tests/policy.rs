@@ -757,10 +757,16 @@ const DANGEROUS: &[(&str, Action, &str)] = &[
         Ask,
         "downloads packages and runs their install scripts",
     ),
-    ("bash -c 'ls -la'", Ask, "`bash -c` runs a string as code"),
-    ("sh -c 'echo hi'", Ask, "`sh -c` runs a string as code"),
+    // A literal code string is walked like the outer line; what it runs
+    // decides (`bash -c 'ls -la'` is as plain as `ls -la`).
+    ("bash -c \"$cmd\"", Ask, "runs code known only at run time"),
+    ("sh -c 'rm x'", Ask, "`rm` deletes files"),
     ("rsync -a src/ backup/", Ask, "`rsync` copies over files"),
-    ("kubectl get pods", Ask, "`kubectl` talks to a cluster"),
+    (
+        "kubectl apply -f x.yaml",
+        Ask,
+        "`apply` is not a subcommand offcode understands",
+    ),
     (
         "trap 'echo bye' EXIT; ls",
         Ask,

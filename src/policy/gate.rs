@@ -154,6 +154,15 @@ fn basename(text: &str) -> &str {
     text.rsplit('/').next().unwrap_or(text)
 }
 
+/// Whether `text` holds a command substitution (`$(...)` or backticks;
+/// `$((...))` is arithmetic, looked into for one).
+fn holds_substitution(text: &str) -> bool {
+    text.contains('`')
+        || text
+            .match_indices("$(")
+            .any(|(at, _)| !text[at + 2..].starts_with('('))
+}
+
 const SHELLS: &[&str] = &[
     "bash", "sh", "dash", "zsh", "ksh", "mksh", "ash", "yash", "posh", "rbash", "fish", "csh",
     "tcsh",
@@ -190,7 +199,7 @@ impl Check<'_> {
                 Item::Assignment(assignment) => self.assignment(&assignment),
                 Item::Function(name) => self.functions.push(name),
                 Item::Late(construct) => {
-                    if ["$(", "`"].iter().any(|code| construct.contains(code)) {
+                    if holds_substitution(&construct) {
                         self.danger(
                             &construct,
                             "bash evaluates this text as an expression, and it holds code",

@@ -100,6 +100,10 @@ pub struct Entry {
     /// One of these options must be given (`git clean -n`).
     #[serde(default)]
     pub require_one_of: Vec<String>,
+    /// Options whose value is a count (`make -j N`): a value known only at
+    /// run time (`-j$(nproc)`) is fine for them.
+    #[serde(default)]
+    pub counts: Vec<String>,
     /// tar's old-style first word (`tar czf x.tgz dir`).
     #[serde(default)]
     pub tar: bool,

@@ -52,11 +52,24 @@ impl Check<'_> {
         text: &str,
     ) -> Option<String> {
         if self.functions.iter().any(|f| f == name) {
-            self.danger(
-                text,
-                format!("`{name}` is a function defined in this command line"),
-            );
-            return None;
+            // Its body was checked where the line defines it. A call is
+            // that body, unless the line changed folder since (the body's
+            // paths would mean others) or the name is also a program (if
+            // the definition did not run, the program would).
+            let moved = self.cwd.unknown || self.cwd.dirs != [self.root.to_path_buf()];
+            let program = self.gate.table.get(name).is_some() || self.path_lookup(name).is_some();
+            if moved {
+                self.danger(
+                    text,
+                    format!(
+                        "`{name}` is a function defined in this command line, called after a `cd`"
+                    ),
+                );
+                return None;
+            }
+            if !program {
+                return None;
+            }
         }
         for arg in args {
             if arg.text.contains('\0') {
@@ -248,9 +261,8 @@ impl Check<'_> {
                 return name.contains(' ').then(|| join(name, args));
             }
             Class::Wrapper => return None,
-            Class::Runs => self.runs(name, "runs the project's code"),
             Class::Writes => self.verdict.changes = true,
-            Class::Read => {}
+            Class::Read | Class::Runs => {}
         }
         if entry.free && !entry.builtin {
             self.runs(name, "takes options offcode does not check one by one");
@@ -268,6 +280,14 @@ impl Check<'_> {
         };
         if name == "git" {
             self.git_repository(&reading, text);
+        }
+        // A shell's `-c CODE` is walked like the outer line: what it runs
+        // is judged there, not as the project's code.
+        let walked = reading.options.iter().any(|option| {
+            option.value.is_some() && entry.effects.get(&option.name).is_some_and(|e| e == "code")
+        });
+        if entry.class() == Class::Runs && !walked {
+            self.runs(name, "runs the project's code");
         }
         self.effects(name, entry, &reading, text);
         if let Some(language) = &entry.script {
@@ -348,8 +368,62 @@ impl Check<'_> {
         }
     }
 
+    /// What a C compiler writes when `-o` does not say: `a.out`, or with
+    /// `-c`/`-S` an object or assembly file per source, in the current
+    /// folder, each judged like a redirect (replacing one is dangerous).
+    /// (`@FILE` is looked at for every compiler: [`Self::argument_files`].)
+    fn compiler_output(&mut self, reading: &Reading, text: &str) {
+        const SOURCES: &[&str] = &[
+            "c", "cc", "cpp", "cxx", "c++", "C", "m", "mm", "s", "S", "i", "ii",
+        ];
+        let has = |names: &[&str]| {
+            reading
+                .options
+                .iter()
+                .any(|o| names.contains(&o.name.as_str()))
+        };
+        if has(&[
+            "-o",
+            "--output",
+            "-E",
+            "-M",
+            "-MM",
+            "-fsyntax-only",
+            "--version",
+            "-v",
+            "--help",
+            "-dumpversion",
+            "-dumpmachine",
+            "-print-search-dirs",
+        ]) {
+            return;
+        }
+        let suffix = if has(&["-c"]) {
+            "o"
+        } else if has(&["-S"]) {
+            "s"
+        } else {
+            self.write_target(&Arg::literal("a.out"), text, WriteMode::Replace);
+            return;
+        };
+        for operand in &reading.operands {
+            let Some(source) = operand.known() else {
+                continue;
+            };
+            let path = Path::new(source);
+            if path
+                .extension()
+                .is_some_and(|x| SOURCES.iter().any(|s| x == *s))
+                && let Some(stem) = path.file_stem()
+            {
+                let output = format!("{}.{suffix}", stem.to_string_lossy());
+                self.write_target(&Arg::literal(&output), text, WriteMode::Replace);
+            }
+        }
+    }
+
     /// Notes that `name` is not plain for `why` (once per program).
-    fn runs(&mut self, name: &str, why: &str) {
+    pub(super) fn runs(&mut self, name: &str, why: &str) {
         let note = format!("`{name}` {why}");
         if !self.verdict.runs.contains(&note) {
             self.verdict.runs.push(note);
@@ -402,7 +476,8 @@ impl Check<'_> {
             match effect.as_str() {
                 "writes" => self.option_writes(option.value.as_ref(), text),
                 "archive" if creating => self.option_writes(option.value.as_ref(), text),
-                "archive" | "archive-write" | "value" => {}
+                // `bash -c CODE`: the code is walked like the outer line.
+                "archive" | "archive-write" | "value" | "code" => {}
                 "runs" => self.danger(
                     text,
                     format!(
@@ -519,8 +594,8 @@ impl Check<'_> {
                     self.danger(text, "git config changes git's configuration");
                 }
             }
-            // `@FILE` is looked at for every compiler ([`Self::argument_files`]).
-            "read" | "any" | "compiler" => {}
+            "compiler" => self.compiler_output(reading, text),
+            "read" | "any" => {}
             other => {
                 if !reading.operands.is_empty() {
                     let why = other.strip_prefix("dangerous: ").unwrap_or(other);
@@ -561,10 +636,9 @@ impl Check<'_> {
 fn program_in_option(entry: &Entry, reading: &Reading) -> bool {
     reading.options.iter().any(|option| {
         option.value.is_some()
-            && entry
-                .effects
-                .get(&option.name)
-                .is_some_and(|effect| effect == "runs" || effect.contains("inline code"))
+            && entry.effects.get(&option.name).is_some_and(|effect| {
+                effect == "runs" || effect == "code" || effect.contains("inline code")
+            })
     })
 }
 

@@ -84,6 +84,28 @@ const SAFE_ENVIRONMENT: &[&str] = &[
     "JOBS",
 ];
 
+/// Variables that make builds and interpreters load or run what they name
+/// (flags a compiler passes on, where Python imports from, which compiler
+/// a build runs). The programs that read them run the project's code
+/// anyway, so giving them is not dangerous; the line is not plain either.
+const BUILD_ENVIRONMENT: &[&str] = &[
+    "RUSTFLAGS",
+    "RUSTDOCFLAGS",
+    "CARGO_TARGET_DIR",
+    "CARGO_ENCODED_RUSTFLAGS",
+    "PYTHONPATH",
+    "CC",
+    "CXX",
+    "CFLAGS",
+    "CXXFLAGS",
+    "CPPFLAGS",
+    "LDFLAGS",
+    "GOFLAGS",
+    "GOPATH",
+    "GOCACHE",
+    "GOTOOLCHAIN",
+];
+
 impl Check<'_> {
     pub(super) fn assignment(&mut self, assignment: &Assignment) {
         let name = assignment.name.as_str();
@@ -91,7 +113,14 @@ impl Check<'_> {
         if value.text.contains('\0') {
             self.danger(&format!("{name}=…"), "a value holds a NUL byte");
         }
-        if value.dynamic || ["[", "`", "$("].iter().any(|c| value.text.contains(c)) {
+        // A number worked out by arithmetic (`i=$((i + 1))`) holds no code.
+        let arithmetic = value.text.starts_with("$((")
+            && value.text.ends_with("))")
+            && !value.text.contains(['[', '`'])
+            && !super::holds_substitution(&value.text);
+        if !arithmetic
+            && (value.dynamic || value.text.contains('[') || super::holds_substitution(&value.text))
+        {
             self.taint
                 .get_or_insert_with(|| format!("`{name}={}`", value.text));
         }
@@ -121,6 +150,13 @@ impl Check<'_> {
             || name.starts_with("LC_")
             || (matches!(name, "PAGER" | "GIT_PAGER" | "MANPAGER")
                 && matches!(value, Some("cat" | "")));
+        if BUILD_ENVIRONMENT.contains(&name) {
+            self.runs(
+                &format!("{name}=…"),
+                "makes builds and interpreters load or run what it names",
+            );
+            return;
+        }
         if !safe {
             self.danger(
                 &format!("{name}={}", assignment.value.text),

@@ -54,6 +54,10 @@ impl Entry {
                 continue;
             }
             let Some(text) = arg.known().filter(|t| t.starts_with('-')) else {
+                if let Some(option) = self.dynamic_value(arg) {
+                    reading.options.push(option);
+                    continue;
+                }
                 if self.has_effects() {
                     return Err(format!(
                         "`{}` is known only at run time and could turn out to be an option",
@@ -93,6 +97,42 @@ impl Entry {
             }
         }
         Ok(reading)
+    }
+
+    /// A word known only at run time whose literal start names an option
+    /// whose value is a count (`-j$(nproc)`, `--jobs="$n"`, the table's
+    /// `counts`): that option, with the rest as its value. Any other
+    /// option's value may be a path or a program, so stays not understood.
+    fn dynamic_value(&self, arg: &Arg) -> Option<Parsed> {
+        if self.free || self.counts.is_empty() {
+            return None;
+        }
+        let end = arg
+            .text
+            .find(['$', '`', '"', '\'', '\\', '*', '?', '[', '{', '~'])
+            .unwrap_or(arg.text.len());
+        let (prefix, rest) = arg.text.split_at(end);
+        if rest.is_empty() {
+            return None;
+        }
+        let value = Some(Arg {
+            text: rest.to_owned(),
+            dynamic: true,
+        });
+        if let Some(name) = prefix.strip_prefix("--").and_then(|p| p.strip_suffix('=')) {
+            let takes = self.long.iter().any(|spec| {
+                let (long, arity) = long_arity(spec);
+                long == name && arity != Arity::Flag
+            });
+            let name = format!("--{name}");
+            return (takes && self.counts.contains(&name)).then_some(Parsed { name, value });
+        }
+        let mut letters = prefix.strip_prefix('-')?.chars();
+        let letter = letters.next()?;
+        let name = format!("-{letter}");
+        let counts = self.counts.contains(&name);
+        (letters.next().is_none() && !self.single && self.values.contains(letter) && counts)
+            .then_some(Parsed { name, value })
     }
 
     /// A subcommand in first-operand position; `Ok(None)` when there are
@@ -291,8 +331,10 @@ impl Entry {
         Ok(())
     }
 
-    /// Options not parsed: only effects are looked for, by prefix, so an
-    /// abbreviation of `--output` still counts as `--output`.
+    /// Options not parsed: only effects are looked for. A long option by
+    /// prefix, so an abbreviation of `--output` still counts as
+    /// `--output`; a short one as a whole word or with what it takes
+    /// attached ([`attaches`]), so `-Wall` is not `-Wa`.
     fn free_option(&self, text: &str, args: &[Arg], index: &mut usize, reading: &mut Reading) {
         let (name, attached) = match text.split_once('=') {
             Some((name, value)) => (name, Some(value)),
@@ -320,8 +362,10 @@ impl Entry {
                 });
                 return;
             }
-            let attached_short =
-                !key.starts_with("--") && text.starts_with(key.as_str()) && text != key.as_str();
+            let attached_short = !key.starts_with("--")
+                && text.len() > key.len()
+                && text.starts_with(key.as_str())
+                && attaches(key, &text[key.len()..]);
             if name == key || long_prefix || attached_short {
                 let value = if attached_short && attached.is_none() {
                     Some(Arg::literal(&text[key.len()..]))
@@ -372,6 +416,18 @@ fn may_be_option(arg: &Arg) -> bool {
         return text.starts_with(['-', '$', '`', '*', '?', '[', '{', '<']) && text != "{}";
     }
     arg.text.starts_with('-') && arg.text != "-"
+}
+
+/// Whether `rest` follows the single-dash option `key` in one word as its
+/// value: anything after a one-letter option (`-ofile`, `-Bdir`) or gcc's
+/// `-MF`-like ones; after a longer one, only a value it spells with `=`,
+/// `,` or `-` (`-Wa,-o,x`, `-fdump-tree-all`, `-specs=f`): `-Wall` is a
+/// warning, not the assembler's `-Wa`.
+fn attaches(key: &str, rest: &str) -> bool {
+    let letters = key.len() - 1;
+    letters == 1
+        || (letters == 2 && key.chars().last().is_some_and(|c| c.is_ascii_uppercase()))
+        || rest.starts_with(['=', ',', '-'])
 }
 
 /// The next word, as an option's value, and moves past it.
