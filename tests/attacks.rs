@@ -429,6 +429,9 @@ const ROUND_THREE: &[&str] = &[
     // Program files read by sed and awk.
     "sed -f prog.sed README",
     "awk -f prog.awk README",
+    // A JVM's options that write where they say, or run commands.
+    "java -Xlog:gc:file=victim.txt -version",
+    "java -XX:ErrorFile=victim.txt -XX:OnError='rm victim.txt' -version",
     // Argument files.
     "printf -- '-XX:OnError=rm victim.txt\\n' > jopts; java @jopts -version",
     // A repository that came with the files names a program git runs.

@@ -85,6 +85,14 @@ pub struct Entry {
     value_pattern: BTreeMap<String, String>,
     #[serde(skip)]
     patterns: Vec<(String, Regex)>,
+    /// With `free`: what every option word must look like (regular
+    /// expressions over the whole word) when it names no effect; a word
+    /// like none is not understood. Free grammars whose options can write
+    /// files or run programs (a JVM's) list the harmless ones here.
+    #[serde(default)]
+    options: Vec<String>,
+    #[serde(skip)]
+    allowed: Vec<Regex>,
     /// Allowed subcommands.
     #[serde(default)]
     pub subcommands: BTreeMap<String, Entry>,
@@ -227,7 +235,20 @@ impl Entry {
         Some(out)
     }
 
+    /// Whether a free grammar's option word is allowed: it names an
+    /// effect, the grammar lists no `options`, or one of them matches.
+    pub fn allows(&self, name: &str, word: &str) -> bool {
+        self.allowed.is_empty()
+            || self.effects.contains_key(name)
+            || self.allowed.iter().any(|regex| regex.is_match(word))
+    }
+
     fn compile(&mut self) -> Result<(), String> {
+        for pattern in &self.options {
+            let regex = Regex::new(&format!("^(?:{pattern})$"))
+                .map_err(|e| format!("bad options pattern: {e}"))?;
+            self.allowed.push(regex);
+        }
         for (option, pattern) in &self.value_pattern {
             let regex = Regex::new(pattern).map_err(|e| format!("bad value_pattern: {e}"))?;
             self.patterns.push((option.clone(), regex));
@@ -265,7 +286,7 @@ impl Entry {
         self.effects.get(option).is_some_and(|effect| {
             matches!(
                 effect.as_str(),
-                "writes" | "runs" | "archive" | "git-config" | "value"
+                "writes" | "runs" | "archive" | "git-config" | "value" | "last"
             )
         })
     }

@@ -477,7 +477,7 @@ impl Check<'_> {
                 "writes" => self.option_writes(option.value.as_ref(), text),
                 "archive" if creating => self.option_writes(option.value.as_ref(), text),
                 // `bash -c CODE`: the code is walked like the outer line.
-                "archive" | "archive-write" | "value" | "code" => {}
+                "archive" | "archive-write" | "value" | "code" | "last" => {}
                 "runs" => self.danger(
                     text,
                     format!(

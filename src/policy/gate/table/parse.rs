@@ -73,6 +73,17 @@ impl Entry {
             }
             if self.free {
                 self.free_option(text, args, &mut index, &mut reading);
+                let name = reading.options.last().map_or("", |o| o.name.as_str());
+                if !self.allows(name, text) {
+                    return Err(format!(
+                        "`{text}` is not an option offcode knows to be harmless"
+                    ));
+                }
+                // `java -jar FILE ARGS`: the rest is the program's.
+                if self.effects.get(name).is_some_and(|e| e == "last") {
+                    reading.operands.extend(args[index..].iter().cloned());
+                    return Ok(reading);
+                }
                 continue;
             }
             let before = reading.options.len();
