@@ -508,3 +508,6 @@ fn exists_as_file(path: &Path) -> bool {
         Err(_) => std::fs::symlink_metadata(path).is_ok(),
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -108,6 +108,11 @@ pub struct Entry {
     /// One of these options must be given (`git clean -n`).
     #[serde(default)]
     pub require_one_of: Vec<String>,
+    /// Lines of this program the gate must judge plain and dangerous,
+    /// checked by a test (`policy/commands.jsonc`'s own examples).
+    #[serde(default)]
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by the examples test"))]
+    pub examples: Examples,
     /// Options whose value is a count (`make -j N`): a value known only at
     /// run time (`-j$(nproc)`) is fine for them.
     #[serde(default)]
@@ -118,6 +123,20 @@ pub struct Entry {
     /// The program's script language (`sed`, `awk`): its script is read.
     #[serde(default)]
     pub script: Option<String>,
+}
+
+/// An entry's example lines, as codex's execpolicy keeps `match` and
+/// `not_match` beside each rule.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+#[cfg_attr(not(test), expect(dead_code, reason = "read by the examples test"))]
+pub struct Examples {
+    /// Lines the gate must not find dangerous.
+    #[serde(default)]
+    pub plain: Vec<String>,
+    /// Lines the gate must find dangerous.
+    #[serde(default)]
+    pub dangerous: Vec<String>,
 }
 
 /// The table: program name to entry.
@@ -155,6 +174,15 @@ impl Table {
             programs.insert(name.clone(), entry);
         }
         Ok(Self { programs })
+    }
+
+    /// Every program's entry (not the `@` grammars), by name.
+    #[cfg_attr(not(test), expect(dead_code, reason = "read by the examples test"))]
+    pub fn programs(&self) -> impl Iterator<Item = (&str, &Entry)> {
+        self.programs
+            .iter()
+            .filter(|(name, _)| !name.starts_with('@'))
+            .map(|(name, entry)| (name.as_str(), entry))
     }
 
     /// The entry for a program name (`@` entries are grammars, not names).
