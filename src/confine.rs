@@ -164,21 +164,29 @@ fn sockets_in(dir: &Path, depth: usize, budget: &mut usize) -> Vec<PathBuf> {
 /// The person's own files in `home` that commands able to write `writable`
 /// could reach: every hidden entry (shell and login files, `.ssh`,
 /// `.gnupg`, `.config` of every tool, offcode's own) and `bin`, which a
-/// login shell puts on `PATH`.
+/// login shell puts on `PATH`, where a writable directory holds `home`;
+/// and wherever they are links into a writable directory, what they lead
+/// to (a dotfiles repository).
 fn personal_files(writable: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
     let Some(home) = home else {
         return Vec::new();
     };
-    if !writable.iter().any(|dir| home.starts_with(dir)) {
-        return Vec::new();
+    let canonical: Vec<PathBuf> = writable
+        .iter()
+        .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()))
+        .collect();
+    let mut personal = protect::personal_targets(home, &canonical);
+    if writable.iter().any(|dir| home.starts_with(dir)) {
+        personal.extend(
+            std::fs::read_dir(home)
+                .into_iter()
+                .flatten()
+                .flatten()
+                .filter(|entry| protect::is_personal_name(&entry.file_name()))
+                .map(|entry| entry.path()),
+        );
     }
-    std::fs::read_dir(home)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|entry| protect::is_personal_name(&entry.file_name()))
-        .map(|entry| entry.path())
-        .collect()
+    personal
 }
 
 fn yes() -> bool {
@@ -430,7 +438,8 @@ impl Confinement {
         let tmp = private_temp_dir()?;
         let mut dirs = vec![root.to_path_buf(), tmp.clone()];
         dirs.extend(writable.iter().cloned());
-        let read_only = protect::PROTECTED.iter().map(|p| root.join(p)).collect();
+        let mut read_only: Vec<PathBuf> = protect::PROTECTED.iter().map(|p| root.join(p)).collect();
+        read_only.extend(gitdirs::include_targets(root));
         Ok(Self {
             helper,
             spec: Spec {
@@ -454,7 +463,12 @@ impl Confinement {
     /// the person's files, where a writable directory holds them.
     #[must_use]
     pub fn with_own_files(mut self, own: &[PathBuf]) -> Self {
-        for path in own {
+        // Where they really are, too: `~/.config/offcode` may be a link.
+        let real: Vec<PathBuf> = own
+            .iter()
+            .filter_map(|p| std::fs::canonicalize(p).ok())
+            .collect();
+        for path in own.iter().chain(&real) {
             let inside = self.spec.writable.iter().any(|dir| path.starts_with(dir));
             if inside && !self.spec.personal.iter().any(|p| path.starts_with(p)) {
                 self.spec.personal.push(path.clone());

@@ -104,6 +104,11 @@ pub struct Policy {
     home: Option<String>,
     /// offcode's own config, data and state ([`Policy::with_own_files`]).
     own_files: Vec<PathBuf>,
+    /// Files the workspace's repository includes into its config.
+    git_includes: Vec<PathBuf>,
+    /// What the person's files in the home directory lead to, where they
+    /// are links into the workspace (a dotfiles repository).
+    personal_targets: Vec<PathBuf>,
     /// How shell commands run in this session.
     shell: crate::confine::Status,
 }
@@ -220,6 +225,11 @@ impl Policy {
             root: gate::real_path(root),
             home: home.map(str::to_owned),
             own_files: Vec::new(),
+            git_includes: crate::confine::gitdirs::include_targets(&gate::real_path(root)),
+            personal_targets: home.map_or_else(Vec::new, |home| {
+                let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+                crate::confine::protect::personal_targets(Path::new(home), &[root])
+            }),
             shell: crate::confine::Status::Off,
         })
     }
@@ -236,7 +246,14 @@ impl Policy {
     /// without a person.
     #[must_use]
     pub fn with_own_files(mut self, own: &[PathBuf]) -> Self {
-        self.own_files = own.iter().map(|path| gate::real_path(path)).collect();
+        self.own_files = own
+            .iter()
+            .map(|path| gate::real_path(path))
+            .chain(
+                own.iter()
+                    .filter_map(|path| std::fs::canonicalize(path).ok()),
+            )
+            .collect();
         self
     }
 
@@ -470,7 +487,14 @@ impl Policy {
                 .and_then(|relative| relative.components().next())
                 .is_some_and(|first| crate::confine::protect::is_personal_name(first.as_os_str()))
         });
-        in_workspace || personal || self.own_files.iter().any(|own| resolved.starts_with(own))
+        in_workspace
+            || personal
+            || self.own_files.iter().any(|own| resolved.starts_with(own))
+            || self.git_includes.contains(&resolved)
+            || self
+                .personal_targets
+                .iter()
+                .any(|target| resolved.starts_with(target))
     }
 
     /// The rule that decides one subject: the last matching layered rule

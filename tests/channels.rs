@@ -353,10 +353,28 @@ fn git_attacks(root: &Path, mark: &dyn Fn(u8) -> std::path::PathBuf) -> Vec<Stri
                 mark(7).display()
             ),
         ),
+        // A repository whose objects git finds from where it runs, not
+        // from where offcode looks (found by an outside attack).
+        python(
+            "a8.py",
+            format!(
+                "sh('git init -q sub8 && mkdir sub8/objs && mv sub8/.git/objects/* sub8/objs/ && rmdir sub8/.git/objects && ln -s /proc/self/cwd/objs sub8/.git/objects && git -C sub8 config core.fsmonitor \"touch {}\"')\n",
+                mark(8).display()
+            ),
+        ),
+        // Hooks that are a link to a folder outside: moved aside as a link,
+        // and nothing outside is touched.
+        python(
+            "a9.py",
+            format!(
+                "import shutil\nsh('git init -q sub9')\nshutil.rmtree('sub9/.git/hooks')\nos.symlink('{}', 'sub9/.git/hooks')\n",
+                mark(9).parent().unwrap().join("victimdir").display()
+            ),
+        ),
         // Ordinary work that must stay: a remote added to a new repository.
         python(
             "ok.py",
-            "sh('git init -q sub8 && git -C sub8 remote add origin https://example.invalid/x.git')\n"
+            "sh('git init -q keep && git -C keep remote add origin https://example.invalid/x.git')\n"
                 .to_owned(),
         ),
         "ls mine".to_owned(),
@@ -369,6 +387,9 @@ fn git_settings_a_command_leaves_run_nothing_when_the_person_uses_git() {
     let marks = outside_tmp();
     let mark = |n: u8| marks.path().join(format!("m{n}"));
     let root = &ws.root;
+    // A folder outside that a planted link points at.
+    std::fs::create_dir_all(marks.path().join("victimdir")).unwrap();
+    std::fs::write(marks.path().join("victimdir/keep"), "keep\n").unwrap();
     // A nested repository the person made, with a hook of their own.
     assert!(
         persons_git(&ws, root, &["init", "-q", "mine"])
@@ -387,27 +408,68 @@ fn git_settings_a_command_leaves_run_nothing_when_the_person_uses_git() {
     let lines = git_attacks(root, &mark);
     let output = attack(&ws, &lines);
     // The person now uses git everywhere.
-    for dir in ["", "sub2", "sub3", "sub4", "sub5", "sub6", "sub7"] {
+    for dir in [
+        "", "sub2", "sub3", "sub4", "sub5", "sub6", "sub7", "sub8", "sub9",
+    ] {
         let dir = root.join(dir);
         if dir.exists() {
             persons_git(&ws, &dir, &["status"]);
             persons_git(&ws, &dir, &["commit", "-q", "--allow-empty", "-m", "x"]);
         }
     }
-    let ran: Vec<u8> = (1..=7).filter(|n| mark(*n).exists()).collect();
+    let ran: Vec<u8> = (1..=9).filter(|n| mark(*n).exists()).collect();
     assert!(
         ran.is_empty(),
         "git ran what commands left, for {ran:?}:\n{output}"
     );
     assert!(output.contains("fsmonitor"), "{output}");
     // Ordinary settings and the person's own hook stay.
-    let url = persons_git(&ws, &root.join("sub8"), &["remote", "get-url", "origin"]);
+    let url = persons_git(&ws, &root.join("keep"), &["remote", "get-url", "origin"]);
     assert_eq!(
         String::from_utf8_lossy(&url.stdout).trim(),
         "https://example.invalid/x.git",
         "{output}"
     );
     assert!(own_hook.exists(), "{output}");
+    assert!(marks.path().join("victimdir/keep").exists(), "{output}");
+}
+
+#[test]
+fn a_file_the_repository_includes_into_its_config_stays_as_it_was() {
+    let ws = Workspace::new();
+    let marks = outside_tmp();
+    let marker = marks.path().join("included");
+    let root = &ws.root;
+    assert!(persons_git(&ws, root, &["init", "-q"]).status.success());
+    std::fs::write(root.join(".gitconfig-project"), "[user]\n\tname = p\n").unwrap();
+    assert!(
+        persons_git(
+            &ws,
+            root,
+            &["config", "include.path", "../.gitconfig-project"]
+        )
+        .status
+        .success()
+    );
+    std::fs::write(
+        root.join("plant.py"),
+        format!(
+            "open('.gitconfig-project', 'a').write('[core]\\n\\tfsmonitor = touch {}\\n')\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+    let output = attack(&ws, &["python3 plant.py".to_owned()]);
+    persons_git(&ws, root, &["status"]);
+    assert!(
+        !marker.exists(),
+        "git ran what the command included:\n{output}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(root.join(".gitconfig-project")).unwrap(),
+        "[user]\n\tname = p\n",
+        "{output}"
+    );
 }
 
 #[test]
@@ -471,6 +533,46 @@ fn a_workspace_that_is_home_keeps_the_persons_files() {
         std::fs::read_to_string(home.join("notes/today.txt")).unwrap(),
         "ok\n",
         "{output}"
+    );
+}
+
+#[test]
+fn dotfiles_kept_elsewhere_through_links_stay_as_they_were() {
+    let ws = Workspace::new();
+    let home = &ws.home;
+    // A dotfiles repository, stow-style: `~/.bashrc` and offcode's own
+    // config are links into it.
+    let dotfiles = home.join("dotfiles");
+    std::fs::create_dir_all(dotfiles.join("offcode")).unwrap();
+    std::fs::write(dotfiles.join("bashrc"), "# mine\n").unwrap();
+    let config = home.join(".config/offcode");
+    std::fs::rename(&config, dotfiles.join("offcode-was")).unwrap();
+    std::fs::rename(
+        dotfiles.join("offcode-was/offcode.jsonc"),
+        dotfiles.join("offcode/offcode.jsonc"),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../dotfiles/offcode", &config).unwrap();
+    std::os::unix::fs::symlink("dotfiles/bashrc", home.join(".bashrc")).unwrap();
+    let before = std::fs::read_to_string(dotfiles.join("offcode/offcode.jsonc")).unwrap();
+    std::fs::write(
+        dotfiles.join("plant.py"),
+        "import os\nhere = os.path.dirname(os.path.abspath(__file__))\nfor f in ['bashrc', 'offcode/offcode.jsonc']:\n    try:\n        open(os.path.join(here, f), 'a').write('evil\\n')\n        print('wrote', f)\n    except OSError as e:\n        print(e)\n",
+    )
+    .unwrap();
+    // Working in the dotfiles repository, and in the home directory.
+    let in_dotfiles = attack_in(&ws, &dotfiles, &["python3 plant.py".to_owned()], &[]);
+    let in_home = attack_in(&ws, home, &["python3 dotfiles/plant.py".to_owned()], &[]);
+    let shown = format!("{in_dotfiles}\n{in_home}");
+    assert_eq!(
+        std::fs::read_to_string(home.join(".bashrc")).unwrap(),
+        "# mine\n",
+        "{shown}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dotfiles.join("offcode/offcode.jsonc")).unwrap(),
+        before,
+        "{shown}"
     );
 }
 

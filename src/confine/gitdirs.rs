@@ -120,10 +120,27 @@ struct Found {
     pointers: Vec<PathBuf>,
 }
 
-/// Whether `dir` is a git directory: it has `HEAD`, and objects of its own
-/// or a `commondir` naming where they are.
+/// Whether `dir` may be a git directory: it holds an entry named `HEAD`,
+/// whatever it is (git resolves `objects` and `HEAD` from where it runs,
+/// so a link that leads nowhere from here may lead somewhere for git).
 fn is_git_dir(dir: &Path) -> bool {
-    dir.join("HEAD").is_file() && (dir.join("objects").is_dir() || dir.join("commondir").is_file())
+    std::fs::symlink_metadata(dir.join("HEAD")).is_ok()
+}
+
+/// A real directory (not a symlink to one) at `path`.
+fn real_dir(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.is_dir())
+}
+
+/// The entries of the real directory `path`; none when it is a symlink:
+/// nothing here is ever done to what a link leads to.
+fn real_entries(path: &Path) -> Vec<std::fs::DirEntry> {
+    if !real_dir(path) {
+        return Vec::new();
+    }
+    std::fs::read_dir(path)
+        .map(|entries| entries.flatten().collect())
+        .unwrap_or_default()
 }
 
 /// Finds git directories and pointers beneath `dir`, symlinks not followed.
@@ -136,7 +153,7 @@ fn walk(root: &Path, dir: &Path, found: &mut Found) {
             continue;
         };
         let path = entry.path();
-        if kind.is_file() && entry.file_name() == ".git" {
+        if (kind.is_file() || kind.is_symlink()) && entry.file_name() == ".git" {
             found.pointers.push(path);
         } else if kind.is_dir() {
             if dir == root && entry.file_name() == ".git" {
@@ -159,8 +176,7 @@ fn git_dir(dir: &Path, found: &mut Found) {
         found.pointers.push(dir.join("commondir"));
     }
     for holder in ["modules", "worktrees"] {
-        let inner = std::fs::read_dir(dir.join(holder)).into_iter().flatten();
-        for entry in inner.flatten() {
+        for entry in real_entries(&dir.join(holder)) {
             if entry.file_type().is_ok_and(|kind| kind.is_dir()) && is_git_dir(&entry.path()) {
                 git_dir(&entry.path(), found);
             }
@@ -191,10 +207,8 @@ fn touched(root: &Path, path: &Path, since: i128) -> bool {
 
 /// Whether a file inside the git directory that decides what runs changed.
 fn inside_touched(dir: &Path, since: i128) -> bool {
-    let hooks = std::fs::read_dir(dir.join("hooks"))
+    let hooks = real_entries(&dir.join("hooks"))
         .into_iter()
-        .flatten()
-        .flatten()
         .map(|entry| entry.path());
     ["config", "config.worktree", "hooks", "commondir"]
         .iter()
@@ -207,7 +221,11 @@ fn inside_touched(dir: &Path, since: i128) -> bool {
 /// (its temp dir, say) is moved aside: git would read that directory's
 /// config, which nothing here checks.
 fn check_pointer(root: &Path, pointer: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(pointer).unwrap_or_default();
+    let link = std::fs::read_link(pointer).ok();
+    let text = match &link {
+        Some(target) => target.display().to_string(),
+        None => std::fs::read_to_string(pointer).unwrap_or_default(),
+    };
     let target = text.trim().strip_prefix("gitdir:").unwrap_or(&text).trim();
     let base = pointer.parent().unwrap_or(root);
     // Resolved as git resolves it, through symlinks; one that leads
@@ -232,12 +250,42 @@ fn check_git_dir(root: &Path, dir: &Path) -> Vec<String> {
     let mut report = Vec::new();
     for name in ["config", "config.worktree"] {
         let path = dir.join(name);
-        if path.is_file() {
-            report.extend(check_config(root, &path));
+        match std::fs::symlink_metadata(&path) {
+            // git reads what a link leads to, which may change unseen.
+            Ok(meta) if meta.file_type().is_symlink() => {
+                report.push(move_aside(
+                    root,
+                    &path,
+                    "is a link git would read its settings through",
+                ));
+            }
+            // Another name could change it unseen: it becomes a file of
+            // its own (what it was stays beside it).
+            Ok(meta) if meta.is_file() && meta.nlink() > 1 => {
+                let content = std::fs::read(&path).unwrap_or_default();
+                report.push(move_aside(
+                    root,
+                    &path,
+                    "has another name git's settings could be changed through",
+                ));
+                if std::fs::write(&path, content).is_ok() {
+                    report.extend(check_config(root, &path));
+                }
+            }
+            Ok(meta) if meta.is_file() => report.extend(check_config(root, &path)),
+            _ => {}
         }
     }
-    let hooks = std::fs::read_dir(dir.join("hooks")).into_iter().flatten();
-    for entry in hooks.flatten() {
+    let hooks = dir.join("hooks");
+    if std::fs::symlink_metadata(&hooks).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        // Moved aside as a link: what it leads to is never touched.
+        report.push(move_aside(
+            root,
+            &hooks,
+            "is a link git would run hooks through",
+        ));
+    }
+    for entry in real_entries(&hooks) {
         let name = entry.file_name().to_string_lossy().into_owned();
         if !name.ends_with(".sample") && !name.ends_with(REFUSED) {
             report.push(move_aside(root, &entry.path(), "is a hook git would run"));
@@ -440,6 +488,48 @@ fn escape(text: &str) -> String {
         .replace('\t', "\\t")
 }
 
+/// Files inside the workspace `root` that the workspace's own repository
+/// includes into its config (`include.path`, `includeIf.*.path`): git reads
+/// them as part of the config, so they are kept like it.
+pub fn include_targets(root: &Path) -> Vec<PathBuf> {
+    let git_dir = root.join(".git");
+    let mut targets = Vec::new();
+    for name in ["config", "config.worktree"] {
+        let Ok(settings) = read_config(&git_dir.join(name)) else {
+            continue;
+        };
+        for setting in settings {
+            let include = setting.key == "include.path"
+                || (setting.key.starts_with("includeif.")
+                    && setting.key.rsplit('.').next() == Some("path"));
+            let Some(value) = setting.value.filter(|_| include) else {
+                continue;
+            };
+            // Relative paths are relative to the file that names them.
+            let path = lexical(&git_dir.join(&value));
+            if path.starts_with(root) && !path.starts_with(&git_dir) && !targets.contains(&path) {
+                targets.push(path);
+            }
+        }
+    }
+    targets
+}
+
+/// `path` with `.` and `..` worked out by name.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
 /// What in the git directory `dir` would make git run a program: a
 /// setting not known to run nothing (in `config` or `config.worktree`), or
 /// a hook. `None` when there is nothing.
@@ -463,8 +553,11 @@ pub fn runs_programs(dir: &Path) -> Option<String> {
             Err(why) => return Some(format!("its {name} {why}")),
         }
     }
-    let hooks = std::fs::read_dir(dir.join("hooks")).into_iter().flatten();
-    for entry in hooks.flatten() {
+    let hooks = dir.join("hooks");
+    if std::fs::symlink_metadata(&hooks).is_ok_and(|meta| meta.file_type().is_symlink()) {
+        return Some("its hooks are a link".to_owned());
+    }
+    for entry in real_entries(&hooks) {
         let name = entry.file_name().to_string_lossy().into_owned();
         if !name.ends_with(".sample") && !name.ends_with(REFUSED) {
             return Some(format!("it has the hook `{name}`"));

@@ -38,6 +38,54 @@ pub fn is_personal_name(name: &std::ffi::OsStr) -> bool {
     name.starts_with('.') || name == "bin"
 }
 
+/// How deep beneath a hidden folder of the home directory links are looked
+/// for, and how many entries are looked at in all.
+const LINK_DEPTH: usize = 4;
+const LINK_BUDGET: usize = 20_000;
+
+/// Where the person's files really are when they are links into `within`
+/// (a dotfiles repository, stow-style: `~/.bashrc -> dotfiles/bashrc`,
+/// `~/.config/offcode -> ../dotfiles/offcode`): those targets are the
+/// person's files too.
+pub fn personal_targets(home: &Path, within: &[PathBuf]) -> Vec<PathBuf> {
+    let mut targets = Vec::new();
+    let mut budget = LINK_BUDGET;
+    let entries = std::fs::read_dir(home).into_iter().flatten().flatten();
+    for entry in entries.filter(|e| is_personal_name(&e.file_name())) {
+        links_in(&entry.path(), LINK_DEPTH, &mut budget, &mut |link| {
+            if let Ok(target) = std::fs::canonicalize(link)
+                && within.iter().any(|dir| target.starts_with(dir))
+                && !targets.contains(&target)
+            {
+                targets.push(target);
+            }
+        });
+    }
+    targets
+}
+
+/// Calls `found` for `path` if it is a symlink, else for each symlink
+/// beneath it, `depth` folders down at most, links not followed.
+fn links_in(path: &Path, depth: usize, budget: &mut usize, found: &mut dyn FnMut(&Path)) {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return;
+    };
+    if meta.file_type().is_symlink() {
+        found(path);
+        return;
+    }
+    if !meta.is_dir() || depth == 0 {
+        return;
+    }
+    for entry in std::fs::read_dir(path).into_iter().flatten().flatten() {
+        if *budget == 0 {
+            return;
+        }
+        *budget -= 1;
+        links_in(&entry.path(), depth - 1, budget, found);
+    }
+}
+
 /// The person's own entries directly in `home`, as they are now.
 pub fn personal_names(home: &Path) -> std::collections::BTreeSet<std::ffi::OsString> {
     std::fs::read_dir(home)
