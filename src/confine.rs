@@ -91,44 +91,61 @@ const SOCKET_PLACES: &[&str] = &[
 ];
 
 /// How deep beneath a hidden folder of the home directory sockets are
-/// looked for, and how many entries are looked at in all.
-const SOCKET_DEPTH: usize = 3;
-const SOCKET_BUDGET: usize = 20_000;
+/// looked for (podman's machine socket lies 6 down), and how many entries
+/// are looked at in all.
+const SOCKET_DEPTH: usize = 7;
+const SOCKET_BUDGET: usize = 100_000;
 
-/// The places to hide from commands that may write `writable`:
-/// [`SOCKET_PLACES`], `$XDG_RUNTIME_DIR`, and each folder of the home
-/// directory's hidden ones that holds a socket (`~/.ssh` with a control
-/// master, `~/.gnupg`, `~/.docker/run`...). A place that a writable
+/// The system's places to hide from commands that may write `writable`:
+/// [`SOCKET_PLACES`] and `$XDG_RUNTIME_DIR`. A place that a writable
 /// directory contains (a workspace of `/`) cannot be hidden whole; the
 /// sockets in it are, one by one.
-fn socket_places(writable: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
+fn socket_places(writable: &[PathBuf]) -> Vec<PathBuf> {
     let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
-    let mut places: Vec<PathBuf> = SOCKET_PLACES
+    let places = SOCKET_PLACES
         .iter()
         .map(PathBuf::from)
         .chain(runtime)
         .filter_map(|place| std::fs::canonicalize(place).ok())
-        .filter(|place| place.is_dir())
-        .collect();
+        .filter(|place| place.is_dir());
+    hideable(places.collect(), writable)
+}
+
+/// What to hide of the home directory: each socket among its hidden
+/// entries, and each folder beneath them that holds one (`~/.ssh` with a
+/// control master, `~/.gnupg`, `~/.docker/run`, podman's machine folder).
+/// Slow on a large home (every cache is walked), so worked out in the
+/// background while the session starts ([`Confinement::new`]).
+fn home_sockets(home: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
     let mut budget = SOCKET_BUDGET;
-    if let Some(home) = home {
-        let hidden_dirs = std::fs::read_dir(home).into_iter().flatten().flatten();
-        for entry in hidden_dirs {
-            let hidden = entry.file_name().to_string_lossy().starts_with('.');
-            if hidden && entry.file_type().is_ok_and(|kind| kind.is_dir()) {
+    let mut places = Vec::new();
+    let hidden = std::fs::read_dir(home).into_iter().flatten().flatten();
+    for entry in hidden.filter(|e| e.file_name().to_string_lossy().starts_with('.')) {
+        match entry.file_type() {
+            Ok(kind) if kind.is_socket() => places.push(entry.path()),
+            Ok(kind) if kind.is_dir() => {
                 for socket in sockets_in(&entry.path(), SOCKET_DEPTH, &mut budget) {
                     places.extend(socket.parent().map(Path::to_path_buf));
                 }
             }
+            _ => {}
         }
     }
-    // Parents first: a folder of the home directory in `/tmp` is hidden in
-    // the private `/tmp` that kept the home directory visible.
+    hideable(places, writable)
+}
+
+/// `places` sorted, parents first (a folder of the home directory in
+/// `/tmp` is hidden in the private `/tmp` that kept the home directory
+/// visible); one a writable directory contains is replaced by its
+/// sockets.
+fn hideable(mut places: Vec<PathBuf>, writable: &[PathBuf]) -> Vec<PathBuf> {
     places.sort();
     places.dedup();
+    let mut budget = SOCKET_BUDGET;
     let mut hidden = Vec::new();
     for place in places {
-        if writable.iter().any(|dir| place.starts_with(dir)) {
+        if place.is_dir() && writable.iter().any(|dir| place.starts_with(dir)) {
             hidden.extend(sockets_in(&place, SOCKET_DEPTH, &mut budget));
         } else {
             hidden.push(place);
@@ -421,6 +438,16 @@ pub struct Confinement {
     /// The home directory, when commands may write beneath it: the
     /// person's files there are watched ([`protect::remove_new_personal`]).
     home: Option<PathBuf>,
+    /// The places of the home directory to hide, being worked out in the
+    /// background, then known.
+    home_sockets: std::sync::Mutex<HomeSockets>,
+}
+
+/// [`home_sockets`], running or done.
+#[derive(Debug)]
+enum HomeSockets {
+    Running(std::thread::JoinHandle<Vec<PathBuf>>),
+    Done(Vec<PathBuf>),
 }
 
 impl Confinement {
@@ -440,10 +467,17 @@ impl Confinement {
         dirs.extend(writable.iter().cloned());
         let mut read_only: Vec<PathBuf> = protect::PROTECTED.iter().map(|p| root.join(p)).collect();
         read_only.extend(gitdirs::include_targets(root));
+        let scan = {
+            let (home, dirs) = (home.map(Path::to_path_buf), dirs.clone());
+            std::thread::spawn(move || {
+                home.map_or_else(Vec::new, |home| home_sockets(&home, &dirs))
+            })
+        };
         Ok(Self {
             helper,
+            home_sockets: std::sync::Mutex::new(HomeSockets::Running(scan)),
             spec: Spec {
-                hidden: socket_places(&dirs, home),
+                hidden: socket_places(&dirs),
                 visible: home.map(Path::to_path_buf).into_iter().collect(),
                 personal: personal_files(&dirs, home),
                 writable: dirs.clone(),
@@ -494,10 +528,14 @@ impl Confinement {
 
     /// The helper command that runs `program` with `args` confined.
     pub fn command(&self, program: &str, args: &[&str]) -> std::process::Command {
+        let mut spec = self.spec.clone();
+        spec.hidden.extend(self.home_places());
+        spec.hidden.sort();
+        spec.hidden.dedup();
         let mut command = std::process::Command::new(&self.helper);
         command
             .arg(HELPER_ARG)
-            .arg(serde_json::to_string(&self.spec).unwrap_or_default())
+            .arg(serde_json::to_string(&spec).unwrap_or_default())
             .arg(program)
             .args(args)
             .env("TMPDIR", &self.tmp);
@@ -505,6 +543,21 @@ impl Confinement {
             command.env("GOCACHE", cache);
         }
         command
+    }
+
+    /// The places of the home directory to hide, waiting for the scan
+    /// started with the session the first time.
+    fn home_places(&self) -> Vec<PathBuf> {
+        let mut state = self
+            .home_sockets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let done = match std::mem::replace(&mut *state, HomeSockets::Done(Vec::new())) {
+            HomeSockets::Running(scan) => scan.join().unwrap_or_default(),
+            HomeSockets::Done(places) => places,
+        };
+        *state = HomeSockets::Done(done.clone());
+        done
     }
 
     /// Where Go's build cache goes when the one Go would use cannot be
