@@ -194,6 +194,51 @@ fn nothing_a_command_types_reaches_the_persons_shell() {
     );
 }
 
+#[test]
+fn what_a_command_prints_cannot_steer_the_terminal() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("esc.py"),
+        "import sys\nsys.stdout.write('\\x1b]2;TITLE-SET\\x07\\x1b[6n\\x1b[c')\n",
+    )
+    .unwrap();
+    let pane = Pane {
+        socket: format!("offcode-test-escape-{}", std::process::id()),
+    };
+    pane.tmux(&[
+        "new-session",
+        "-d",
+        "-s",
+        "t",
+        "-c",
+        &ws.root.display().to_string(),
+        "env -i PATH=/usr/bin:/bin:/usr/local/bin TERM=xterm PS1='$ ' bash --norc --noprofile -i",
+    ]);
+    let title = || pane.tmux(&["display-message", "-p", "-t", "t", "#{pane_title}"]);
+    // Printed by the shell itself, the sequence does set the title.
+    pane.run("python3 esc.py; echo; echo CONTROL-DONE", "CONTROL-DONE");
+    assert_eq!(title().trim(), "TITLE-SET", "the control run");
+    // The terminal's answers were typed into the prompt: drop that line.
+    std::thread::sleep(Duration::from_millis(300));
+    pane.tmux(&["send-keys", "-t", "t", "C-c"]);
+    pane.run("printf '\\033]2;clean\\007'; echo RESET", "RESET");
+    let line = format!(
+        "HOME={home} OFFCODE_MANAGED_POLICY={managed} OFFCODE_TEST_SYSTEM_POLICY={system} \
+         {bin} tool bash '{{\"command\": \"python3 esc.py\"}}' --yes; echo TOOL-DONE",
+        home = ws.home.display(),
+        managed = ws.managed_policy().display(),
+        system = ws.system_policy().display(),
+        bin = env!("CARGO_BIN_EXE_offcode"),
+    );
+    pane.run(&line, "TOOL-DONE");
+    pane.run("echo SENTINEL", "SENTINEL");
+    let screen = pane.tmux(&["capture-pane", "-p", "-t", "t", "-S", "-50"]);
+    assert_eq!(title().trim(), "clean", "{screen}");
+    // No answer of the terminal's was typed into the shell's prompt since.
+    let since = screen.rsplit("RESET").next().unwrap_or_default();
+    assert!(!since.contains("1R") && !since.contains("1;2c"), "{screen}");
+}
+
 /// Tries to connect to each UNIX socket path (`@name` for an abstract
 /// one) and says which answered.
 const CONNECT: &str = r#"

@@ -59,12 +59,16 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
         unconfined: false,
     };
     let output = runtime()?.block_on(registry.call_parsed(tool, arguments, &context));
-    let newline = if output.output.ends_with('\n') {
-        ""
+    // On a terminal, what a command printed must not steer it: an escape
+    // sequence could set its title or make it type an answer into the
+    // shell. Into a pipe or a file, the output goes as it is.
+    let shown = if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+        crate::ui::line::clean(&output.output)
     } else {
-        "\n"
+        output.output
     };
-    out(&format!("{}{newline}", output.output))?;
+    let newline = if shown.ends_with('\n') { "" } else { "\n" };
+    out(&format!("{shown}{newline}"))?;
     Ok(if output.ok { 0 } else { EXIT_FAILED })
 }
 
