@@ -437,6 +437,17 @@ const ROUND_THREE: &[&str] = &[
     // A repository that came with the files names a program git runs.
     "git -C vend/x status",
     "cd vend/x && git diff",
+    // Found while writing the table's examples: output options of
+    // grammars offcode does not parse, programs named as linkers,
+    // compilers and plugins, remotes changed, filters run.
+    "pytest --log-file=victim.txt",
+    "cargo llvm-cov --output-path victim.txt",
+    "git remote set-url origin http://example.invalid/x",
+    "git cat-file --textconv HEAD:victim.txt",
+    "ninja -t clean",
+    "cmake -DCMAKE_C_COMPILER=rm .",
+    "go build -ldflags='-extld=rm' .",
+    "clang -fpass-plugin=./x.so -c victim.c",
     // git stash taking untracked files away.
     "git stash push -u",
     "git stash push --all",

@@ -374,7 +374,10 @@ fn harmless(key: &str) -> bool {
 /// --list -z`, includes not followed: `include.path` is itself a key); where
 /// git cannot be run, as [`read_plain`] reads them.
 fn read_config(path: &Path) -> Result<Vec<Setting>, String> {
-    let output = std::process::Command::new("git")
+    let Some(git) = git_program() else {
+        return read_plain(&std::fs::read_to_string(path).unwrap_or_default());
+    };
+    let output = std::process::Command::new(git)
         .args(["config", "--no-includes", "--list", "-z", "--file"])
         .arg(path)
         .env("GIT_CONFIG_NOSYSTEM", "1")
@@ -404,6 +407,32 @@ fn read_config(path: &Path) -> Result<Vec<Setting>, String> {
         Ok(_) => Err("is not a config git can read".to_owned()),
         Err(_) => read_plain(&std::fs::read_to_string(path).unwrap_or_default()),
     }
+}
+
+/// The git offcode itself runs to read a config: the system's, or the
+/// first on `PATH` in an absolute folder outside the workspace (offcode's
+/// working directory). offcode runs unconfined, so a `git` the workspace
+/// could put on `PATH` (`.`, `node_modules/.bin`) is never it.
+fn git_program() -> Option<&'static Path> {
+    static GIT: std::sync::LazyLock<Option<PathBuf>> = std::sync::LazyLock::new(|| {
+        use std::os::unix::fs::PermissionsExt;
+        let runnable = |path: &Path| {
+            std::fs::metadata(path)
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        };
+        let workspace = std::env::current_dir().ok();
+        let system = ["/usr/bin", "/bin", "/usr/local/bin"].map(PathBuf::from);
+        let path = std::env::var_os("PATH").unwrap_or_default();
+        let on_path = std::env::split_paths(&path)
+            .filter(|dir| dir.is_absolute())
+            .filter(|dir| workspace.as_ref().is_none_or(|w| !dir.starts_with(w)));
+        system
+            .into_iter()
+            .chain(on_path)
+            .map(|dir| dir.join("git"))
+            .find(|git| runnable(git))
+    });
+    GIT.as_deref()
 }
 
 /// Reads a config without git: only `[section]` and `[section "sub"]`

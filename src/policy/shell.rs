@@ -278,13 +278,18 @@ impl Walker<'_> {
                         _ => Arg::literal(self.text(*child)),
                     });
                 }
+                // `declare -p NAME` prints the variable; it sets nothing.
+                let printing = argv
+                    .iter()
+                    .filter_map(Arg::known)
+                    .any(|word| word.starts_with('-') && word.contains('p'));
                 self.items.push(Item::Command(SimpleCommand {
                     assignments: Vec::new(),
                     argv,
                 }));
                 for child in children {
                     self.visit(child, depth + 1)?;
-                    if child.kind() == "variable_name" {
+                    if child.kind() == "variable_name" && !printing {
                         // `export PAGER` exports a value set elsewhere: the
                         // name alone is enough to look at.
                         self.items.push(Item::Assignment(Assignment {

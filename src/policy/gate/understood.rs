@@ -271,6 +271,9 @@ impl Check<'_> {
         if entry.free || entry.operands.as_deref() == Some("compiler") {
             self.argument_files(name, &args, text);
         }
+        if entry.free && !entry.builtin {
+            self.free_outputs(entry, &args, text);
+        }
         let reading = match entry.read(&args) {
             Ok(reading) => reading,
             Err(why) => {
@@ -347,12 +350,16 @@ impl Check<'_> {
         }
         let repositories = git_dir.unwrap_or_else(|| {
             dirs.iter()
-                .filter_map(|dir| discover_repository(dir, self.root))
+                .filter_map(|dir| discover_repository(dir))
                 .collect()
         });
         let own = super::real_path(&self.root.join(".git"));
         for repository in repositories {
-            if repository == own || !repository.starts_with(self.root) {
+            // The workspace's own repository, or one it lies in: yours.
+            let holds_workspace = repository
+                .parent()
+                .is_some_and(|top| self.root.starts_with(top) && repository.ends_with(".git"));
+            if repository == own || holds_workspace {
                 continue;
             }
             if let Some(why) = crate::confine::gitdirs::runs_programs(&repository) {
@@ -418,6 +425,120 @@ impl Check<'_> {
             {
                 let output = format!("{}.{suffix}", stem.to_string_lossy());
                 self.write_target(&Arg::literal(&output), text, WriteMode::Replace);
+            }
+        }
+    }
+
+    /// What rustc writes when `-o`, `--out-dir` and `--emit` do not say: a
+    /// program named after the crate's file (`rustc x.rs` writes `./x`),
+    /// judged like a redirect.
+    fn rustc_output(&mut self, reading: &Reading, text: &str) {
+        let says = [
+            "-o",
+            "--out-dir",
+            "--emit",
+            "--crate-type",
+            "--print",
+            "-V",
+            "--version",
+            "-h",
+            "--help",
+            "--explain",
+        ];
+        if reading
+            .options
+            .iter()
+            .any(|o| says.contains(&o.name.as_str()))
+        {
+            return;
+        }
+        for operand in &reading.operands {
+            if let Some(source) = operand.known()
+                && let Some(stem) = source.strip_suffix(".rs")
+                && let Some(name) = Path::new(stem).file_name()
+            {
+                self.write_target(
+                    &Arg::literal(&name.to_string_lossy()),
+                    text,
+                    WriteMode::Replace,
+                );
+            }
+        }
+    }
+
+    /// A program whose options offcode does not parse one by one may still
+    /// name the files it writes with options that say so by their name
+    /// (`--log-file`, `--outputFile.json`, `--output-path`, `--cov-report
+    /// xml:PATH`, `output=PATH` inside a value): each such path is judged
+    /// like a redirect, so one that replaces an existing file is dangerous.
+    fn free_outputs(&mut self, entry: &Entry, args: &[Arg], text: &str) {
+        static PATTERNS: std::sync::LazyLock<Option<(regex::Regex, regex::Regex)>> =
+            std::sync::LazyLock::new(|| {
+                let option = regex::Regex::new(
+                    r"^(.*[-_])?((log|output|out|report|junit|junitxml|result|results|dump|trace|profile|cov|coverage|archive|html|xml|json)[-_]?(file|path)|output|outfile|cov[-_]report)$",
+                );
+                let value = regex::Regex::new(
+                    r"(?i)(?:^|[,;])\s*(?:output|outfile|output[-_]?file|file)=([^,;]+)",
+                );
+                option.ok().zip(value.ok())
+            });
+        let Some((output_option, output_value)) = PATTERNS.as_ref() else {
+            return;
+        };
+        let mut index = 0;
+        while index < args.len() {
+            let arg = &args[index];
+            index += 1;
+            if arg.text == "--" {
+                break;
+            }
+            let Some(long) = arg.text.strip_prefix("--") else {
+                continue;
+            };
+            let (option, attached) = match long.split_once('=') {
+                Some((option, value)) => (option, Some(value.to_owned())),
+                None => (long, None),
+            };
+            if entry.effects.contains_key(&format!("--{option}")) {
+                continue;
+            }
+            let option = option
+                .split('.')
+                .next()
+                .unwrap_or(option)
+                .to_ascii_lowercase();
+            let value = match attached {
+                Some(value) => Some((value, arg.dynamic)),
+                None => args
+                    .get(index)
+                    .filter(|next| !next.text.starts_with('-'))
+                    .map(|next| (next.text.clone(), next.dynamic)),
+            };
+            let Some((value, dynamic)) = value else {
+                continue;
+            };
+            let mut paths = Vec::new();
+            if output_option.is_match(&option) {
+                // `xml:PATH` names a format and a path.
+                paths.push(
+                    value
+                        .rsplit_once(':')
+                        .map_or(value.as_str(), |(_, p)| p)
+                        .to_owned(),
+                );
+            }
+            paths.extend(
+                output_value
+                    .captures_iter(&value)
+                    .filter_map(|c| c.get(1))
+                    .map(|m| m.as_str().trim().to_owned()),
+            );
+            for path in paths.into_iter().filter(|p| !p.is_empty()) {
+                let written = Arg {
+                    text: path,
+                    dynamic,
+                };
+                self.write_target(&written, text, WriteMode::Replace);
             }
         }
     }
@@ -589,15 +710,23 @@ impl Check<'_> {
                 }
             }
             "git-checkout" => self.checkout_operands(reading, text),
+            // `git symbolic-ref NAME` reads; with a second operand it sets.
+            "git-read-one" => {
+                if reading.operands.len() > 1 {
+                    self.danger(text, format!("`{name}` with two operands sets a ref"));
+                }
+            }
             "git-config" => {
                 if reading.operands.len() > 1 {
                     self.danger(text, "git config changes git's configuration");
                 }
             }
             "compiler" => self.compiler_output(reading, text),
+            "rustc" => self.rustc_output(reading, text),
             "read" | "any" => {}
             other => {
-                if !reading.operands.is_empty() {
+                // `kill -l 9` names a signal; it sends none.
+                if !reading.operands.is_empty() && !info {
                     let why = other.strip_prefix("dangerous: ").unwrap_or(other);
                     self.danger(text, format!("`{name}` {why}"));
                 }
@@ -643,14 +772,10 @@ fn program_in_option(entry: &Entry, reading: &Reading) -> bool {
 }
 
 /// The git directory git would use in `dir`: the nearest `.git` (or a
-/// bare repository) at or above it, up to `root`; `None` above the
-/// workspace (the person's own repository, or none).
-fn discover_repository(dir: &Path, root: &Path) -> Option<PathBuf> {
+/// bare repository) at or above it.
+fn discover_repository(dir: &Path) -> Option<PathBuf> {
     let mut current = dir.to_path_buf();
     loop {
-        if !current.starts_with(root) {
-            return None;
-        }
         let dot_git = current.join(".git");
         if dot_git.is_dir() {
             return Some(super::real_path(&dot_git));

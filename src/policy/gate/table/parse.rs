@@ -378,7 +378,9 @@ impl Entry {
                 && text.starts_with(key.as_str())
                 && attaches(key, &text[key.len()..]);
             if name == key || long_prefix || attached_short {
-                let value = if attached_short && attached.is_none() {
+                // `-DNAME=value`: all that follows a short option is its
+                // value, `=` included.
+                let value = if attached_short {
                     Some(Arg::literal(&text[key.len()..]))
                 } else if let Some(value) = attached {
                     Some(Arg::literal(value))
