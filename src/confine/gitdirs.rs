@@ -148,23 +148,33 @@ fn walk(root: &Path, dir: &Path, found: &mut Found) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
+    // One read of the folder (the kinds come with the names): a `HEAD`
+    // among them makes it a git directory, whose objects are not walked.
+    let mut folders = Vec::new();
+    let mut head = false;
     for entry in entries.flatten() {
         let Ok(kind) = entry.file_type() else {
             continue;
         };
-        let path = entry.path();
-        if (kind.is_file() || kind.is_symlink()) && entry.file_name() == ".git" {
-            found.pointers.push(path);
-        } else if kind.is_dir() {
-            if dir == root && entry.file_name() == ".git" {
-                continue;
-            }
-            if is_git_dir(&path) {
-                git_dir(&path, found);
-            } else {
-                walk(root, &path, found);
-            }
+        let name = entry.file_name();
+        head |= name == "HEAD";
+        if (kind.is_file() || kind.is_symlink()) && name == ".git" {
+            found.pointers.push(entry.path());
+        } else if kind.is_dir() && !(dir == root && name == ".git") {
+            folders.push((name, entry.path()));
         }
+    }
+    if head && dir != root {
+        git_dir(dir, found);
+        // Its objects and refs are git's; anything else may hold more.
+        folders.retain(|(name, _)| {
+            !["objects", "refs", "logs", "modules", "worktrees"]
+                .iter()
+                .any(|inner| name == inner)
+        });
+    }
+    for (_, folder) in folders {
+        walk(root, &folder, found);
     }
 }
 
@@ -605,6 +615,32 @@ pub fn harmless_config(path: &Path) -> bool {
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
+
+    #[test]
+    fn every_git_directory_is_found_even_beneath_a_decoy_head() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for git_dir in ["x/.git", "x/sub/.git", "bare.git", "deep/a/b/c/.git"] {
+            std::fs::create_dir_all(root.join(git_dir).join("objects")).unwrap();
+            std::fs::write(root.join(git_dir).join("HEAD"), "ref: refs/heads/main\n").unwrap();
+        }
+        // `x` holds a file named HEAD: it is judged, and so is `x/sub`.
+        std::fs::write(root.join("x/HEAD"), "decoy").unwrap();
+        std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+        std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+        let mut found = Found::default();
+        walk(root, root, &mut found);
+        let mut dirs: Vec<String> = found
+            .git_dirs
+            .iter()
+            .map(|d| d.strip_prefix(root).unwrap().display().to_string())
+            .collect();
+        dirs.sort();
+        assert_eq!(
+            dirs,
+            ["bare.git", "deep/a/b/c/.git", "x", "x/.git", "x/sub/.git"]
+        );
+    }
 
     #[test]
     fn keys_match_the_list_with_any_subsection() {
