@@ -434,13 +434,13 @@ fn may_be_option(arg: &Arg) -> bool {
 /// Whether `rest` follows the single-dash option `key` in one word as its
 /// value: anything after a one-letter option (`-ofile`, `-Bdir`) or gcc's
 /// `-MF`-like ones; after a longer one, only a value it spells with `=`,
-/// `,` or `-` (`-Wa,-o,x`, `-fdump-tree-all`, `-specs=f`): `-Wall` is a
-/// warning, not the assembler's `-Wa`.
+/// `,`, `-` or `:` (`-Wa,-o,x`, `-fdump-tree-all`, `-specs=f`,
+/// `-Xplugin:name`): `-Wall` is a warning, not the assembler's `-Wa`.
 fn attaches(key: &str, rest: &str) -> bool {
     let letters = key.len() - 1;
     letters == 1
         || (letters == 2 && key.chars().last().is_some_and(|c| c.is_ascii_uppercase()))
-        || rest.starts_with(['=', ',', '-'])
+        || rest.starts_with(['=', ',', '-', ':'])
 }
 
 /// The next word, as an option's value, and moves past it.
