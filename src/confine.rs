@@ -24,8 +24,10 @@
 //! cannot confine it as asked.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod gitconfig;
 pub mod gitdirs;
 mod helper;
+mod places;
 pub mod protect;
 mod sys;
 
@@ -77,133 +79,6 @@ pub struct Spec {
     /// `None`. Writable directories are readable too.
     #[serde(default)]
     pub readable: Option<Vec<PathBuf>>,
-}
-
-/// Where daemons' sockets live, system-wide and per user (`/run/user/UID`
-/// is `$XDG_RUNTIME_DIR`): each is replaced by an empty private directory.
-const SOCKET_PLACES: &[&str] = &[
-    "/tmp",
-    "/var/tmp",
-    "/run",
-    "/var/run",
-    "/var/lock",
-    "/dev/shm",
-];
-
-/// How deep beneath a hidden folder of the home directory sockets are
-/// looked for (podman's machine socket lies 6 down), and how many entries
-/// are looked at in all.
-const SOCKET_DEPTH: usize = 7;
-const SOCKET_BUDGET: usize = 100_000;
-
-/// The system's places to hide from commands that may write `writable`:
-/// [`SOCKET_PLACES`] and `$XDG_RUNTIME_DIR`. A place that a writable
-/// directory contains (a workspace of `/`) cannot be hidden whole; the
-/// sockets in it are, one by one.
-fn socket_places(writable: &[PathBuf]) -> Vec<PathBuf> {
-    let runtime = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from);
-    let places = SOCKET_PLACES
-        .iter()
-        .map(PathBuf::from)
-        .chain(runtime)
-        .filter_map(|place| std::fs::canonicalize(place).ok())
-        .filter(|place| place.is_dir());
-    hideable(places.collect(), writable)
-}
-
-/// What to hide of the home directory: each socket among its hidden
-/// entries, and each folder beneath them that holds one (`~/.ssh` with a
-/// control master, `~/.gnupg`, `~/.docker/run`, podman's machine folder).
-/// Slow on a large home (every cache is walked), so worked out in the
-/// background while the session starts ([`Confinement::new`]).
-fn home_sockets(home: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
-    let mut budget = SOCKET_BUDGET;
-    let mut places = Vec::new();
-    let hidden = std::fs::read_dir(home).into_iter().flatten().flatten();
-    for entry in hidden.filter(|e| e.file_name().to_string_lossy().starts_with('.')) {
-        match entry.file_type() {
-            Ok(kind) if kind.is_socket() => places.push(entry.path()),
-            Ok(kind) if kind.is_dir() => {
-                for socket in sockets_in(&entry.path(), SOCKET_DEPTH, &mut budget) {
-                    places.extend(socket.parent().map(Path::to_path_buf));
-                }
-            }
-            _ => {}
-        }
-    }
-    hideable(places, writable)
-}
-
-/// `places` sorted, parents first (a folder of the home directory in
-/// `/tmp` is hidden in the private `/tmp` that kept the home directory
-/// visible); one a writable directory contains is replaced by its
-/// sockets.
-fn hideable(mut places: Vec<PathBuf>, writable: &[PathBuf]) -> Vec<PathBuf> {
-    places.sort();
-    places.dedup();
-    let mut budget = SOCKET_BUDGET;
-    let mut hidden = Vec::new();
-    for place in places {
-        if place.is_dir() && writable.iter().any(|dir| place.starts_with(dir)) {
-            hidden.extend(sockets_in(&place, SOCKET_DEPTH, &mut budget));
-        } else {
-            hidden.push(place);
-        }
-    }
-    hidden
-}
-
-/// The sockets beneath `dir`, at most `depth` folders down, symlinks not
-/// followed, looking at no more than `budget` entries.
-fn sockets_in(dir: &Path, depth: usize, budget: &mut usize) -> Vec<PathBuf> {
-    use std::os::unix::fs::FileTypeExt;
-    let mut found = Vec::new();
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return found;
-    };
-    for entry in entries.flatten() {
-        if *budget == 0 {
-            break;
-        }
-        *budget -= 1;
-        match entry.file_type() {
-            Ok(kind) if kind.is_socket() => found.push(entry.path()),
-            Ok(kind) if kind.is_dir() && depth > 0 => {
-                found.extend(sockets_in(&entry.path(), depth - 1, budget));
-            }
-            _ => {}
-        }
-    }
-    found
-}
-
-/// The person's own files in `home` that commands able to write `writable`
-/// could reach: every hidden entry (shell and login files, `.ssh`,
-/// `.gnupg`, `.config` of every tool, offcode's own) and `bin`, which a
-/// login shell puts on `PATH`, where a writable directory holds `home`;
-/// and wherever they are links into a writable directory, what they lead
-/// to (a dotfiles repository).
-fn personal_files(writable: &[PathBuf], home: Option<&Path>) -> Vec<PathBuf> {
-    let Some(home) = home else {
-        return Vec::new();
-    };
-    let canonical: Vec<PathBuf> = writable
-        .iter()
-        .map(|dir| std::fs::canonicalize(dir).unwrap_or_else(|_| dir.clone()))
-        .collect();
-    let mut personal = protect::personal_targets(home, &canonical);
-    if writable.iter().any(|dir| home.starts_with(dir)) {
-        personal.extend(
-            std::fs::read_dir(home)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter(|entry| protect::is_personal_name(&entry.file_name()))
-                .map(|entry| entry.path()),
-        );
-    }
-    personal
 }
 
 fn yes() -> bool {
@@ -443,7 +318,7 @@ pub struct Confinement {
     home_sockets: std::sync::Mutex<HomeSockets>,
 }
 
-/// [`home_sockets`], running or done.
+/// [`places::home_sockets`], running or done.
 #[derive(Debug)]
 enum HomeSockets {
     Running(std::thread::JoinHandle<Vec<PathBuf>>),
@@ -470,16 +345,16 @@ impl Confinement {
         let scan = {
             let (home, dirs) = (home.map(Path::to_path_buf), dirs.clone());
             std::thread::spawn(move || {
-                home.map_or_else(Vec::new, |home| home_sockets(&home, &dirs))
+                home.map_or_else(Vec::new, |home| places::home_sockets(&home, &dirs))
             })
         };
         Ok(Self {
             helper,
             home_sockets: std::sync::Mutex::new(HomeSockets::Running(scan)),
             spec: Spec {
-                hidden: socket_places(&dirs),
+                hidden: places::socket_places(&dirs),
                 visible: home.map(Path::to_path_buf).into_iter().collect(),
-                personal: personal_files(&dirs, home),
+                personal: places::personal_files(&dirs, home),
                 writable: dirs.clone(),
                 read_only,
                 network,

@@ -14,6 +14,7 @@
 
 mod file;
 pub mod gate;
+mod protected;
 mod rule;
 pub mod shell;
 mod source;
@@ -242,21 +243,6 @@ impl Policy {
         self
     }
 
-    /// Sets offcode's own files and directories, which no call may change
-    /// without a person.
-    #[must_use]
-    pub fn with_own_files(mut self, own: &[PathBuf]) -> Self {
-        self.own_files = own
-            .iter()
-            .map(|path| gate::real_path(path))
-            .chain(
-                own.iter()
-                    .filter_map(|path| std::fs::canonicalize(path).ok()),
-            )
-            .collect();
-        self
-    }
-
     /// How shell commands run.
     pub fn shell(&self) -> &crate::confine::Status {
         &self.shell
@@ -413,7 +399,9 @@ impl Policy {
                 found.runs = verdict.runs;
                 for write in verdict.writes {
                     if write.paths.iter().any(|p| self.is_own_config(p)) {
-                        found.dangers.push(own_config_danger(&write.target));
+                        found
+                            .dangers
+                            .push(protected::own_config_danger(&write.target));
                     }
                     let inside = write.paths.iter().all(|p| p.starts_with(&self.root));
                     let value = write.paths.first().map_or(write.target.clone(), |p| {
@@ -438,7 +426,7 @@ impl Policy {
                 };
                 for path in paths {
                     if self.is_own_config(&self.root.join(&path)) {
-                        found.dangers.push(own_config_danger(&path));
+                        found.dangers.push(protected::own_config_danger(&path));
                     }
                     found.push(&["edit", tool], path, false);
                 }
@@ -467,34 +455,6 @@ impl Policy {
             _ => found.push(&[tool], String::new(), false),
         }
         found
-    }
-
-    /// Whether `path` is one of the files no call may change without a
-    /// person: offcode's project config and its own files (they decide what
-    /// later calls may do), anything in a git directory at any depth (its
-    /// config and hooks run programs when a person next uses git), and the
-    /// person's shell, login and settings files in the home directory.
-    fn is_own_config(&self, path: &Path) -> bool {
-        let resolved = gate::real_path(path);
-        let in_workspace = resolved.strip_prefix(&self.root).is_ok_and(|relative| {
-            crate::confine::protect::is_protected(relative)
-                || relative.components().any(|part| part.as_os_str() == ".git")
-        });
-        let personal = self.home.as_deref().is_some_and(|home| {
-            resolved
-                .strip_prefix(gate::real_path(Path::new(home)))
-                .ok()
-                .and_then(|relative| relative.components().next())
-                .is_some_and(|first| crate::confine::protect::is_personal_name(first.as_os_str()))
-        });
-        in_workspace
-            || personal
-            || self.own_files.iter().any(|own| resolved.starts_with(own))
-            || self.git_includes.contains(&resolved)
-            || self
-                .personal_targets
-                .iter()
-                .any(|target| resolved.starts_with(target))
     }
 
     /// The rule that decides one subject: the last matching layered rule
@@ -554,14 +514,6 @@ impl Policy {
             rule: chosen.origin(),
             source: chosen.source,
         }
-    }
-}
-
-fn own_config_danger(target: &str) -> Danger {
-    Danger {
-        command: target.to_owned(),
-        why: "changes offcode's own configuration or files, a git directory, or the person's shell, login or settings files, which decide what later runs"
-            .to_owned(),
     }
 }
 

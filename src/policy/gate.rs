@@ -15,6 +15,7 @@ use super::wildcard;
 
 mod class;
 mod commands;
+mod implicit;
 mod operands;
 mod options;
 mod scripts;
