@@ -448,6 +448,18 @@ const ROUND_THREE: &[&str] = &[
     "cmake -DCMAKE_C_COMPILER=rm .",
     "go build -ldflags='-extld=rm' .",
     "clang -fpass-plugin=./x.so -c victim.c",
+    // Found by a second outside attack: variables set by name in other
+    // ways than an assignment, code in PS4 and in positional parameters,
+    // a sed bracket holding the delimiter, a git directory the line
+    // writes, build variables naming programs.
+    "for PATH in bin; do ls; done",
+    "read PATH <<< bin; ls",
+    "printf -v PS4 '%s(rm victim.txt)' '$'; set -x; :",
+    "set -- 'a[$(rm victim.txt)]'; (( $1 ))",
+    "echo x | sed 's/[[:alpha:]/]/rm victim.txt/e'",
+    "mkdir -p q/objects q/refs && echo 'ref: refs/heads/main' > q/HEAD && printf '[core]\\n\\tfsmonitor = \"rm victim.txt; echo\"\\n' > q/config && git --git-dir=q --work-tree=. status -s",
+    "GOFLAGS=-toolexec=./t.sh go list .",
+    "CC=touch go build",
     // git stash taking untracked files away.
     "git stash push -u",
     "git stash push --all",

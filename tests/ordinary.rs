@@ -337,6 +337,18 @@ const EVERYDAY: &[&str] = &[
     "which python3",
     "env | sort",
     "printenv PATH",
+    "ip addr",
+    "ip -br link",
+    "vmstat 1 3",
+    "lsblk",
+    "zipinfo a.zip",
+    "objdump -d main.o",
+    "nm -C main.o",
+    "unzip -c a.zip README.md",
+    "set -euo pipefail; echo $((2 + 3))",
+    "RUSTFLAGS=\"$RUSTFLAGS -D warnings\" cargo check",
+    "read -r first < README.md; echo \"$first\"",
+    "printf -v stamp '%s' \"$(date +%s)\"; echo \"$stamp\"",
 ];
 
 /// The lines of `table` the gate judges dangerous in a project workspace,

@@ -208,6 +208,7 @@ impl Check<'_> {
                     }
                     self.late.get_or_insert(construct);
                 }
+                Item::Sets(name) => self.sets_variable(&Arg::literal(&name), source),
                 Item::Taint(source) => {
                     self.taint.get_or_insert(source);
                 }

@@ -110,6 +110,8 @@ pub enum Item {
     /// A variable set from data the line does not spell out (`read`, a
     /// `for` loop over words).
     Taint(String),
+    /// A variable a loop sets by name (`for NAME in ...`, `select NAME`).
+    Sets(String),
 }
 
 /// Parses `source` and lists what it runs.
@@ -273,9 +275,11 @@ impl Walker<'_> {
                 let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
                 let mut argv = vec![Arg::literal(&keyword)];
                 for child in &children {
+                    // A quoted or expanded word (`declare "$x=bin"`) is read
+                    // as a word: known only at run time if it expands.
                     argv.push(match child.kind() {
-                        "word" => self.word(*child, false),
-                        _ => Arg::literal(self.text(*child)),
+                        "variable_assignment" | "variable_name" => Arg::literal(self.text(*child)),
+                        _ => self.word(*child, false),
                     });
                 }
                 // `declare -p NAME` prints the variable; it sets nothing.

@@ -44,6 +44,16 @@ impl Check<'_> {
             self.danger(text, "`git` runs in a folder known only at run time");
             return;
         }
+        // Elsewhere than the workspace's own repository after the line wrote
+        // files: it may have written the settings git would read there.
+        let elsewhere = git_dir.is_some() || dirs != [self.root.to_path_buf()];
+        if elsewhere && self.written_at.is_some_and(|at| at < self.count) {
+            self.danger(
+                text,
+                "`git` reads a repository's settings after this line wrote files: it could read what the line wrote",
+            );
+            return;
+        }
         let repositories = git_dir.unwrap_or_else(|| {
             dirs.iter()
                 .filter_map(|dir| discover_repository(dir))
@@ -85,6 +95,41 @@ impl Check<'_> {
                 .iter()
                 .any(|o| names.contains(&o.name.as_str()))
         };
+        // `-MD`/`-MMD` write a dependency file beside the object, named
+        // after `-o` when given, else after each source, unless `-MF` names it.
+        if has(&["-MD", "-MMD"]) && !has(&["-MF"]) {
+            let output = reading
+                .options
+                .iter()
+                .find(|o| o.name == "-o" || o.name == "--output")
+                .and_then(|o| o.value.as_ref());
+            let named: Vec<String> = match output {
+                Some(output) => vec![output.text.clone()],
+                None => reading
+                    .operands
+                    .iter()
+                    .filter_map(Arg::known)
+                    .filter(|s| {
+                        Path::new(s)
+                            .extension()
+                            .is_some_and(|x| SOURCES.iter().any(|k| x == *k))
+                    })
+                    .filter_map(|s| {
+                        Path::new(s)
+                            .file_name()
+                            .map(|n| n.to_string_lossy().into_owned())
+                    })
+                    .collect(),
+            };
+            for name in named {
+                let dependency = Path::new(&name).with_extension("d");
+                self.write_target(
+                    &Arg::literal(&dependency.to_string_lossy()),
+                    text,
+                    WriteMode::Replace,
+                );
+            }
+        }
         if has(&[
             "-o",
             "--output",

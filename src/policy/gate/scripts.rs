@@ -121,6 +121,47 @@ fn delimited(chars: &[char], mut at: usize, delimiter: char) -> Result<usize, St
     Err("an unfinished sed expression".to_owned())
 }
 
+/// Past a regular expression up to an unescaped `delimiter`, as GNU sed
+/// reads it: inside a bracket expression (`[/]`, `[]x]`, `[[:alpha:]/]`)
+/// the delimiter is a character of the set, not the end.
+fn regex_end(chars: &[char], mut at: usize, delimiter: char) -> Result<usize, String> {
+    while at < chars.len() {
+        match chars[at] {
+            '\\' => at += 2,
+            c if c == delimiter => return Ok(at + 1),
+            '\n' if delimiter != '\n' => return Err("a newline inside a sed expression".to_owned()),
+            '[' => at = bracket_end(chars, at + 1)?,
+            _ => at += 1,
+        }
+    }
+    Err("an unfinished sed expression".to_owned())
+}
+
+/// Past a bracket expression, from after its `[`: a `^` and a `]` first
+/// are part of it, and `[:class:]`, `[=c=]`, `[.c.]` are read whole.
+fn bracket_end(chars: &[char], mut at: usize) -> Result<usize, String> {
+    if chars.get(at) == Some(&'^') {
+        at += 1;
+    }
+    if chars.get(at) == Some(&']') {
+        at += 1;
+    }
+    while at < chars.len() {
+        match (chars[at], chars.get(at + 1)) {
+            ('[', Some(&kind @ (':' | '=' | '.'))) => {
+                let close = (at + 2..chars.len().saturating_sub(1))
+                    .find(|&i| chars[i] == kind && chars[i + 1] == ']')
+                    .ok_or("an unfinished bracket expression")?;
+                at = close + 2;
+            }
+            (']', _) => return Ok(at + 1),
+            ('\n', _) => return Err("a newline inside a bracket expression".to_owned()),
+            _ => at += 1,
+        }
+    }
+    Err("an unfinished bracket expression".to_owned())
+}
+
 /// Past an address or a range (`1`, `$`, `/re/I`, `\%re%`, `1,+3`,
 /// `0~2`).
 fn sed_address(chars: &[char], at: usize) -> Result<usize, String> {
@@ -146,10 +187,10 @@ fn one_address(chars: &[char], mut at: usize) -> Result<usize, String> {
             }
         }
         Some('$') => at += 1,
-        Some('/') => at = delimited(chars, at + 1, '/')?,
+        Some('/') => at = regex_end(chars, at + 1, '/')?,
         Some('\\') => {
             let delimiter = *chars.get(at + 1).ok_or("an unfinished sed address")?;
-            at = delimited(chars, at + 2, delimiter)?;
+            at = regex_end(chars, at + 2, delimiter)?;
         }
         _ => return Ok(at),
     }
@@ -165,7 +206,7 @@ fn sed_substitute(chars: &[char], at: usize, effects: &mut SedEffects) -> Result
     if delimiter == '\\' || delimiter == '\n' {
         return Err("an `s` command with an odd delimiter".to_owned());
     }
-    let mut at = delimited(chars, at + 1, delimiter)?;
+    let mut at = regex_end(chars, at + 1, delimiter)?;
     at = delimited(chars, at, delimiter)?;
     while let Some(&flag) = chars.get(at) {
         match flag {

@@ -151,10 +151,14 @@ impl Check<'_> {
             || (matches!(name, "PAGER" | "GIT_PAGER" | "MANPAGER")
                 && matches!(value, Some("cat" | "")));
         if BUILD_ENVIRONMENT.contains(&name) {
-            self.runs(
-                &format!("{name}=…"),
-                "makes builds and interpreters load or run what it names",
-            );
+            if let Some(why) = build_value_danger(name, &assignment.value) {
+                self.danger(&format!("{name}={}", assignment.value.text), why);
+            } else {
+                self.runs(
+                    &format!("{name}=…"),
+                    "makes builds and interpreters load or run what it names",
+                );
+            }
             return;
         }
         if !safe {
@@ -165,13 +169,90 @@ impl Check<'_> {
         }
     }
 
+    /// A variable the line sets by name, however (`for NAME`, `read NAME`,
+    /// `printf -v NAME`, `mapfile NAME`, `getopts OPTS NAME`): one that
+    /// changes how commands are found or run is never set, and neither is
+    /// one named only at run time.
+    pub(super) fn sets_variable(&mut self, variable: &Arg, text: &str) {
+        let Some(name) = variable.known() else {
+            self.danger(text, "sets a variable named only at run time");
+            return;
+        };
+        let name = name.split('[').next().unwrap_or(name);
+        if FORBIDDEN_VARIABLES.contains(&name)
+            || name.starts_with("BASH_FUNC_")
+            || name.starts_with("LD_")
+            || self.gate.code_variables.iter().any(|v| v == name)
+        {
+            self.danger(
+                text,
+                format!("sets {name}, which changes how commands are found or run"),
+            );
+        }
+    }
+
+    /// The names `read`, `mapfile`, `getopts` and `printf -v` set.
+    fn named_by(name: &str, args: &[Arg]) -> Vec<Arg> {
+        let mut named = Vec::new();
+        let values = match name {
+            "read" => "adinNptu",
+            "mapfile" | "readarray" => "dnOsuCc",
+            "getopts" => "",
+            "printf" => "v",
+            _ => return named,
+        };
+        let mut index = 0;
+        while index < args.len() {
+            let word = &args[index].text;
+            index += 1;
+            if word == "--" || !word.starts_with('-') || word.len() < 2 {
+                if word != "--" {
+                    index -= 1;
+                }
+                break;
+            }
+            // The last letter of a cluster may take a value.
+            let Some(last) = word.chars().last().filter(|c| values.contains(*c)) else {
+                continue;
+            };
+            let attached = &word[word.find(last).map_or(word.len(), |at| at + 1)..];
+            let value = if attached.is_empty() {
+                index += 1;
+                args.get(index - 1).cloned()
+            } else {
+                Some(Arg {
+                    text: attached.to_owned(),
+                    dynamic: args[index - 1].dynamic,
+                })
+            };
+            if matches!(last, 'v' | 'a')
+                && let Some(value) = value
+            {
+                named.push(value);
+            }
+        }
+        let rest = &args[index.min(args.len())..];
+        match name {
+            "read" => named.extend(rest.iter().cloned()),
+            "mapfile" | "readarray" => named.extend(rest.last().cloned()),
+            "getopts" => named.extend(rest.get(1).cloned()),
+            _ => {}
+        }
+        named
+    }
+
     /// Builtins that set variables from input, or take variable names and
     /// so evaluate a subscript in one (`read 'x[$(id)]'`, `test -v ...`).
     pub(super) fn variables(&mut self, name: &str, args: &[Arg], text: &str) {
         let sets_from_input = matches!(name, "read" | "mapfile" | "readarray" | "getopts")
-            || (name == "printf" && args.iter().any(|a| a.text.starts_with("-v")));
+            || (name == "printf" && args.iter().any(|a| a.text.starts_with("-v")))
+            // `set -- ...` sets the positional parameters.
+            || (name == "set" && sets_positional(args));
         if sets_from_input {
             self.taint.get_or_insert_with(|| format!("`{name}`"));
+        }
+        for variable in Self::named_by(name, args) {
+            self.sets_variable(&variable, text);
         }
         if BUILTINS_WITH_NAMES.contains(&name)
             && args.iter().any(|a| {
@@ -184,4 +265,113 @@ impl Check<'_> {
             );
         }
     }
+}
+
+/// Whether `set ARGS` sets the positional parameters: a word after `--`,
+/// or one that is neither an option nor the name `-o` takes.
+fn sets_positional(args: &[Arg]) -> bool {
+    let mut words = args.iter();
+    while let Some(word) = words.next() {
+        if word.text == "--" {
+            return words.next().is_some();
+        }
+        if word.dynamic || !word.text.starts_with(['-', '+']) {
+            return true;
+        }
+        if word.text.ends_with('o') {
+            words.next();
+        }
+    }
+    false
+}
+
+/// Why a build variable's value is dangerous, judged as its option forms
+/// are: a compiler variable names a compiler, flags name no program to
+/// run (a linker, a plugin, a wrapper, a tool to exec), and a value known
+/// only at run time is fine only for paths.
+fn build_value_danger(name: &str, value: &Arg) -> Option<String> {
+    const PATHS: &[&str] = &[
+        "PYTHONPATH",
+        "CARGO_TARGET_DIR",
+        "GOPATH",
+        "GOCACHE",
+        "GOTOOLCHAIN",
+    ];
+    if PATHS.contains(&name) {
+        return None;
+    }
+    // `RUSTFLAGS="$RUSTFLAGS -D warnings"` adds to what the variable held
+    // (the person's own setting): the words added are judged.
+    let extended = value
+        .text
+        .replace(&format!("${{{name}}}"), "")
+        .replace(&format!("${name}"), "")
+        .replace(['"', '\''], "");
+    let text = if let Some(text) = value.known() {
+        text
+    } else if extended.contains(['$', '`', '\\']) {
+        return Some(format!(
+            "gives `{name}` a value known only at run time, which may name a program"
+        ));
+    } else {
+        &extended
+    };
+    let names_a_program = |denied: &[&str]| {
+        text.split(|c: char| c.is_whitespace() || c == ',')
+            .any(|token| {
+                denied
+                    .iter()
+                    .any(|d| token.starts_with(d) || token.contains(&format!("{d}=")))
+            })
+    };
+    let program = match name {
+        "CC" | "CXX" => !regex_is(
+            r"^(gcc|g\+\+|cc|c\+\+|clang|clang\+\+|tcc|musl-gcc)(-[0-9.]+)?$",
+            text,
+        ),
+        "RUSTFLAGS" | "RUSTDOCFLAGS" | "CARGO_ENCODED_RUSTFLAGS" => [
+            "linker",
+            "link-arg",
+            "-Z",
+            "plugin",
+            "codegen-backend",
+            "llvm-args",
+            "dlltool",
+            "profile-",
+            "remark",
+        ]
+        .iter()
+        .any(|d| text.contains(d)),
+        "GOFLAGS" => [
+            "toolexec",
+            "-exec",
+            "extld",
+            "-ldflags",
+            "-gcflags",
+            "-asmflags",
+            "-overlay",
+        ]
+        .iter()
+        .any(|d| text.contains(d)),
+        _ => names_a_program(&[
+            "-B",
+            "-wrapper",
+            "-fplugin",
+            "-fpass-plugin",
+            "-fuse-ld",
+            "--ld-path",
+            "-Xclang",
+            "-mllvm",
+            "-specs",
+            "--specs",
+            "@",
+            "-plugin",
+            "--plugin",
+        ]),
+    };
+    program.then(|| format!("`{name}` names a program or plugin a build would run"))
+}
+
+fn regex_is(pattern: &str, text: &str) -> bool {
+    regex::Regex::new(pattern).is_ok_and(|regex| regex.is_match(text))
 }

@@ -51,6 +51,9 @@ impl Walker<'_> {
         if node.kind() == "for_statement" {
             self.items
                 .push(Item::Taint("a `for` loop variable".to_owned()));
+            if let Some(variable) = node.child_by_field_name("variable") {
+                self.items.push(Item::Sets(self.text(variable).to_owned()));
+            }
         }
         self.children(node, depth)
     }
