@@ -42,7 +42,7 @@ pub(super) fn socket_places(writable: &[PathBuf]) -> Vec<PathBuf> {
 /// entries, and each folder beneath them that holds one (`~/.ssh` with a
 /// control master, `~/.gnupg`, `~/.docker/run`, podman's machine folder).
 /// Slow on a large home (every cache is walked), so worked out in the
-/// background while the session starts ([`Confinement::new`]).
+/// background while the session starts ([`super::Confinement::new`]).
 pub(super) fn home_sockets(home: &Path, writable: &[PathBuf]) -> Vec<PathBuf> {
     use std::os::unix::fs::FileTypeExt;
     let mut budget = SOCKET_BUDGET;
