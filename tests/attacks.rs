@@ -460,6 +460,14 @@ const ROUND_THREE: &[&str] = &[
     "mkdir -p q/objects q/refs && echo 'ref: refs/heads/main' > q/HEAD && printf '[core]\\n\\tfsmonitor = \"rm victim.txt; echo\"\\n' > q/config && git --git-dir=q --work-tree=. status -s",
     "GOFLAGS=-toolexec=./t.sh go list .",
     "CC=touch go build",
+    // Found by a third outside attack: a copy's destination that only an
+    // expansion names (brace, glob, "$@", xargs, find -exec {} +), code in
+    // perl -d:MODULE.
+    "cp {README,victim.txt}",
+    "uniq {README,victim.txt}",
+    "printf 'README victim.txt' | xargs cp",
+    "find README victim.txt -exec cp {} +",
+    "perl -d:'Peek;unlink q(victim.txt)' evil.py",
     // git stash taking untracked files away.
     "git stash push -u",
     "git stash push --all",

@@ -259,12 +259,10 @@ impl Check<'_> {
             }
             index += 1;
         }
-        let (destination, sources): (&Arg, Vec<&Arg>) = match directory {
-            Some(dir) => (dir, operands),
-            None => match operands.split_last() {
-                Some((last, rest)) if !rest.is_empty() => (last, rest.to_vec()),
-                _ => return,
-            },
+        let (destination, sources) = match split_destination(directory, operands) {
+            Ok(Some(split)) => split,
+            Ok(None) => return,
+            Err(why) => return self.danger(text, why),
         };
         let why = format!("{name} replaces an existing file");
         let Some(target) = destination.known() else {
@@ -320,5 +318,24 @@ impl Check<'_> {
             paths,
         });
         self.written_at.get_or_insert(self.count);
+    }
+}
+
+/// A copy's destination (`-t DIR`, else the last operand) and sources;
+/// `None` with a single operand (the program fails), `Err` when one word
+/// expands to several (`{a,victim}.txt`, a glob, `"$@"`, what xargs or
+/// `find -exec {} +` appends): the last of them is a destination nobody
+/// named.
+fn split_destination<'a>(
+    directory: Option<&'a Arg>,
+    operands: Vec<&'a Arg>,
+) -> Result<Option<(&'a Arg, Vec<&'a Arg>)>, &'static str> {
+    if let Some(dir) = directory {
+        return Ok(Some((dir, operands)));
+    }
+    match operands.split_last() {
+        Some((last, rest)) if !rest.is_empty() => Ok(Some((*last, rest.to_vec()))),
+        _ if operands.iter().any(|o| o.dynamic) => Err("writes to a file named only at run time"),
+        _ => Ok(None),
     }
 }

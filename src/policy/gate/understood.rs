@@ -413,6 +413,9 @@ impl Check<'_> {
             "output2" => {
                 if let Some(output) = reading.operands.get(1) {
                     self.write_target(output, text, WriteMode::Replace);
+                } else if reading.operands.first().is_some_and(|o| o.dynamic) {
+                    // `uniq {a,victim}.txt`: one word may be both.
+                    self.danger(text, "writes to a file named only at run time");
                 }
             }
             "dest" => self.dest_operands(name, reading, text),
