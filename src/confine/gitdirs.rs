@@ -306,6 +306,7 @@ fn shown(root: &Path, path: &Path) -> String {
 /// includes into its config (`include.path`, `includeIf.*.path`): git reads
 /// them as part of the config, so they are kept like it.
 pub fn include_targets(root: &Path) -> Vec<PathBuf> {
+    let root = &crate::paths::real_path(root);
     let git_dir = root.join(".git");
     let mut targets = Vec::new();
     for name in ["config", "config.worktree"] {
@@ -320,28 +321,13 @@ pub fn include_targets(root: &Path) -> Vec<PathBuf> {
                 continue;
             };
             // Relative paths are relative to the file that names them.
-            let path = lexical(&git_dir.join(&value));
+            let path = crate::paths::real_path(&git_dir.join(&value));
             if path.starts_with(root) && !path.starts_with(&git_dir) && !targets.contains(&path) {
                 targets.push(path);
             }
         }
     }
     targets
-}
-
-/// `path` with `.` and `..` worked out by name.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            std::path::Component::CurDir => {}
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// What in the git directory `dir` would make git run a program: a

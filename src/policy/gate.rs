@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 
 use super::shell::{self, Arg, Assignment, Item, RedirectKind, SimpleCommand};
 use super::wildcard;
+pub use crate::paths::real_path;
 
 mod class;
 mod commands;
@@ -479,30 +480,6 @@ fn is_stream(target: &str) -> bool {
 
 /// A target counts as existing when anything but a character device is
 /// there, including a dangling symlink (noclobber would refuse it too).
-/// `path` as the kernel would reach it: `.` and `..` applied in order and
-/// every symlink along the existing part followed (a final dangling
-/// symlink is kept as it is, so it still counts as existing).
-pub fn real_path(path: &Path) -> PathBuf {
-    use std::path::Component;
-    let mut out = PathBuf::from("/");
-    for component in path.components() {
-        match component {
-            Component::Prefix(_) | Component::RootDir => out = PathBuf::from("/"),
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(name) => {
-                out.push(name);
-                if let Ok(real) = std::fs::canonicalize(&out) {
-                    out = real;
-                }
-            }
-        }
-    }
-    out
-}
-
 fn exists_as_file(path: &Path) -> bool {
     use std::os::unix::fs::FileTypeExt;
     match std::fs::metadata(path) {
