@@ -313,16 +313,27 @@ pub struct Confinement {
     /// The home directory, when commands may write beneath it: the
     /// person's files there are watched ([`protect::remove_new_personal`]).
     home: Option<PathBuf>,
-    /// The places of the home directory to hide, being worked out in the
-    /// background, then known.
-    home_sockets: std::sync::Mutex<HomeSockets>,
+    /// What of the home directory to hide and to keep read-only, being
+    /// worked out in the background, then known.
+    home_scan: std::sync::Mutex<HomeScan>,
 }
 
-/// [`places::home_sockets`], running or done.
+/// What the home directory holds that commands must not reach: found by
+/// walking it ([`places::home_sockets`], [`places::personal_files`]), slow
+/// on a large home, so off the start-up path.
+#[derive(Debug, Clone, Default)]
+struct HomeFound {
+    /// Sockets and the folders holding them.
+    hidden: Vec<PathBuf>,
+    /// The person's files, and what they link to in a writable folder.
+    personal: Vec<PathBuf>,
+}
+
+/// The scan of the home directory, running or done.
 #[derive(Debug)]
-enum HomeSockets {
-    Running(std::thread::JoinHandle<Vec<PathBuf>>),
-    Done(Vec<PathBuf>),
+enum HomeScan {
+    Running(std::thread::JoinHandle<HomeFound>),
+    Done(HomeFound),
 }
 
 impl Confinement {
@@ -345,16 +356,19 @@ impl Confinement {
         let scan = {
             let (home, dirs) = (home.map(Path::to_path_buf), dirs.clone());
             std::thread::spawn(move || {
-                home.map_or_else(Vec::new, |home| places::home_sockets(&home, &dirs))
+                home.map_or_else(HomeFound::default, |home| HomeFound {
+                    hidden: places::home_sockets(&home, &dirs),
+                    personal: places::personal_files(&dirs, Some(&home)),
+                })
             })
         };
         Ok(Self {
             helper,
-            home_sockets: std::sync::Mutex::new(HomeSockets::Running(scan)),
+            home_scan: std::sync::Mutex::new(HomeScan::Running(scan)),
             spec: Spec {
                 hidden: places::socket_places(&dirs),
                 visible: home.map(Path::to_path_buf).into_iter().collect(),
-                personal: places::personal_files(&dirs, home),
+                personal: Vec::new(),
                 writable: dirs.clone(),
                 read_only,
                 network,
@@ -404,9 +418,11 @@ impl Confinement {
     /// The helper command that runs `program` with `args` confined.
     pub fn command(&self, program: &str, args: &[&str]) -> std::process::Command {
         let mut spec = self.spec.clone();
-        spec.hidden.extend(self.home_places());
+        let home = self.home_found();
+        spec.hidden.extend(home.hidden);
         spec.hidden.sort();
         spec.hidden.dedup();
+        spec.personal.extend(home.personal);
         let mut command = std::process::Command::new(&self.helper);
         command
             .arg(HELPER_ARG)
@@ -420,18 +436,18 @@ impl Confinement {
         command
     }
 
-    /// The places of the home directory to hide, waiting for the scan
-    /// started with the session the first time.
-    fn home_places(&self) -> Vec<PathBuf> {
+    /// What the home directory holds that commands must not reach,
+    /// waiting for the scan started with the session the first time.
+    fn home_found(&self) -> HomeFound {
         let mut state = self
-            .home_sockets
+            .home_scan
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let done = match std::mem::replace(&mut *state, HomeSockets::Done(Vec::new())) {
-            HomeSockets::Running(scan) => scan.join().unwrap_or_default(),
-            HomeSockets::Done(places) => places,
+        let done = match std::mem::replace(&mut *state, HomeScan::Done(HomeFound::default())) {
+            HomeScan::Running(scan) => scan.join().unwrap_or_default(),
+            HomeScan::Done(found) => found,
         };
-        *state = HomeSockets::Done(done.clone());
+        *state = HomeScan::Done(done.clone());
         done
     }
 

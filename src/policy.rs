@@ -105,11 +105,10 @@ pub struct Policy {
     home: Option<String>,
     /// offcode's own config, data and state ([`Policy::with_own_files`]).
     own_files: Vec<PathBuf>,
-    /// Files the workspace's repository includes into its config.
-    git_includes: Vec<PathBuf>,
-    /// What the person's files in the home directory lead to, where they
-    /// are links into the workspace (a dotfiles repository).
-    personal_targets: Vec<PathBuf>,
+    /// Files the workspace's repository includes into its config, and what
+    /// the person's files lead to inside the workspace: found the first
+    /// time a write is judged ([`Policy::is_own_config`]), not at load.
+    linked: std::sync::OnceLock<protected::Linked>,
     /// How shell commands run in this session.
     shell: crate::confine::Status,
 }
@@ -226,11 +225,7 @@ impl Policy {
             root: gate::real_path(root),
             home: home.map(str::to_owned),
             own_files: Vec::new(),
-            git_includes: crate::confine::gitdirs::include_targets(&gate::real_path(root)),
-            personal_targets: home.map_or_else(Vec::new, |home| {
-                let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-                crate::confine::protect::personal_targets(Path::new(home), &[root])
-            }),
+            linked: std::sync::OnceLock::new(),
             shell: crate::confine::Status::Off,
         })
     }

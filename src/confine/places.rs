@@ -122,12 +122,9 @@ pub(super) fn personal_files(writable: &[PathBuf], home: Option<&Path>) -> Vec<P
     let mut personal = protect::personal_targets(home, &canonical);
     if writable.iter().any(|dir| home.starts_with(dir)) {
         personal.extend(
-            std::fs::read_dir(home)
-                .into_iter()
-                .flatten()
-                .flatten()
-                .filter(|entry| protect::is_personal_name(&entry.file_name()))
-                .map(|entry| entry.path()),
+            protect::personal_names(home)
+                .iter()
+                .map(|name| home.join(name)),
         );
     }
     personal

@@ -45,12 +45,35 @@ impl Policy {
         in_workspace
             || personal
             || self.own_files.iter().any(|own| resolved.starts_with(own))
-            || self.git_includes.contains(&resolved)
+            || self.linked().includes.contains(&resolved)
             || self
-                .personal_targets
+                .linked()
+                .personal
                 .iter()
                 .any(|target| resolved.starts_with(target))
     }
+
+    fn linked(&self) -> &Linked {
+        self.linked.get_or_init(|| Linked {
+            includes: crate::confine::gitdirs::include_targets(&self.root),
+            personal: self.home.as_deref().map_or_else(Vec::new, |home| {
+                crate::confine::protect::personal_targets(
+                    Path::new(home),
+                    std::slice::from_ref(&self.root),
+                )
+            }),
+        })
+    }
+}
+
+/// Files that are protected because something else leads to them.
+#[derive(Debug)]
+pub(super) struct Linked {
+    /// Files the workspace's repository includes into its config.
+    includes: Vec<PathBuf>,
+    /// What the person's files in the home directory lead to, where they
+    /// are links into the workspace (a dotfiles repository).
+    personal: Vec<PathBuf>,
 }
 
 /// The danger of a call that changes one of them.
