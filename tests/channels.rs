@@ -94,19 +94,20 @@ for target in targets:
 print("tried", len(targets))
 "#;
 
+/// A tmux server of its own, whose session `t` is a person's shell.
 struct Pane {
-    socket: String,
+    server: crate::ui_tmux::Tmux,
 }
 
 impl Pane {
+    fn new(name: &str) -> Self {
+        Self {
+            server: crate::ui_tmux::Tmux::new(name),
+        }
+    }
+
     fn tmux(&self, args: &[&str]) -> String {
-        let output = Command::new("tmux")
-            .arg("-L")
-            .arg(&self.socket)
-            .args(args)
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&output.stdout).into_owned()
+        self.server.tmux(args)
     }
 
     /// Types `line` and Enter into the interactive shell, and waits until
@@ -126,20 +127,12 @@ impl Pane {
     }
 }
 
-impl Drop for Pane {
-    fn drop(&mut self) {
-        self.tmux(&["kill-server"]);
-    }
-}
-
 #[test]
 fn nothing_a_command_types_reaches_the_persons_shell() {
     let ws = Workspace::new();
     let marks = outside_tmp();
     std::fs::write(ws.root.join("inject.py"), INJECT).unwrap();
-    let pane = Pane {
-        socket: format!("offcode-test-tiocsti-{}", std::process::id()),
-    };
+    let pane = Pane::new("tiocsti");
     // An interactive shell on a pseudo-terminal, as a person has.
     pane.tmux(&[
         "new-session",
@@ -202,9 +195,7 @@ fn what_a_command_prints_cannot_steer_the_terminal() {
         "import sys\nsys.stdout.write('\\x1b]2;TITLE-SET\\x07\\x1b[6n\\x1b[c')\n",
     )
     .unwrap();
-    let pane = Pane {
-        socket: format!("offcode-test-escape-{}", std::process::id()),
-    };
+    let pane = Pane::new("escape");
     pane.tmux(&[
         "new-session",
         "-d",

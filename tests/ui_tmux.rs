@@ -14,12 +14,12 @@ mod live;
 mod messages;
 
 /// A tmux server of its own, so tests never meet each other's sessions.
-struct Tmux {
+pub(crate) struct Tmux {
     socket: String,
 }
 
 impl Tmux {
-    fn new(name: &str) -> Self {
+    pub(crate) fn new(name: &str) -> Self {
         assert!(
             Command::new("tmux").arg("-V").output().is_ok(),
             "tmux is needed for the UI tests: `release/setup.sh` installs it"
@@ -29,7 +29,7 @@ impl Tmux {
         }
     }
 
-    fn tmux(&self, args: &[&str]) -> String {
+    pub(crate) fn tmux(&self, args: &[&str]) -> String {
         let output = Command::new("tmux")
             .arg("-L")
             .arg(&self.socket)
