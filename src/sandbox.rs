@@ -433,6 +433,52 @@ impl Sandbox {
             .map_err(|errno| Self::error(path, errno))
     }
 
+    /// Puts back a file as a checkpoint kept it: `content` with `mode`,
+    /// replacing whatever is at `path` now (a symlink is replaced, not
+    /// followed), creating missing folders.
+    pub fn restore_file(&self, path: &str, content: &[u8], mode: u32) -> Result<(), Error> {
+        let relative = self.relative(path)?;
+        let (parent, name) = self.parent_dir(path, &relative)?;
+        replace(
+            &parent,
+            &name,
+            content,
+            Some(Mode::from_raw_mode(mode & 0o7777)),
+        )
+        .map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Puts back a symlink to `target`, replacing whatever is at `path`.
+    pub fn restore_link(&self, path: &str, target: &[u8]) -> Result<(), Error> {
+        let relative = self.relative(path)?;
+        let (parent, name) = self.parent_dir(path, &relative)?;
+        let temporary = format!(
+            ".offcode-{}-{:012x}.tmp",
+            std::process::id(),
+            crate::ids::random_u64() & 0xffff_ffff_ffff
+        );
+        rustix::fs::symlinkat(OsStr::from_bytes(target), &parent, temporary.as_str())
+            .and_then(|()| rustix::fs::renameat(&parent, temporary.as_str(), &parent, &name))
+            .map_err(|errno| {
+                let _ = rustix::fs::unlinkat(&parent, temporary.as_str(), AtFlags::empty());
+                Self::error(path, errno)
+            })
+    }
+
+    /// Removes an empty folder; `false` when it is not empty or not there.
+    pub fn remove_empty_dir(&self, path: &str) -> bool {
+        let Ok(relative) = self.relative(path) else {
+            return false;
+        };
+        let Ok((parent, name)) = self.parent_dir(path, &relative) else {
+            return false;
+        };
+        rustix::fs::unlinkat(&parent, &name, AtFlags::REMOVEDIR).is_ok()
+    }
+
     /// `path` relative to the root, for display, or as given when it is not
     /// under it.
     pub fn display(&self, path: &Path) -> String {

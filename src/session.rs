@@ -7,7 +7,11 @@
 //! get one, so the rebuilt history is always a valid request.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod branch;
 mod entry;
+
+pub use branch::branch;
+use branch::{Rebuilt, rebuild};
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
@@ -263,7 +267,7 @@ impl Store {
             allowed,
             todos,
             compaction,
-        } = rebuild(&entries, &meta);
+        } = rebuild(&entries, &meta, None);
         let mut session = Session {
             id: id.to_owned(),
             path,
@@ -289,8 +293,17 @@ impl Store {
     pub fn load(&self, id: &str) -> Result<(Meta, Vec<Message>), Error> {
         let path = self.existing(id)?;
         let (meta, entries) = read_entries(&path)?;
-        let messages = rebuild(&entries, &meta).messages;
+        let messages = rebuild(&entries, &meta, None).messages;
         Ok((meta, messages))
+    }
+
+    /// A session's metadata and the entries of its active branch, read
+    /// without taking its lock.
+    pub fn load_branch(&self, id: &str) -> Result<(Meta, Vec<Entry>), Error> {
+        let path = self.existing(id)?;
+        let (meta, entries) = read_entries(&path)?;
+        let branch = branch(&entries, None).into_iter().cloned().collect();
+        Ok((meta, branch))
     }
 
     /// The most recently updated session started in `cwd`.
@@ -337,7 +350,7 @@ impl Store {
             let Ok((meta, entries)) = read_entries(&path) else {
                 continue;
             };
-            let messages = rebuild(&entries, &meta).messages;
+            let messages = rebuild(&entries, &meta, None).messages;
             // The title agent's, else the first request.
             let named = entries.iter().rev().find_map(|e| match &e.body {
                 EntryBody::Title { title } => Some(title.as_str()),
@@ -401,58 +414,6 @@ fn read_meta(path: &Path) -> Option<Meta> {
     }
 }
 
-/// The messages and active model along the branch that ends at the last
-/// entry.
-/// What the active branch of a session adds up to.
-struct Rebuilt {
-    messages: Vec<Message>,
-    model: String,
-    agent: String,
-    allowed: Vec<AllowedRule>,
-    todos: Vec<crate::protocol::TodoItem>,
-    compaction: Option<Compaction>,
-}
-
-fn rebuild(entries: &[Entry], meta: &Meta) -> Rebuilt {
-    let by_id: std::collections::HashMap<&str, &Entry> =
-        entries.iter().map(|e| (e.id.as_str(), e)).collect();
-    let mut branch = Vec::new();
-    let mut cursor = entries.last();
-    while let Some(entry) = cursor {
-        branch.push(entry);
-        if branch.len() > entries.len() {
-            break; // a cycle in a hand-edited file
-        }
-        cursor = entry
-            .parent_id
-            .as_deref()
-            .and_then(|p| by_id.get(p).copied());
-    }
-    branch.reverse();
-    let mut rebuilt = Rebuilt {
-        messages: Vec::new(),
-        model: meta.model.clone(),
-        agent: meta.agent.clone(),
-        allowed: Vec::new(),
-        todos: Vec::new(),
-        compaction: None,
-    };
-    for entry in branch {
-        match &entry.body {
-            EntryBody::Message { message } => rebuilt.messages.push(message.clone()),
-            EntryBody::ModelChange { model: next } => rebuilt.model.clone_from(next),
-            EntryBody::AgentChange { agent } => rebuilt.agent.clone_from(agent),
-            EntryBody::Permission { allowed: more, .. } => {
-                rebuilt.allowed.extend(more.iter().cloned());
-            }
-            EntryBody::Todo { items } => rebuilt.todos.clone_from(items),
-            EntryBody::Compaction(compaction) => rebuilt.compaction = Some(compaction.clone()),
-            _ => {}
-        }
-    }
-    rebuilt
-}
-
 impl Session {
     /// Appends one entry as one whole line.
     pub fn append(&mut self, body: EntryBody) -> Result<(), Error> {
@@ -483,6 +444,43 @@ impl Session {
             EntryBody::Compaction(compaction) => self.compaction = Some(compaction),
             _ => {}
         }
+        Ok(())
+    }
+
+    /// The entries of the active branch, first to last.
+    pub fn branch(&self) -> Result<Vec<Entry>, Error> {
+        let (_, entries) = read_entries(&self.path)?;
+        Ok(branch(&entries, self.last_id.as_deref())
+            .into_iter()
+            .cloned()
+            .collect())
+    }
+
+    /// Makes the entry `parent` (none: the start) the end of the active
+    /// branch: the conversation, model, agent and rules are rebuilt as they
+    /// were there, and the next entry appended follows it. Nothing in the
+    /// file is removed.
+    pub fn rewind_to(&mut self, parent: Option<&str>) -> Result<(), Error> {
+        let (meta, entries) = read_entries(&self.path)?;
+        let parent = parent.map_or_else(
+            || entries.first().map(|e| e.id.clone()),
+            |p| Some(p.to_owned()),
+        );
+        let Rebuilt {
+            messages,
+            model,
+            agent,
+            allowed,
+            todos,
+            compaction,
+        } = rebuild(&entries, &meta, parent.as_deref());
+        self.messages = messages;
+        self.model = model;
+        self.agent = agent;
+        self.allowed = allowed;
+        self.todos = todos;
+        self.compaction = compaction;
+        self.last_id = parent;
         Ok(())
     }
 

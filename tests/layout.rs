@@ -15,6 +15,7 @@ const CORE: &[&str] = &[
     "context",
     "config",
     "sandbox",
+    "checkpoint",
     "cancel",
     "confine",
     "ids",

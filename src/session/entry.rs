@@ -107,6 +107,42 @@ pub enum EntryBody {
     /// messages before `prune_before` as a placeholder. The messages
     /// themselves stay in the file.
     Compaction(Compaction),
+    /// A step that may have changed files: the workspace's checkpoints
+    /// around it ([`crate::checkpoint`] keeps them).
+    Checkpoint {
+        /// The workspace's checkpoint before the step (a manifest's hash).
+        before: String,
+        /// And after it.
+        after: String,
+        /// What ran: a tool's name, `shell` (`!cmd`) or `validate`.
+        tool: String,
+        /// The tool call, when it was one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+    },
+    /// `/undo` took back the file changes of the step recorded by the
+    /// `checkpoint` entry `step`.
+    Undo {
+        /// That entry's id.
+        step: String,
+        /// The files put back.
+        restored: Vec<String>,
+        /// The files left as they were: changed by hand since.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kept: Vec<String>,
+    },
+    /// The session was taken back to before turn `to_turn`: this entry's
+    /// parent is the last entry before that turn, so the conversation goes
+    /// on from there.
+    Revert {
+        /// The turn (1 is the first).
+        to_turn: usize,
+        /// The files put back.
+        restored: Vec<String>,
+        /// The files left as they were: changed by hand since.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        kept: Vec<String>,
+    },
     /// A turn ended.
     TurnEnd {
         /// How the turn ended.

@@ -1,0 +1,312 @@
+//! Checkpoints of the workspace, so everything the agent changes can be
+//! taken back.
+//!
+//! Before and after every step that may change files, [`Checkpoints::take`]
+//! records the workspace in a content-addressed store under the data dir
+//! (one per workspace, [`store`]): each file's bytes once, and a
+//! [`manifest`] of every kept path. An unchanged file is known by its stat
+//! and never read again, and an unchanged tree gives the same manifest, so
+//! a checkpoint of it stores nothing. [`rewind`] turns the checkpoints of
+//! some steps into a plan (what to restore, what was changed by hand since)
+//! and carries it out through the sandbox. No git is needed, and the
+//! project's `.git` is never entered.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+pub mod manifest;
+pub mod rewind;
+pub mod store;
+mod walk;
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+pub use manifest::{Change, Entry, Kind, Manifest};
+pub use store::{Pruned, Store};
+
+/// The `checkpoints` settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CheckpointSettings {
+    /// Whether checkpoints are taken.
+    pub enabled: bool,
+    /// Files larger than this many MiB are not kept (each is named once).
+    pub max_file_mb: u64,
+    /// The store of one workspace is kept under this many MiB; the oldest
+    /// sessions' checkpoints go first.
+    pub max_store_mb: u64,
+    /// A workspace with more kept files than this gets no checkpoints (and
+    /// is told so), rather than partial ones.
+    pub max_files: usize,
+    /// Paths left out, gitignore-style, besides `.gitignore`d ones.
+    pub exclude: Vec<String>,
+    /// Whether `.gitignore`d paths are left out.
+    pub skip_gitignored: bool,
+}
+
+/// Build outputs and caches left out unless the config says otherwise.
+pub const DEFAULT_EXCLUDE: &[&str] = &[
+    "node_modules/",
+    "target/",
+    "__pycache__/",
+    ".venv/",
+    "venv/",
+    ".tox/",
+    ".mypy_cache/",
+    ".pytest_cache/",
+    ".gradle/",
+    ".cache/",
+    "*.pyc",
+    "*.o",
+    "*.class",
+];
+
+impl Default for CheckpointSettings {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            max_file_mb: 5,
+            max_store_mb: 2048,
+            max_files: 50_000,
+            exclude: DEFAULT_EXCLUDE.iter().map(|s| (*s).to_owned()).collect(),
+            skip_gitignored: true,
+        }
+    }
+}
+
+/// Checkpoint failures.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A file operation failed.
+    #[error("Could not {action} `{path}`")]
+    Io {
+        /// What was being done.
+        action: &'static str,
+        /// The file or folder.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An object's bytes are not what its name says.
+    #[error("The checkpoint object {hash} is damaged: {reason}")]
+    Corrupt {
+        /// The object.
+        hash: String,
+        /// How.
+        reason: String,
+    },
+    /// An object is gone (pruned, or lost).
+    #[error("The checkpoint object {hash} is gone (pruned, or lost in a crash)")]
+    Missing {
+        /// The object.
+        hash: String,
+    },
+    /// Too many files to keep.
+    #[error(
+        "Checkpoints are off for this workspace: it has more than {limit} files to keep (raise `checkpoints.max_files`, or add folders to `checkpoints.exclude`)"
+    )]
+    TooMany {
+        /// The configured limit.
+        limit: usize,
+    },
+    /// An `exclude` pattern does not parse.
+    #[error("`checkpoints.exclude` has a pattern that does not parse: {0}")]
+    Pattern(String),
+}
+
+/// What one [`Checkpoints::take`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Taken {
+    /// The manifest's hash: the checkpoint's id.
+    pub id: String,
+    /// Files whose bytes were new to the store.
+    pub stored: usize,
+    /// Their bytes.
+    pub bytes: u64,
+    /// Files seen for the first time in this session that are too large
+    /// to keep, with their size.
+    pub too_large: Vec<(PathBuf, u64)>,
+}
+
+/// The folder of `root`'s store under `data_dir`.
+pub fn store_dir(data_dir: &Path, root: &Path) -> PathBuf {
+    let key = store::hash_of(root.as_os_str().as_encoded_bytes());
+    data_dir.join("checkpoints").join(&key[..16])
+}
+
+/// The checkpoints of one workspace, for one session.
+#[derive(Debug)]
+pub struct Checkpoints {
+    store: Store,
+    root: PathBuf,
+    session: String,
+    settings: CheckpointSettings,
+    filter: Arc<walk::Filter>,
+    /// The last manifest seen, whose stats spare reading unchanged files.
+    last: Option<(String, Manifest)>,
+    /// Paths already named as too large in this session.
+    named: HashSet<PathBuf>,
+    /// Bytes stored since the last look at the store's size.
+    added: u64,
+}
+
+impl Checkpoints {
+    /// Opens `root`'s store under `data_dir` for `session`, repairing what
+    /// a crash left and pruning to the size cap (what was pruned is
+    /// returned). `kept_out` are offcode's own folders, never kept.
+    pub fn open(
+        data_dir: &Path,
+        root: &Path,
+        session: &str,
+        settings: CheckpointSettings,
+        kept_out: Vec<PathBuf>,
+    ) -> Result<(Self, Pruned), Error> {
+        let dir = store_dir(data_dir, root);
+        let (store, mut last) = Store::open(&dir)?;
+        let workspace = dir.join("workspace");
+        if !workspace.exists() {
+            let _ = std::fs::write(&workspace, root.as_os_str().as_encoded_bytes());
+        }
+        let pruned = store.prune(settings.max_store_mb.saturating_mul(1 << 20), session)?;
+        if !pruned.sessions.is_empty() {
+            last = None;
+        }
+        let filter = walk::Filter::new(root, &settings.exclude, settings.skip_gitignored, kept_out)
+            .map_err(Error::Pattern)?;
+        Ok((
+            Self {
+                store,
+                root: root.to_path_buf(),
+                session: session.to_owned(),
+                settings,
+                filter: Arc::new(filter),
+                last,
+                named: HashSet::new(),
+                added: 0,
+            },
+            pruned,
+        ))
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// The workspace root.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Checkpoints from here on are the session `id`'s (after `/new`).
+    pub fn set_session(&mut self, id: &str) {
+        id.clone_into(&mut self.session);
+    }
+
+    /// Records the workspace as it is now.
+    pub fn take(&mut self) -> Result<Taken, Error> {
+        let _lock = self.store.lock()?;
+        let found =
+            walk::walk(&self.root, &self.filter, self.settings.max_files).map_err(|_| {
+                Error::TooMany {
+                    limit: self.settings.max_files,
+                }
+            })?;
+        let max_file = self.settings.max_file_mb.saturating_mul(1 << 20);
+        let previous = self.last.as_ref().map(|(_, m)| m);
+        let mut taken = Taken {
+            id: String::new(),
+            stored: 0,
+            bytes: 0,
+            too_large: Vec::new(),
+        };
+        let mut entries = Vec::with_capacity(found.len());
+        for found in found {
+            let mut entry = found.entry;
+            if let Some(before) = previous.and_then(|m| m.get(&entry.path))
+                && (!before.hash.is_empty() || before.kind == Kind::TooLarge)
+                && before.same_stat(&entry)
+            {
+                entry.hash.clone_from(&before.hash);
+                entries.push(entry);
+                continue;
+            }
+            if entry.kind == Kind::File && entry.size > max_file {
+                entry.kind = Kind::TooLarge;
+                if self.named.insert(entry.path.clone()) {
+                    taken.too_large.push((entry.path.clone(), entry.size));
+                }
+                entries.push(entry);
+                continue;
+            }
+            let full = self.root.join(&entry.path);
+            let Some((bytes, stat)) = read(&full, entry.kind) else {
+                continue; // gone since the walk
+            };
+            entry = walk::entry_of(entry.path, entry.kind, &stat);
+            entry.size = bytes.len() as u64;
+            if entry.kind == Kind::File && entry.size > max_file {
+                entry.kind = Kind::TooLarge;
+                entries.push(entry);
+                continue;
+            }
+            let (hash, new) = self.store.put(&bytes)?;
+            if new {
+                taken.stored += 1;
+                taken.bytes += bytes.len() as u64;
+            }
+            entry.hash = hash;
+            entries.push(entry);
+        }
+        let manifest = Manifest { entries };
+        let (id, _) = self.store.put(&manifest.render())?;
+        self.store.record(&self.session, &id)?;
+        taken.id.clone_from(&id);
+        self.last = Some((id, manifest));
+        self.added += taken.bytes;
+        Ok(taken)
+    }
+
+    /// Prunes when what this session stored may have passed the cap.
+    pub fn prune_if_due(&mut self) -> Result<Pruned, Error> {
+        let cap = self.settings.max_store_mb.saturating_mul(1 << 20);
+        if self.added < cap / 16 {
+            return Ok(Pruned::default());
+        }
+        self.added = 0;
+        let pruned = self.store.prune(cap, &self.session)?;
+        if !pruned.sessions.is_empty() {
+            self.last = None;
+        }
+        Ok(pruned)
+    }
+}
+
+/// A file's bytes (a link's target) and its stat, read through one open.
+fn read(path: &Path, kind: Kind) -> Option<(Vec<u8>, std::fs::Metadata)> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    if kind == Kind::Link {
+        let target = std::fs::read_link(path).ok()?;
+        let meta = path.symlink_metadata().ok()?;
+        return Some((target.into_os_string().into_encoded_bytes(), meta));
+    }
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(meta.len()).unwrap_or(0));
+    file.read_to_end(&mut bytes).ok()?;
+    Some((bytes, meta))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,322 @@
+//! Taking back what the agent did: the turns and steps of a session's
+//! active branch, a plan for putting the files some steps changed back as
+//! they were before them, and carrying the plan out.
+//!
+//! A step's changes are the difference between its two checkpoints. A file
+//! whose content now is not what the agent's last step left was changed by
+//! hand since: it is reported and left alone, never overwritten. Every
+//! object a plan needs is read and checked against its hash before the
+//! first file is written.
+
+use std::collections::BTreeMap;
+use std::os::unix::ffi::OsStrExt;
+use std::path::PathBuf;
+
+use super::manifest::{Entry, Kind, Manifest, diff};
+use super::{Error, Store};
+use crate::session::{self, EntryBody, Message};
+
+/// A step recorded with its checkpoints.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Step {
+    /// The `checkpoint` entry's id.
+    pub entry: String,
+    /// The checkpoint before it.
+    pub before: String,
+    /// The checkpoint after it.
+    pub after: String,
+    /// What ran.
+    pub tool: String,
+    /// Whether `/undo` took it back already.
+    pub undone: bool,
+}
+
+/// A turn of the active branch: a user message and the steps after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Turn {
+    /// 1 for the first.
+    pub number: usize,
+    /// The entry before the turn's user message (none: the session entry
+    /// is the start).
+    pub parent: Option<String>,
+    /// The user message's first line.
+    pub prompt: String,
+    /// Its steps.
+    pub steps: Vec<Step>,
+}
+
+/// The turns of a branch (from [`session::Session::branch`]).
+pub fn turns(branch: &[session::Entry]) -> Vec<Turn> {
+    let mut turns: Vec<Turn> = Vec::new();
+    let mut undone = std::collections::HashSet::new();
+    for entry in branch {
+        if let EntryBody::Undo { step, .. } = &entry.body {
+            undone.insert(step.clone());
+        }
+    }
+    for entry in branch {
+        match &entry.body {
+            EntryBody::Message {
+                message: Message::User { content },
+            } => turns.push(Turn {
+                number: turns.len() + 1,
+                parent: entry.parent_id.clone(),
+                prompt: content.lines().next().unwrap_or("").to_owned(),
+                steps: Vec::new(),
+            }),
+            EntryBody::Checkpoint {
+                before,
+                after,
+                tool,
+                ..
+            } => {
+                if let Some(turn) = turns.last_mut() {
+                    turn.steps.push(Step {
+                        entry: entry.id.clone(),
+                        before: before.clone(),
+                        after: after.clone(),
+                        tool: tool.clone(),
+                        undone: undone.contains(&entry.id),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    turns
+}
+
+/// What happens to one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Put back as it was (the file had been changed or removed).
+    Restore,
+    /// Removed (the agent created it).
+    Remove,
+}
+
+/// One path of a plan.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    /// Relative to the workspace.
+    pub path: PathBuf,
+    /// What happens.
+    pub action: Action,
+    /// The state it gets (none: removed).
+    pub to: Option<Entry>,
+    /// Lines added and removed by putting it back (text files).
+    pub lines: Option<(usize, usize)>,
+}
+
+/// A path left alone, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Left {
+    /// Relative to the workspace.
+    pub path: PathBuf,
+    /// Why.
+    pub reason: String,
+}
+
+/// What taking back some steps would do.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Paths put back, in path order.
+    pub planned: Vec<Planned>,
+    /// Paths changed by hand since the agent touched them, or that cannot
+    /// be put back: reported, never written.
+    pub left: Vec<Left>,
+}
+
+impl Plan {
+    /// Whether nothing would change.
+    pub fn is_empty(&self) -> bool {
+        self.planned.is_empty()
+    }
+
+    /// One line per path: what happens, and the lines it changes.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for planned in &self.planned {
+            let verb = match (&planned.action, planned.lines) {
+                (Action::Remove, _) => "remove ",
+                (Action::Restore, Some(_)) => "revert ",
+                (Action::Restore, None) => "restore",
+            };
+            let counts = planned
+                .lines
+                .filter(|(a, r)| a + r > 0)
+                .map(|(added, removed)| format!("  +{added} -{removed}"))
+                .unwrap_or_default();
+            lines.push(format!("{verb} {}{counts}", planned.path.display()));
+        }
+        for left in &self.left {
+            lines.push(format!("kept    {}: {}", left.path.display(), left.reason));
+        }
+        lines
+    }
+
+    /// The paths put back, as text.
+    pub fn restored(&self) -> Vec<String> {
+        self.planned
+            .iter()
+            .map(|p| p.path.display().to_string())
+            .collect()
+    }
+
+    /// The paths left alone, as text.
+    pub fn kept(&self) -> Vec<String> {
+        self.left
+            .iter()
+            .map(|l| l.path.display().to_string())
+            .collect()
+    }
+}
+
+fn same(a: Option<&Entry>, b: Option<&Entry>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.same_content(b),
+        _ => false,
+    }
+}
+
+/// For every path some steps changed: its state before the first of them,
+/// and the state the last left.
+pub type Span = BTreeMap<PathBuf, (Option<Entry>, Option<Entry>)>;
+
+/// The [`Span`] of `steps`.
+pub fn span(store: &Store, steps: &[&Step]) -> Result<Span, Error> {
+    let mut paths = Span::new();
+    for step in steps {
+        if step.before == step.after {
+            continue;
+        }
+        let before = store.manifest(&step.before)?;
+        let after = store.manifest(&step.after)?;
+        for change in diff(&before, &after) {
+            paths
+                .entry(change.path)
+                .and_modify(|(_, last)| last.clone_from(&change.after))
+                .or_insert((change.before, change.after));
+        }
+    }
+    Ok(paths)
+}
+
+/// The plan that puts back, as they were before `steps`, the files they
+/// changed, given the workspace `now`.
+pub fn plan(store: &Store, steps: &[&Step], now: &Manifest) -> Result<Plan, Error> {
+    let mut plan = Plan::default();
+    for (path, (first, last)) in span(store, steps)? {
+        let current = now.get(&path);
+        if same(current, first.as_ref()) {
+            continue;
+        }
+        if !same(current, last.as_ref()) {
+            plan.left.push(Left {
+                path,
+                reason: "changed by hand since the agent changed it; left as it is".to_owned(),
+            });
+            continue;
+        }
+        if first.as_ref().is_some_and(|e| e.kind == Kind::TooLarge) {
+            plan.left.push(Left {
+                path,
+                reason: "too large to have been kept (checkpoints.max_file_mb)".to_owned(),
+            });
+            continue;
+        }
+        let lines = match (&first, current) {
+            (Some(to), Some(now)) if to.kind == Kind::File && now.kind == Kind::File => {
+                line_counts(&store.get(&now.hash)?, &store.get(&to.hash)?)
+            }
+            _ => None,
+        };
+        plan.planned.push(Planned {
+            path,
+            action: if first.is_some() {
+                Action::Restore
+            } else {
+                Action::Remove
+            },
+            to: first,
+            lines,
+        });
+    }
+    Ok(plan)
+}
+
+/// Lines added and removed going from `old` to `new`, when both are text.
+pub fn line_counts(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
+    let (old, new) = (
+        std::str::from_utf8(old).ok()?,
+        std::str::from_utf8(new).ok()?,
+    );
+    let diff = similar::TextDiff::from_lines(old, new);
+    let (mut added, mut removed) = (0, 0);
+    for change in diff.iter_all_changes() {
+        match change.tag() {
+            similar::ChangeTag::Insert => added += 1,
+            similar::ChangeTag::Delete => removed += 1,
+            similar::ChangeTag::Equal => {}
+        }
+    }
+    Some((added, removed))
+}
+
+/// Carries out `plan` through the sandbox: every object is read and
+/// checked first, then removals (deepest first, with folders left empty),
+/// then restores. Returns the paths that could not be written, with why.
+pub fn apply(
+    store: &Store,
+    sandbox: &crate::sandbox::Sandbox,
+    plan: &Plan,
+) -> Result<Vec<Left>, Error> {
+    let mut contents = Vec::new();
+    for planned in &plan.planned {
+        if let Some(to) = &planned.to {
+            contents.push((planned, store.get(&to.hash)?));
+        }
+    }
+    let mut failed = Vec::new();
+    let text = |path: &PathBuf| String::from_utf8_lossy(path.as_os_str().as_bytes()).into_owned();
+    let mut removed: Vec<&PathBuf> = plan
+        .planned
+        .iter()
+        .filter(|p| p.to.is_none())
+        .map(|p| &p.path)
+        .collect();
+    removed.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+    for path in &removed {
+        if let Err(e) = sandbox.remove(&text(path)) {
+            failed.push(Left {
+                path: (*path).clone(),
+                reason: e.to_string(),
+            });
+        }
+    }
+    for path in &removed {
+        let mut parent = path.parent();
+        while let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
+            if !sandbox.remove_empty_dir(&text(&dir.to_path_buf())) {
+                break;
+            }
+            parent = dir.parent();
+        }
+    }
+    for (planned, bytes) in contents {
+        let Some(to) = &planned.to else { continue };
+        let path = text(&planned.path);
+        let result = match to.kind {
+            Kind::Link => sandbox.restore_link(&path, &bytes),
+            _ => sandbox.restore_file(&path, &bytes, to.mode),
+        };
+        if let Err(e) = result {
+            failed.push(Left {
+                path: planned.path.clone(),
+                reason: e.to_string(),
+            });
+        }
+    }
+    Ok(failed)
+}

@@ -1,0 +1,355 @@
+//! The content-addressed store of one workspace's checkpoints, under the
+//! data dir: `objects/AB/CDEF…` (each file's bytes once, named by their
+//! SHA-256; manifests are objects too), `sessions/ID` (the manifests each
+//! session recorded, for pruning), `latest` (the last manifest, whose stats
+//! let an unchanged file be taken over without reading it), `tmp/` (objects
+//! being written) and `lock`. Folders are 0700 and files 0600.
+//!
+//! An object is written to `tmp/` and renamed into place, so a crash leaves
+//! at most a stray file in `tmp/`, removed by [`Store::open`], which also
+//! checks that the objects of the latest manifest are whole.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use super::Error;
+use super::manifest::{Kind, Manifest, is_hash};
+
+/// One workspace's store.
+#[derive(Debug)]
+pub struct Store {
+    dir: PathBuf,
+}
+
+/// What [`Store::prune`] removed.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Pruned {
+    /// The sessions whose checkpoints are gone, oldest first.
+    pub sessions: Vec<String>,
+    /// Objects removed.
+    pub objects: usize,
+    /// Bytes freed.
+    pub bytes: u64,
+}
+
+fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.to_path_buf();
+    move |source| Error::Io {
+        action,
+        path,
+        source,
+    }
+}
+
+/// Creates `dir` (and its parents) private to the user.
+pub fn private_dir(dir: &Path) -> Result<(), Error> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io("create the folder", dir))
+}
+
+/// SHA-256 of `bytes`, lowercase hex.
+pub fn hash_of(bytes: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest
+        .as_ref()
+        .iter()
+        .fold(String::with_capacity(64), |mut text, byte| {
+            let _ = write!(text, "{byte:02x}");
+            text
+        })
+}
+
+/// The file the store's lock is held on, while it is open.
+#[derive(Debug)]
+pub struct Locked {
+    _file: File,
+}
+
+impl Store {
+    /// Opens (creating) the store in `dir` and repairs what a crash left:
+    /// stray files in `tmp/`, and objects of the latest manifest that are
+    /// missing or cut short (returned, so their files are read again).
+    pub fn open(dir: &Path) -> Result<(Self, Option<(String, Manifest)>), Error> {
+        for sub in ["objects", "sessions", "tmp"] {
+            private_dir(&dir.join(sub))?;
+        }
+        let store = Self {
+            dir: dir.to_path_buf(),
+        };
+        let _lock = store.lock()?;
+        if let Ok(stray) = std::fs::read_dir(dir.join("tmp")) {
+            for entry in stray.flatten() {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+        let latest = store.read_latest();
+        Ok((store, latest))
+    }
+
+    /// The folder.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Holds the store's lock until the value is dropped.
+    pub fn lock(&self) -> Result<Locked, Error> {
+        let path = self.dir.join("lock");
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .open(&path)
+            .map_err(io("open", &path))?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| io("lock", &path)(e.into()))?;
+        Ok(Locked { _file: file })
+    }
+
+    fn object_path(&self, hash: &str) -> PathBuf {
+        self.dir.join("objects").join(&hash[..2]).join(&hash[2..])
+    }
+
+    /// Keeps `bytes`; returns their hash and whether they were new.
+    pub fn put(&self, bytes: &[u8]) -> Result<(String, bool), Error> {
+        let hash = hash_of(bytes);
+        let path = self.object_path(&hash);
+        if path.exists() {
+            return Ok((hash, false));
+        }
+        if let Some(parent) = path.parent() {
+            private_dir(parent)?;
+        }
+        let temporary = self.dir.join("tmp").join(format!(
+            "{}-{:012x}",
+            std::process::id(),
+            crate::ids::random_u64() & 0xffff_ffff_ffff
+        ));
+        let written = (|| {
+            let mut file = OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(&temporary)?;
+            file.write_all(bytes)?;
+            std::fs::rename(&temporary, &path)
+        })();
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temporary);
+            return Err(io("write the object", &path)(e));
+        }
+        Ok((hash, true))
+    }
+
+    /// An object's bytes, checked against their hash.
+    pub fn get(&self, hash: &str) -> Result<Vec<u8>, Error> {
+        if !is_hash(hash) {
+            return Err(Error::Corrupt {
+                hash: hash.to_owned(),
+                reason: "not a SHA-256".to_owned(),
+            });
+        }
+        let path = self.object_path(hash);
+        let bytes = std::fs::read(&path).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::NotFound {
+                Error::Missing {
+                    hash: hash.to_owned(),
+                }
+            } else {
+                io("read the object", &path)(e)
+            }
+        })?;
+        if hash_of(&bytes) != hash {
+            return Err(Error::Corrupt {
+                hash: hash.to_owned(),
+                reason: "its bytes do not match their hash".to_owned(),
+            });
+        }
+        Ok(bytes)
+    }
+
+    /// A stored manifest, checked.
+    pub fn manifest(&self, hash: &str) -> Result<Manifest, Error> {
+        let bytes = self.get(hash)?;
+        Manifest::parse(&bytes).ok_or_else(|| Error::Corrupt {
+            hash: hash.to_owned(),
+            reason: "not a manifest".to_owned(),
+        })
+    }
+
+    /// Records `manifest` as the latest and as one of `session`'s.
+    pub fn record(&self, session: &str, manifest: &str) -> Result<(), Error> {
+        let latest = self.dir.join("latest");
+        let temporary = self.dir.join("tmp").join("latest");
+        std::fs::write(&temporary, manifest)
+            .and_then(|()| std::fs::rename(&temporary, &latest))
+            .map_err(io("write", &latest))?;
+        if session.is_empty() || session.contains('/') {
+            return Ok(());
+        }
+        let index = self.dir.join("sessions").join(session);
+        let known = std::fs::read_to_string(&index).unwrap_or_default();
+        if known.lines().last() == Some(manifest) {
+            return Ok(());
+        }
+        OpenOptions::new()
+            .create(true)
+            .append(true)
+            .mode(0o600)
+            .open(&index)
+            .and_then(|mut file| file.write_all(format!("{manifest}\n").as_bytes()))
+            .map_err(io("write", &index))
+    }
+
+    /// The latest manifest, with every entry whose object is missing or of
+    /// the wrong size given an empty hash (so it is read again).
+    fn read_latest(&self) -> Option<(String, Manifest)> {
+        let hash = std::fs::read_to_string(self.dir.join("latest")).ok()?;
+        let hash = hash.trim().to_owned();
+        let Ok(mut manifest) = self.manifest(&hash) else {
+            let _ = std::fs::remove_file(self.dir.join("latest"));
+            return None;
+        };
+        for entry in &mut manifest.entries {
+            if entry.kind == Kind::TooLarge {
+                continue;
+            }
+            let path = self.object_path(&entry.hash);
+            let whole = std::fs::metadata(&path).is_ok_and(|m| m.len() == entry.size);
+            if !whole {
+                let _ = std::fs::remove_file(&path);
+                entry.hash.clear();
+            }
+        }
+        Some((hash, manifest))
+    }
+
+    /// Every object and its size.
+    fn objects(&self) -> HashMap<String, u64> {
+        let mut found = HashMap::new();
+        let Ok(fans) = std::fs::read_dir(self.dir.join("objects")) else {
+            return found;
+        };
+        for fan in fans.flatten() {
+            let prefix = fan.file_name().to_string_lossy().into_owned();
+            let Ok(objects) = std::fs::read_dir(fan.path()) else {
+                continue;
+            };
+            for object in objects.flatten() {
+                let name = format!("{prefix}{}", object.file_name().to_string_lossy());
+                if let Ok(meta) = object.metadata() {
+                    found.insert(name, meta.len());
+                }
+            }
+        }
+        found
+    }
+
+    /// The bytes the objects take.
+    pub fn size(&self) -> u64 {
+        self.objects().values().sum()
+    }
+
+    /// The manifests each session recorded, oldest session first.
+    fn sessions(&self) -> Vec<(String, Vec<String>)> {
+        let Ok(entries) = std::fs::read_dir(self.dir.join("sessions")) else {
+            return Vec::new();
+        };
+        let mut sessions: Vec<(std::time::SystemTime, String, Vec<String>)> = entries
+            .flatten()
+            .filter_map(|entry| {
+                let modified = entry.metadata().ok()?.modified().ok()?;
+                let text = std::fs::read_to_string(entry.path()).ok()?;
+                let manifests = text.lines().filter(|l| is_hash(l)).map(str::to_owned);
+                Some((
+                    modified,
+                    entry.file_name().to_string_lossy().into_owned(),
+                    manifests.collect(),
+                ))
+            })
+            .collect();
+        sessions.sort();
+        sessions.into_iter().map(|(_, id, m)| (id, m)).collect()
+    }
+
+    /// When the objects take more than `cap` bytes, forgets the oldest
+    /// sessions' checkpoints (never `keep`'s) until what is left fits, and
+    /// removes every object no remaining checkpoint needs.
+    pub fn prune(&self, cap: u64, keep: &str) -> Result<Pruned, Error> {
+        let _lock = self.lock()?;
+        let sizes = self.objects();
+        if sizes.values().sum::<u64>() <= cap {
+            return Ok(Pruned::default());
+        }
+        let sessions = self.sessions();
+        // What each session needs: its manifests and their files.
+        let mut needs: Vec<(String, HashSet<String>)> = Vec::new();
+        for (id, manifests) in sessions {
+            let mut wanted = HashSet::new();
+            for hash in manifests {
+                if let Ok(manifest) = self.manifest(&hash) {
+                    wanted.extend(
+                        manifest
+                            .entries
+                            .into_iter()
+                            .filter(|e| e.kind != Kind::TooLarge)
+                            .map(|e| e.hash),
+                    );
+                }
+                wanted.insert(hash);
+            }
+            needs.push((id, wanted));
+        }
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for (_, wanted) in &needs {
+            for hash in wanted {
+                *counts.entry(hash.as_str()).or_default() += 1;
+            }
+        }
+        let mut live: u64 = counts.keys().filter_map(|h| sizes.get(*h)).sum();
+        let mut pruned = Pruned::default();
+        for (id, wanted) in &needs {
+            if live <= cap {
+                break;
+            }
+            if id == keep {
+                continue;
+            }
+            for hash in wanted {
+                if let Some(count) = counts.get_mut(hash.as_str()) {
+                    *count -= 1;
+                    if *count == 0 {
+                        live -= sizes.get(hash).copied().unwrap_or(0);
+                    }
+                }
+            }
+            pruned.sessions.push(id.clone());
+        }
+        for id in &pruned.sessions {
+            let _ = std::fs::remove_file(self.dir.join("sessions").join(id));
+        }
+        let latest = std::fs::read_to_string(self.dir.join("latest")).unwrap_or_default();
+        for (hash, size) in &sizes {
+            let needed = counts.get(hash.as_str()).is_some_and(|c| *c > 0);
+            if !needed
+                && hash != latest.trim()
+                && std::fs::remove_file(self.object_path(hash)).is_ok()
+            {
+                pruned.objects += 1;
+                pruned.bytes += size;
+            }
+        }
+        // The latest manifest's files may be gone now: read them again.
+        if !pruned.sessions.is_empty() {
+            let _ = std::fs::remove_file(self.dir.join("latest"));
+        }
+        Ok(pruned)
+    }
+}

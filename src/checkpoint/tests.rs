@@ -1,0 +1,270 @@
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use super::rewind::{self, Step};
+use super::*;
+
+fn open(data: &Path, root: &Path, settings: CheckpointSettings) -> Checkpoints {
+    Checkpoints::open(data, root, "s1", settings, Vec::new())
+        .unwrap()
+        .0
+}
+
+fn step(before: &str, after: &str) -> Step {
+    Step {
+        entry: "1".into(),
+        before: before.into(),
+        after: after.into(),
+        tool: "bash".into(),
+        undone: false,
+    }
+}
+
+#[test]
+fn a_step_is_taken_back_byte_for_byte_and_a_hand_edit_is_kept() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(root.join("a.txt"), "one\ntwo\n").unwrap();
+    std::fs::write(root.join("b.bin"), [0u8, 159, 146, 150]).unwrap();
+    std::fs::create_dir(root.join("sub")).unwrap();
+    std::fs::write(root.join("sub/run.sh"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        root.join("sub/run.sh"),
+        std::fs::Permissions::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::write(root.join("hand.txt"), "mine\n").unwrap();
+    let mut checkpoints = open(data.path(), root, CheckpointSettings::default());
+    let before = checkpoints.take().unwrap();
+    assert_eq!(before.stored, 4);
+    // The agent's step: edits, a removal, a new file in a new folder.
+    std::fs::write(root.join("a.txt"), "one\nTWO\nthree\n").unwrap();
+    std::fs::remove_file(root.join("b.bin")).unwrap();
+    std::fs::remove_file(root.join("sub/run.sh")).unwrap();
+    std::fs::create_dir_all(root.join("new/deep")).unwrap();
+    std::fs::write(root.join("new/deep/x.rs"), "fn x() {}\n").unwrap();
+    std::fs::write(root.join("hand.txt"), "agent\n").unwrap();
+    let after = checkpoints.take().unwrap();
+    // By hand, after the agent.
+    std::fs::write(root.join("hand.txt"), "mine again\n").unwrap();
+    let now = checkpoints.take().unwrap();
+    let store = checkpoints.store();
+    let now = store.manifest(&now.id).unwrap();
+    let step = step(&before.id, &after.id);
+    let plan = rewind::plan(store, &[&step], &now).unwrap();
+    assert_eq!(
+        plan.lines(),
+        [
+            "revert  a.txt  +1 -2",
+            "restore b.bin",
+            "remove  new/deep/x.rs",
+            "restore sub/run.sh",
+            "kept    hand.txt: changed by hand since the agent changed it; left as it is",
+        ]
+    );
+    let sandbox = crate::sandbox::Sandbox::new(root).unwrap();
+    let failed = rewind::apply(store, &sandbox, &plan).unwrap();
+    assert!(failed.is_empty(), "{failed:?}");
+    assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"one\ntwo\n");
+    assert_eq!(
+        std::fs::read(root.join("b.bin")).unwrap(),
+        [0u8, 159, 146, 150]
+    );
+    let script = root.join("sub/run.sh");
+    assert_eq!(std::fs::read(&script).unwrap(), b"#!/bin/sh\n");
+    assert_eq!(
+        std::fs::metadata(&script).unwrap().permissions().mode() & 0o777,
+        0o755
+    );
+    assert!(
+        !root.join("new").exists(),
+        "the folders the agent made are gone"
+    );
+    assert_eq!(
+        std::fs::read(root.join("hand.txt")).unwrap(),
+        b"mine again\n"
+    );
+    // The tree is back: the same manifest as before, so nothing is stored.
+    let again = checkpoints.take().unwrap();
+    assert_eq!(again.stored, 0);
+    let store = checkpoints.store();
+    let changes = manifest::diff(
+        &store.manifest(&before.id).unwrap(),
+        &store.manifest(&again.id).unwrap(),
+    );
+    let paths: Vec<_> = changes
+        .iter()
+        .map(|c| c.path.display().to_string())
+        .collect();
+    assert_eq!(paths, ["hand.txt"]);
+}
+
+#[test]
+fn an_unchanged_tree_stores_nothing_and_version_control_is_never_entered() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+    std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::create_dir_all(root.join("target/debug")).unwrap();
+    std::fs::write(root.join("target/debug/app"), "binary").unwrap();
+    std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    std::fs::write(root.join("run.log"), "noise").unwrap();
+    std::fs::write(root.join("main.rs"), "fn main() {}").unwrap();
+    let mut checkpoints = open(data.path(), root, CheckpointSettings::default());
+    let first = checkpoints.take().unwrap();
+    let manifest = checkpoints.store().manifest(&first.id).unwrap();
+    let kept: Vec<_> = manifest
+        .entries
+        .iter()
+        .map(|e| e.path.display().to_string())
+        .collect();
+    assert_eq!(kept, [".gitignore", "main.rs"]);
+    let second = checkpoints.take().unwrap();
+    assert_eq!((second.id, second.stored), (first.id, 0));
+}
+
+#[test]
+fn a_file_over_the_limit_is_named_once_and_cannot_be_put_back() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(root.join("big.bin"), vec![7u8; 2 << 20]).unwrap();
+    let settings = CheckpointSettings {
+        max_file_mb: 1,
+        ..CheckpointSettings::default()
+    };
+    let mut checkpoints = open(data.path(), root, settings);
+    let first = checkpoints.take().unwrap();
+    assert_eq!(
+        first.too_large,
+        [(
+            root.join("big.bin")
+                .strip_prefix(root)
+                .unwrap()
+                .to_path_buf(),
+            2 << 20
+        )]
+    );
+    assert_eq!(first.stored, 0);
+    std::fs::write(root.join("big.bin"), vec![8u8; 3 << 20]).unwrap();
+    let second = checkpoints.take().unwrap();
+    assert!(second.too_large.is_empty(), "named once");
+    let store = checkpoints.store();
+    let now = store.manifest(&second.id).unwrap();
+    let plan = rewind::plan(store, &[&step(&first.id, &second.id)], &now).unwrap();
+    assert!(plan.is_empty());
+    assert_eq!(
+        plan.lines(),
+        ["kept    big.bin: too large to have been kept (checkpoints.max_file_mb)"]
+    );
+}
+
+#[test]
+fn a_crash_mid_checkpoint_is_repaired_and_a_damaged_object_is_refused() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(root.join("a.txt"), "alpha").unwrap();
+    std::fs::write(root.join("b.txt"), "beta").unwrap();
+    let mut checkpoints = open(data.path(), root, CheckpointSettings::default());
+    let first = checkpoints.take().unwrap();
+    let dir = store_dir(data.path(), root);
+    // What `kill -9` leaves: a half-written object in tmp/, and (a crash
+    // of the machine) an object cut short.
+    std::fs::write(dir.join("tmp/123-abc"), "half").unwrap();
+    let alpha = store::hash_of(b"alpha");
+    let object = dir.join("objects").join(&alpha[..2]).join(&alpha[2..]);
+    std::fs::write(&object, "al").unwrap();
+    drop(checkpoints);
+    let mut checkpoints = open(data.path(), root, CheckpointSettings::default());
+    assert_eq!(std::fs::read_dir(dir.join("tmp")).unwrap().count(), 0);
+    // The cut object was dropped, so the file is read and kept again.
+    let second = checkpoints.take().unwrap();
+    assert_eq!((second.id.as_str(), second.stored), (first.id.as_str(), 1));
+    assert_eq!(checkpoints.store().get(&alpha).unwrap(), b"alpha");
+    // A damaged object is never written back.
+    std::fs::write(&object, "omega").unwrap();
+    std::fs::write(root.join("a.txt"), "changed").unwrap();
+    let third = checkpoints.take().unwrap();
+    let store = checkpoints.store();
+    let now = store.manifest(&third.id).unwrap();
+    let plan = rewind::plan(store, &[&step(&first.id, &third.id)], &now);
+    assert!(matches!(plan, Err(Error::Corrupt { .. })), "{plan:?}");
+    assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"changed");
+}
+
+#[test]
+fn the_oldest_sessions_are_pruned_to_the_cap() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    let roomy = CheckpointSettings::default();
+    for (index, session) in ["old", "mid", "new"].iter().enumerate() {
+        let mut checkpoints =
+            Checkpoints::open(data.path(), root, session, roomy.clone(), Vec::new())
+                .unwrap()
+                .0;
+        let fill: Vec<u8> = (0..(600 << 10))
+            .map(|i| u8::try_from((i * (index + 3)) % 251).unwrap_or(0))
+            .collect();
+        std::fs::write(root.join("data.bin"), fill).unwrap();
+        checkpoints.take().unwrap();
+        // Sessions are ordered by their last checkpoint.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let settings = CheckpointSettings {
+        max_store_mb: 1,
+        ..CheckpointSettings::default()
+    };
+    let (checkpoints, pruned) =
+        Checkpoints::open(data.path(), root, "new", settings, Vec::new()).unwrap();
+    assert_eq!(pruned.sessions, ["old", "mid"]);
+    assert_eq!(pruned.objects, 4);
+    assert!(checkpoints.store().size() <= 1 << 20);
+}
+
+#[test]
+fn a_workspace_with_too_many_files_gets_no_partial_checkpoints() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    for n in 0..5 {
+        std::fs::write(work.path().join(format!("f{n}")), "x").unwrap();
+    }
+    let settings = CheckpointSettings {
+        max_files: 3,
+        ..CheckpointSettings::default()
+    };
+    let mut checkpoints = open(data.path(), work.path(), settings);
+    let error = checkpoints.take().unwrap_err();
+    assert!(error.to_string().contains("more than 3 files"), "{error}");
+}
+
+#[test]
+fn the_store_is_private() {
+    use std::os::unix::fs::MetadataExt;
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    std::fs::write(work.path().join("a"), "x").unwrap();
+    let mut checkpoints = open(data.path(), work.path(), CheckpointSettings::default());
+    let taken = checkpoints.take().unwrap();
+    let dir = store_dir(data.path(), work.path());
+    for folder in [
+        dir.clone(),
+        dir.join("objects"),
+        dir.join(format!("objects/{}", &taken.id[..2])),
+    ] {
+        assert_eq!(
+            std::fs::metadata(&folder).unwrap().mode() & 0o777,
+            0o700,
+            "{}",
+            folder.display()
+        );
+    }
+    let object = dir
+        .join("objects")
+        .join(&taken.id[..2])
+        .join(&taken.id[2..]);
+    assert_eq!(std::fs::metadata(object).unwrap().mode() & 0o777, 0o600);
+}

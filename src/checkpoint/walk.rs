@@ -1,0 +1,142 @@
+//! The files a checkpoint keeps: the workspace walked without following
+//! links, skipping version-control metadata, `.gitignore`d paths, the
+//! configured exclusions (build outputs by default) and offcode's own
+//! folders.
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
+
+use super::manifest::{Entry, Kind};
+
+/// Folders a checkpoint never enters: version control keeps its own
+/// history, and offcode never touches it.
+const NEVER: &[&str] = &[".git", ".hg", ".svn", ".jj"];
+
+/// What to skip.
+#[derive(Debug)]
+pub struct Filter {
+    excluded: Gitignore,
+    gitignored: bool,
+    kept_out: Vec<PathBuf>,
+}
+
+impl Filter {
+    /// `exclude` holds gitignore-style patterns relative to `root`;
+    /// `kept_out` absolute paths never entered (offcode's own folders).
+    pub fn new(
+        root: &Path,
+        exclude: &[String],
+        gitignored: bool,
+        kept_out: Vec<PathBuf>,
+    ) -> Result<Self, String> {
+        let mut builder = GitignoreBuilder::new(root);
+        for pattern in exclude {
+            builder
+                .add_line(None, pattern)
+                .map_err(|e| format!("`{pattern}`: {e}"))?;
+        }
+        let excluded = builder.build().map_err(|e| e.to_string())?;
+        Ok(Self {
+            excluded,
+            gitignored,
+            kept_out,
+        })
+    }
+
+    /// Whether `path` (absolute, under the root) is left out.
+    fn skips(&self, path: &Path, is_dir: bool) -> bool {
+        if is_dir
+            && path
+                .file_name()
+                .is_some_and(|name| NEVER.iter().any(|n| name == *n))
+        {
+            return true;
+        }
+        self.kept_out.iter().any(|own| path.starts_with(own))
+            || self.excluded.matched(path, is_dir).is_ignore()
+    }
+}
+
+/// A file found, with what `lstat` said.
+#[derive(Debug)]
+pub struct Found {
+    /// Relative to the root.
+    pub path: PathBuf,
+    /// The entry without its hash.
+    pub entry: Entry,
+}
+
+/// The stat fields of `meta` as an entry of `kind` (hash left empty).
+pub fn entry_of(path: PathBuf, kind: Kind, meta: &std::fs::Metadata) -> Entry {
+    let nanos = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
+    Entry {
+        path,
+        kind,
+        mode: meta.mode() & 0o7777,
+        size: meta.size(),
+        mtime: nanos(meta.mtime(), meta.mtime_nsec()),
+        ctime: nanos(meta.ctime(), meta.ctime_nsec()),
+        inode: meta.ino(),
+        hash: String::new(),
+    }
+}
+
+/// Every kept regular file and symlink under `root`, sorted by path; `Err`
+/// with the count reached when there are more than `limit`.
+pub fn walk(
+    root: &Path,
+    filter: &std::sync::Arc<Filter>,
+    limit: usize,
+) -> Result<Vec<Found>, usize> {
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .parents(false)
+        .ignore(false)
+        .git_global(false)
+        .git_ignore(filter.gitignored)
+        .git_exclude(filter.gitignored)
+        .require_git(false)
+        .follow_links(false);
+    let skip = std::sync::Arc::clone(filter);
+    builder.filter_entry(move |entry| {
+        let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
+        !skip.skips(entry.path(), is_dir)
+    });
+    let mut found = Vec::new();
+    for entry in builder.build().flatten() {
+        let Some(kind) = entry.file_type() else {
+            continue;
+        };
+        let kind = if kind.is_file() {
+            Kind::File
+        } else if kind.is_symlink() {
+            Kind::Link
+        } else {
+            continue;
+        };
+        let Ok(relative) = entry.path().strip_prefix(root) else {
+            continue;
+        };
+        let Ok(meta) = entry.path().symlink_metadata() else {
+            continue;
+        };
+        found.push(Found {
+            path: relative.to_path_buf(),
+            entry: entry_of(relative.to_path_buf(), kind, &meta),
+        });
+        if found.len() > limit {
+            return Err(found.len());
+        }
+    }
+    found.sort_by(|a, b| {
+        use std::os::unix::ffi::OsStrExt;
+        a.path
+            .as_os_str()
+            .as_bytes()
+            .cmp(b.path.as_os_str().as_bytes())
+    });
+    Ok(found)
+}
