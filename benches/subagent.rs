@@ -112,6 +112,7 @@ fn main() {
                 agent: None,
                 depth: 0,
                 mcp: None,
+                checkpoints: None,
             })
         });
         runtime.block_on(async {

@@ -17,6 +17,7 @@ mod permit;
 mod profile;
 mod repeat;
 mod request;
+mod rewind;
 mod shell;
 mod startup;
 mod task;
@@ -73,6 +74,9 @@ pub struct AgentSetup {
     pub depth: u32,
     /// The configured MCP servers (a subagent shares its parent's).
     pub mcp: Option<Arc<crate::mcp::Mcp>>,
+    /// The workspace's checkpoints (none: off, or a subagent's core, whose
+    /// changes its parent's `task` step covers).
+    pub checkpoints: Option<Arc<std::sync::Mutex<crate::checkpoint::Checkpoints>>>,
 }
 
 /// Sends ops to a running core. Cheap to clone.
@@ -204,9 +208,17 @@ async fn route(
             | Op::Context
             | Op::ListModels
             | Op::Compact
+            | Op::Undo
+            | Op::Revert { .. }
+            | Op::Diff { .. }
+            | Op::Turns
+            | Op::Summarize
             | Op::Shutdown => {
                 let cancel = Cancel::default();
-                if matches!(op, Op::UserTurn { .. } | Op::Shell { .. } | Op::Compact) {
+                if matches!(
+                    op,
+                    Op::UserTurn { .. } | Op::Shell { .. } | Op::Compact | Op::Summarize
+                ) {
                     lock(&shared.cancels).push(cancel.clone());
                 }
                 if queue.send((id, op, cancel)).is_err() {

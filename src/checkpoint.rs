@@ -43,7 +43,7 @@ pub struct CheckpointSettings {
     /// Paths left out, gitignore-style, besides `.gitignore`d ones.
     pub exclude: Vec<String>,
     /// Whether `.gitignore`d paths are left out.
-    pub skip_gitignored: bool,
+    pub skip_ignored: bool,
 }
 
 /// Build outputs and caches left out unless the config says otherwise.
@@ -71,7 +71,7 @@ impl Default for CheckpointSettings {
             max_store_mb: 2048,
             max_files: 50_000,
             exclude: DEFAULT_EXCLUDE.iter().map(|s| (*s).to_owned()).collect(),
-            skip_gitignored: true,
+            skip_ignored: true,
         }
     }
 }
@@ -174,7 +174,7 @@ impl Checkpoints {
         if !pruned.sessions.is_empty() {
             last = None;
         }
-        let filter = walk::Filter::new(root, &settings.exclude, settings.skip_gitignored, kept_out)
+        let filter = walk::Filter::new(root, &settings.exclude, settings.skip_ignored, kept_out)
             .map_err(Error::Pattern)?;
         Ok((
             Self {

@@ -39,6 +39,14 @@ pub struct SessionArgs {
     /// Resume the session with this id.
     #[arg(long, short = 's')]
     pub session: Option<String>,
+    /// Start a new session from a copy of session ID's conversation (all
+    /// of it, or up to before turn `--at N`); the original is left as it is.
+    #[arg(long, value_name = "ID", conflicts_with_all = ["session", "continue"])]
+    pub fork: Option<String>,
+    /// With `--fork`: copy the conversation up to before this turn (1 is
+    /// the first; `offcode revert --session ID` lists them).
+    #[arg(long, value_name = "N", requires = "fork", value_parser = clap::value_parser!(u64).range(1..))]
+    pub at: Option<u64>,
     /// Agent to work as: `build` (the default), `plan` (reads and plans,
     /// changes nothing) or one of your own (docs/agents.md).
     #[arg(long, short = 'a')]
@@ -56,8 +64,16 @@ pub enum Command {
     /// (connection, TLS, models, tool calling, reasoning, token counting)
     /// and print the fix for each problem. Exit status 0 when healthy, 1 when problems were found.
     Doctor(DoctorArgs),
-    /// List saved sessions for this directory.
+    /// List saved sessions for this directory; delete or prune them.
     Sessions(SessionsArgs),
+    /// Take a session back to before a turn: its conversation, and the
+    /// files the agent changed since (shown first; `--yes` does it).
+    Revert(RevertArgs),
+    /// What the agent changed in this workspace during a session, from its
+    /// checkpoints (no git needed), as a unified diff.
+    Diff(DiffArgs),
+    /// Write a session as Markdown.
+    Export(ExportArgs),
     /// Show the effective configuration and where each value came from.
     Config(JsonArg),
     /// Show what each request carries (system prompt, rules, instructions,
@@ -240,4 +256,53 @@ pub struct SessionsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Delete these sessions (with their subagents' sessions and
+    /// checkpoints).
+    #[arg(long, value_name = "ID", num_args = 1.., conflicts_with = "prune")]
+    pub delete: Vec<String>,
+    /// Delete the sessions of this directory (every directory with
+    /// `--all`) not used for DAYS days.
+    #[arg(long, value_name = "DAYS")]
+    pub prune: Option<u64>,
+}
+
+/// `offcode revert`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Without --to, the last turn is taken back. Without --yes, only what would change is shown (exit status 0). A file changed by hand after the agent changed it is reported and left as it is. Exit status: 0 done (or shown), 1 when a file could not be put back, 2 for usage errors."
+)]
+pub struct RevertArgs {
+    /// The session (default: the latest of this directory).
+    #[arg(long, short = 's')]
+    pub session: Option<String>,
+    /// Go back to before this turn (1 is the first).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub to: Option<u64>,
+    /// Do it, rather than only show it.
+    #[arg(long, short = 'y')]
+    pub yes: bool,
+}
+
+/// `offcode diff`.
+#[derive(Debug, Args)]
+pub struct DiffArgs {
+    /// The session (default: the latest of this directory).
+    #[arg(long, short = 's')]
+    pub session: Option<String>,
+    /// Only the changes from this turn on (1 is the first).
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..))]
+    pub since: u64,
+    /// Only the list of files, not the diff.
+    #[arg(long)]
+    pub stat: bool,
+}
+
+/// `offcode export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The session.
+    pub id: String,
+    /// Write to this file instead of standard output.
+    #[arg(long, short = 'o')]
+    pub output: Option<std::path::PathBuf>,
 }

@@ -6,11 +6,13 @@
 mod doctor;
 mod mcp;
 mod policy;
+mod rewind;
 mod tool;
 
 pub use doctor::run as doctor;
 pub use mcp::mcp;
 pub use policy::{policy_check, trust};
+pub use rewind::{diff, export, revert};
 pub use tool::tool;
 
 use std::fmt::Write as _;
@@ -130,6 +132,9 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
 
 /// `offcode sessions`.
 pub fn sessions(args: &SessionsArgs, environment: &Environment) -> Result<u8, Failure> {
+    if !args.delete.is_empty() || args.prune.is_some() {
+        return rewind::delete(&args.delete, args.prune, args.all, environment);
+    }
     let store = session_store(environment)?;
     let cwd = environment.cwd.display().to_string();
     let summaries: Vec<_> = store

@@ -248,6 +248,8 @@ pub struct Config {
     pub mcp: std::collections::BTreeMap<String, crate::config::mcp::ServerConfig>,
     /// What MCP may cost.
     pub mcp_limits: crate::config::mcp::Limits,
+    /// Checkpoints of the workspace, for undo and revert.
+    pub checkpoints: crate::checkpoint::CheckpointSettings,
 }
 
 impl Default for Config {
@@ -273,6 +275,7 @@ impl Default for Config {
             subagents: SubagentsConfig::default(),
             mcp: std::collections::BTreeMap::new(),
             mcp_limits: crate::config::mcp::Limits::default(),
+            checkpoints: crate::checkpoint::CheckpointSettings::default(),
         }
     }
 }

@@ -379,6 +379,10 @@ impl TextPrinter {
         }
     }
 
+    #[expect(
+        clippy::too_many_lines,
+        reason = "one arm per event, most of them one line"
+    )]
     fn print(&mut self, msg: &EventMsg) {
         let s = self.style;
         match msg {
@@ -474,6 +478,9 @@ impl TextPrinter {
             | EventMsg::StateChanged { .. }
             | EventMsg::ApprovalRequest(_)
             | EventMsg::ContextReport(_)
+            | EventMsg::Rewind(_)
+            | EventMsg::Turns { .. }
+            | EventMsg::Summary { .. }
             | EventMsg::ModelList(_)
             | EventMsg::AgentList { .. }
             | EventMsg::McpList { .. }

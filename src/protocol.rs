@@ -12,11 +12,13 @@ mod agents;
 mod approval;
 mod format;
 mod mcp;
+mod rewind;
 mod wire;
 pub use agents::{AgentSummary, SubagentEvent, ValidationEvent, ValidationStatus};
 pub use approval::{ApprovalRequestEvent, PermissionDecisionEvent};
 pub use format::{count, format_size, format_tokens};
 pub use mcp::{McpServerReport, McpState, McpStatusEvent, McpToolReport};
+pub use rewind::{RewindKind, RewindReport, TurnRow};
 pub use wire::managed as managed_wire;
 
 /// Identifies the [`Op`] an [`Event`] answers.
@@ -80,6 +82,29 @@ pub enum Op {
     /// background: it never holds up a turn, and a turn running when the
     /// answer comes is finished first).
     ListModels,
+    /// Take back the file changes of the last step that made any
+    /// (`/undo`); answered by [`EventMsg::Rewind`].
+    Undo,
+    /// Take the session back to before turn `turn` (1 is the first): its
+    /// messages, and the files the agent changed since. With `apply`
+    /// false, only say what would change. Answered by [`EventMsg::Rewind`].
+    Revert {
+        /// The turn.
+        turn: usize,
+        /// Do it, rather than show it.
+        apply: bool,
+    },
+    /// What the agent changed in the workspace since turn `since` (1: the
+    /// whole session); answered by [`EventMsg::Rewind`].
+    Diff {
+        /// The turn.
+        since: usize,
+    },
+    /// List the session's turns; answered by [`EventMsg::Turns`].
+    Turns,
+    /// Summarise the session for a new one (`/summarize`); answered by
+    /// [`EventMsg::Summary`], or a warning.
+    Summarize,
     /// Finish the running turn's bookkeeping and stop the core.
     Shutdown,
 }
@@ -275,6 +300,18 @@ pub enum EventMsg {
     },
     /// Something happened to an MCP server.
     Mcp(McpStatusEvent),
+    /// The answer to [`Op::Undo`], [`Op::Revert`] and [`Op::Diff`].
+    Rewind(RewindReport),
+    /// The answer to [`Op::Turns`].
+    Turns {
+        /// The turns of the session's active branch.
+        turns: Vec<TurnRow>,
+    },
+    /// The answer to [`Op::Summarize`].
+    Summary {
+        /// The compaction agent's summary of the session.
+        text: String,
+    },
     /// The answer to [`Op::ListMcp`].
     McpList {
         /// Every configured server.

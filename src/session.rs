@@ -9,16 +9,19 @@
 
 mod branch;
 mod entry;
+mod manage;
 
 pub use branch::branch;
 use branch::{Rebuilt, rebuild};
+pub use manage::answered;
 
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 pub use entry::{
-    AllowedRule, Compaction, Entry, EntryBody, Message, Meta, ParentRef, ToolCall, now_rfc3339,
+    AllowedRule, Compaction, Entry, EntryBody, Message, Meta, Origin, ParentRef, ToolCall,
+    now_rfc3339,
 };
 
 /// The session file format version written by this build.
@@ -87,6 +90,9 @@ pub struct Summary {
     pub title: String,
     /// Number of conversation messages.
     pub messages: usize,
+    /// Whether a turn was answered ([`answered`]): `--continue` and
+    /// `/resume` offer only these.
+    pub answered: bool,
 }
 
 /// An open session, ready to append to.
@@ -158,7 +164,7 @@ impl Store {
 
     /// Starts a new session.
     pub fn create(&self, cwd: &Path, model: &str, base_url: &str) -> Result<Session, Error> {
-        self.create_as(cwd, model, base_url, None)
+        self.create_as(cwd, model, base_url, None, None)
     }
 
     /// Starts a subagent's session under `parent`'s `task` call.
@@ -169,7 +175,7 @@ impl Store {
         base_url: &str,
         parent: ParentRef,
     ) -> Result<Session, Error> {
-        self.create_as(cwd, model, base_url, Some(parent))
+        self.create_as(cwd, model, base_url, Some(parent), None)
     }
 
     fn create_as(
@@ -178,8 +184,9 @@ impl Store {
         model: &str,
         base_url: &str,
         parent: Option<ParentRef>,
+        origin: Option<Origin>,
     ) -> Result<Session, Error> {
-        std::fs::create_dir_all(&self.dir).map_err(io("create the directory of", &self.dir))?;
+        crate::paths::private_dir(&self.dir).map_err(io("create the directory of", &self.dir))?;
         let stamp = now_rfc3339();
         let digits: String = stamp.chars().filter(char::is_ascii_digit).collect();
         let id = format!(
@@ -189,7 +196,7 @@ impl Store {
             crate::ids::random_u64() & 0xffff
         );
         let path = self.path_of(&id);
-        let file = OpenOptions::new()
+        let file = crate::paths::private_file()
             .append(true)
             .create_new(true)
             .open(&path)
@@ -203,6 +210,7 @@ impl Store {
             agent: crate::agents::DEFAULT.to_owned(),
             base_url: base_url.to_owned(),
             parent,
+            origin,
         };
         let mut session = Session {
             id,
@@ -306,26 +314,31 @@ impl Store {
         Ok((meta, branch))
     }
 
-    /// The most recently updated session started in `cwd`.
+    /// The most recently updated session started in `cwd` that has an
+    /// answered turn (a run that failed before the model answered, a
+    /// rejected prompt, leaves one that is skipped).
     pub fn latest_for(&self, cwd: &Path) -> Result<String, Error> {
         let cwd_text = cwd.display().to_string();
-        let mut best: Option<(std::time::SystemTime, String)> = None;
-        for (path, modified) in self.files()? {
-            let Some(meta) = read_meta(&path) else {
-                continue;
-            };
+        let mut candidates: Vec<(std::time::SystemTime, PathBuf)> = self
+            .files()?
+            .into_iter()
+            .map(|(path, modified)| (modified, path))
+            .collect();
+        candidates.sort_by_key(|c| std::cmp::Reverse(c.0));
+        for (_, path) in candidates {
             // A subagent's session is resumed through its parent's.
-            if meta.cwd == cwd_text
-                && meta.parent.is_none()
-                && best.as_ref().is_none_or(|(time, _)| modified > *time)
+            if read_meta(&path).is_none_or(|m| m.cwd != cwd_text || m.parent.is_some()) {
+                continue;
+            }
+            if let Ok((meta, entries)) = read_entries(&path)
+                && answered(&meta, &entries)
             {
-                best = Some((modified, meta.session_id));
+                return Ok(meta.session_id);
             }
         }
-        best.map(|(_, id)| id)
-            .ok_or_else(|| Error::NoneForDirectory {
-                cwd: cwd.to_path_buf(),
-            })
+        Err(Error::NoneForDirectory {
+            cwd: cwd.to_path_buf(),
+        })
     }
 
     fn files(&self) -> Result<Vec<(PathBuf, std::time::SystemTime)>, Error> {
@@ -351,6 +364,7 @@ impl Store {
                 continue;
             };
             let messages = rebuild(&entries, &meta, None).messages;
+            let answered = answered(&meta, &entries);
             // The title agent's, else the first request.
             let named = entries.iter().rev().find_map(|e| match &e.body {
                 EntryBody::Title { title } => Some(title.as_str()),
@@ -371,6 +385,7 @@ impl Store {
                 updated: entries.last().map(|e| e.ts.clone()).unwrap_or_default(),
                 title: title.chars().take(60).collect(),
                 messages: messages.len(),
+                answered,
             });
         }
         Ok(summaries)
@@ -529,102 +544,4 @@ impl Session {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-
-    fn user(text: &str) -> EntryBody {
-        EntryBody::Message {
-            message: Message::User {
-                content: text.to_owned(),
-            },
-        }
-    }
-
-    #[test]
-    fn reopening_rebuilds_messages_and_model() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().join("sessions"));
-        let mut session = store.create(Path::new("/w"), "m1", "http://x/v1").unwrap();
-        session.append(user("hello")).unwrap();
-        session
-            .append(EntryBody::ModelChange { model: "m2".into() })
-            .unwrap();
-        let id = session.id.clone();
-        drop(session);
-        let reopened = store.open(&id).unwrap();
-        assert_eq!(
-            reopened.messages,
-            vec![Message::User {
-                content: "hello".into()
-            }]
-        );
-        assert_eq!(reopened.model, "m2");
-        assert_eq!(store.latest_for(Path::new("/w")).unwrap(), id);
-        assert!(matches!(
-            store.latest_for(Path::new("/other")),
-            Err(Error::NoneForDirectory { .. })
-        ));
-    }
-
-    #[test]
-    fn partial_last_line_is_dropped_and_dangling_calls_answered() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().to_path_buf());
-        let mut session = store.create(Path::new("/w"), "m", "http://x/v1").unwrap();
-        session.append(user("go")).unwrap();
-        session
-            .append(EntryBody::Message {
-                message: Message::Assistant {
-                    content: String::new(),
-                    reasoning: None,
-                    tool_calls: vec![ToolCall {
-                        id: "c1".into(),
-                        name: "read".into(),
-                        arguments: "{}".into(),
-                    }],
-                    interrupted: false,
-                },
-            })
-            .unwrap();
-        let path = session.path.clone();
-        drop(session);
-        let mut file = OpenOptions::new().append(true).open(&path).unwrap();
-        file.write_all(br#"{"id":"4","parent_id":"3","ts":"x","type":"mess"#)
-            .unwrap();
-        let mut reopened = store
-            .open(&path.file_stem().unwrap().to_string_lossy())
-            .unwrap();
-        assert_eq!(reopened.messages.len(), 3);
-        assert!(
-            matches!(&reopened.messages[2], Message::Tool { tool_call_id, is_error: true, .. } if tool_call_id == "c1")
-        );
-        reopened.append(user("again")).unwrap();
-        let text = std::fs::read_to_string(&path).unwrap();
-        assert!(
-            text.lines()
-                .all(|line| serde_json::from_str::<Entry>(line).is_ok()),
-            "{text}"
-        );
-        assert_eq!(store.list().unwrap()[0].messages, 4);
-    }
-
-    #[test]
-    fn an_open_session_cannot_be_opened_twice() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().to_path_buf());
-        let session = store.create(Path::new("/w"), "m", "http://x/v1").unwrap();
-        let id = session.id.clone();
-        assert!(matches!(store.open(&id), Err(Error::InUse { .. })));
-        drop(session);
-        assert!(store.open(&id).is_ok());
-    }
-
-    #[test]
-    fn unknown_id_is_not_found() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::new(dir.path().to_path_buf());
-        assert!(matches!(store.open("nope"), Err(Error::NotFound { .. })));
-        assert!(matches!(store.open("../x"), Err(Error::NotFound { .. })));
-    }
-}
+mod tests;

@@ -29,6 +29,9 @@ pub struct Start {
     pub resume_latest: bool,
     /// `--agent`.
     pub agent: Option<String>,
+    /// `--fork ID [--at N]`: a new session from a copy of that one, up to
+    /// before turn N.
+    pub fork: Option<(String, Option<usize>)>,
 }
 
 impl From<&crate::cli::SessionArgs> for Start {
@@ -38,6 +41,10 @@ impl From<&crate::cli::SessionArgs> for Start {
             session: args.session.clone(),
             resume_latest: args.r#continue,
             agent: args.agent.clone(),
+            fork: args
+                .fork
+                .clone()
+                .map(|id| (id, args.at.and_then(|n| usize::try_from(n).ok()))),
         }
     }
 }
@@ -79,6 +86,10 @@ pub fn prepare(
     let client = Arc::new(client(&config, environment)?);
     let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
     let resumed = match (start.session.as_deref(), start.resume_latest) {
+        _ if start.fork.is_some() => {
+            let (id, at) = start.fork.clone().unwrap_or_default();
+            Some(fork(&store, &id, at).map_err(|why| Failure::message(why, EXIT_USAGE))?)
+        }
         (Some(id), _) => Some(store.open(id).map_err(session_failure)?),
         (None, true) => {
             let id = store.latest_for(&environment.cwd).map_err(|e| {
@@ -116,6 +127,13 @@ pub fn prepare(
         .extend(broad_workspace(sandbox.root(), environment.var("HOME")));
     let shell = shell(environment, &config, sandbox.root());
     let mcp = mcp_servers(&config, &shell, sandbox.root(), &mut context.warnings);
+    let checkpoints = checkpoints(
+        environment,
+        &config.checkpoints,
+        sandbox.root(),
+        &session.id,
+        &mut context.warnings,
+    );
     Ok(AgentSetup {
         context,
         client,
@@ -131,7 +149,66 @@ pub fn prepare(
         agent: start.agent.clone(),
         depth: 0,
         mcp,
+        checkpoints,
     })
+}
+
+/// A new session from a copy of `id`'s conversation, up to before turn
+/// `at` (none: all of it).
+pub fn fork(store: &Store, id: &str, at: Option<usize>) -> Result<Session, String> {
+    let upto = match at {
+        None => None,
+        Some(number) => {
+            let (_, branch) = store.load_branch(id).map_err(|e| e.to_string())?;
+            let turns = crate::checkpoint::rewind::turns(&branch);
+            let turn = turns.iter().find(|t| t.number == number).ok_or_else(|| {
+                format!(
+                    "Session `{id}` has no turn {number} (it has {})",
+                    crate::protocol::count(turns.len(), "turn")
+                )
+            })?;
+            // Before the first turn: the session entry alone.
+            Some(turn.parent.clone().unwrap_or_else(|| "1".to_owned()))
+        }
+    };
+    store
+        .fork(id, upto.as_deref(), at)
+        .map_err(|e| e.to_string())
+}
+
+/// The workspace's checkpoints for `session`; none when they are off or
+/// the store cannot be opened (said in `warnings`, as is any pruning).
+pub fn checkpoints(
+    environment: &Environment,
+    settings: &crate::checkpoint::CheckpointSettings,
+    root: &std::path::Path,
+    session: &str,
+    warnings: &mut Vec<String>,
+) -> Option<Arc<std::sync::Mutex<crate::checkpoint::Checkpoints>>> {
+    if !settings.enabled {
+        return None;
+    }
+    let data = environment.data_dir()?;
+    match crate::checkpoint::Checkpoints::open(
+        &data,
+        root,
+        session,
+        settings.clone(),
+        environment.own_files(),
+    ) {
+        Ok((checkpoints, pruned)) => {
+            if !pruned.sessions.is_empty() {
+                warnings.push(pruned.note(settings.max_store_mb));
+            }
+            Some(Arc::new(std::sync::Mutex::new(checkpoints)))
+        }
+        Err(e) => {
+            warnings.push(format!(
+                "Checkpoints are off, so /undo and /revert cannot take changes back: {e}"
+            ));
+            None
+        }
+    }
 }
 
 /// A warning when the workspace is the home directory, one above it, or

@@ -24,9 +24,9 @@ pub fn change<T: DeserializeOwned + Serialize + Default>(
     change: impl FnOnce(&mut T),
 ) -> std::io::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        crate::paths::private_dir(dir)?;
     }
-    let lock = std::fs::File::options()
+    let lock = crate::paths::private_file()
         .create(true)
         .truncate(false)
         .write(true)
@@ -37,7 +37,13 @@ pub fn change<T: DeserializeOwned + Serialize + Default>(
     change(&mut value);
     let text = serde_json::to_string_pretty(&value).map_err(std::io::Error::other)?;
     let aside = path.with_extension(format!("json.{}.tmp", std::process::id()));
-    let written = std::fs::write(&aside, text + "\n").and_then(|()| std::fs::rename(&aside, path));
+    let written = crate::paths::private_file()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&aside)
+        .and_then(|mut file| std::io::Write::write_all(&mut file, (text + "\n").as_bytes()))
+        .and_then(|()| std::fs::rename(&aside, path));
     if written.is_err() {
         let _ = std::fs::remove_file(&aside);
     }

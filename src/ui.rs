@@ -48,8 +48,22 @@ pub fn run(environment: &Environment, start: &startup::Start) -> Result<u8, Fail
     let session_path = setup.session.path.clone();
     let input = if terminal {
         let history = environment.data_dir().map(|dir| {
-            let _ = std::fs::create_dir_all(&dir);
-            dir.join("history")
+            use std::os::unix::fs::DirBuilderExt;
+            let _ = std::fs::DirBuilder::new()
+                .recursive(true)
+                .mode(0o700)
+                .create(&dir);
+            let history = dir.join("history");
+            // Made private before the editor opens it (it would make it 0644).
+            let _ = crate::paths::private_file()
+                .create(true)
+                .append(true)
+                .open(&history);
+            let _ = std::fs::set_permissions(
+                &history,
+                std::os::unix::fs::PermissionsExt::from_mode(0o600),
+            );
+            history
         });
         let root = setup.sandbox.root().to_owned();
         input::editor(history, complete::Completions::new(root), colour)
@@ -152,8 +166,8 @@ fn install_panic_hook(log: Option<PathBuf>, session: PathBuf) {
         );
         let written = log.as_ref().is_some_and(|path| {
             path.parent()
-                .is_some_and(|dir| std::fs::create_dir_all(dir).is_ok())
-                && std::fs::OpenOptions::new()
+                .is_some_and(|dir| crate::paths::private_dir(dir).is_ok())
+                && crate::paths::private_file()
                     .create(true)
                     .append(true)
                     .open(path)

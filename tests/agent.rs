@@ -49,6 +49,7 @@ fn start_with(server: &MockServer, adjust: impl FnOnce(&mut offcode::config::Con
         agent: None,
         depth: 0,
         mcp: None,
+        checkpoints: None,
     });
     Harness {
         _dir: dir,
@@ -426,6 +427,7 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
         agent: None,
         depth: 0,
         mcp: None,
+        checkpoints: None,
     });
     resumed.ops.submit(Op::UserTurn {
         text: "one more".into(),

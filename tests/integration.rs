@@ -29,4 +29,5 @@ mod support;
 mod trust;
 mod ui_lines;
 mod ui_tmux;
+mod undo;
 mod validate;

@@ -832,6 +832,7 @@ async fn without_confinement_every_mcp_call_asks_a_person_and_yes_does_not_answe
         agent: None,
         depth: 0,
         mcp: Some(mcp),
+        checkpoints: None,
     });
     handle.ops.submit(Op::UserTurn {
         text: "write it".to_owned(),

@@ -43,7 +43,13 @@ impl AgentState {
                         .iter()
                         .filter(|c| c.name == super::task::NAME)
                         .collect();
+                    let before = if self.may_change(super::task::NAME) {
+                        self.checkpoint(id).await
+                    } else {
+                        None
+                    };
                     tasks = Some(self.run_tasks(id, &due, cancel).await);
+                    self.record_step(id, before, super::task::NAME, None).await;
                 }
                 calls.ran.push(call.name.clone());
                 tasks
@@ -110,6 +116,11 @@ impl AgentState {
         }
         let output = match self.permit(id, call, arguments, cancel).await {
             Ok(permit) => {
+                let before = if self.may_change(&call.name) {
+                    self.checkpoint(id).await
+                } else {
+                    None
+                };
                 self.set_state(id, TurnState::ToolRunning);
                 let context = self.tool_context(permit, cancel);
                 // Any tool, even one stuck in a blocking call, gives way to
@@ -142,6 +153,13 @@ impl AgentState {
                         (ToolOutput::error("Aborted by the user"), CallOutcome::Aborted)
                     }
                 };
+                // Also after an abort: a killed command may have changed files.
+                let tool = if call.id.starts_with("shell_") {
+                    "shell"
+                } else {
+                    &call.name
+                };
+                self.record_step(id, before, tool, Some(&call.id)).await;
                 let (output, todos_changed) = self.after_call(&call.name, output);
                 (output, todos_changed, outcome)
             }

@@ -314,7 +314,7 @@ impl AgentState {
     /// What the summariser reads: the old summary and the messages from
     /// the current start to `cut`, each cut short, the whole kept under
     /// `room` tokens (the newest part wins).
-    fn transcript(&self, current: &Compaction, cut: usize, room: u64) -> String {
+    pub(super) fn transcript(&self, current: &Compaction, cut: usize, room: u64) -> String {
         let mut lines: Vec<String> = Vec::new();
         for message in &self.session.messages[current.keep_from..cut] {
             let (role, text) = match message {
@@ -358,7 +358,7 @@ impl AgentState {
 
     /// Asks the model for a summary (no tools); `None` after an error,
     /// which is reported.
-    async fn summarise(
+    pub(super) async fn summarise(
         &mut self,
         id: SubmissionId,
         transcript: String,

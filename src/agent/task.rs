@@ -169,6 +169,7 @@ impl AgentState {
             agent: Some(profile.name.clone()),
             depth: self.depth + 1,
             mcp: self.mcp.clone(),
+            checkpoints: None,
         };
         Ok(Child {
             handle: super::spawn(setup),

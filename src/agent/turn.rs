@@ -79,6 +79,8 @@ pub(super) struct AgentState {
     pub(super) mcp: Option<Arc<crate::mcp::Mcp>>,
     /// The servers' tool generation the request's tools were built at.
     pub(super) mcp_generation: u64,
+    /// The workspace's checkpoints (none: off).
+    pub(super) checkpoints: Option<Arc<std::sync::Mutex<crate::checkpoint::Checkpoints>>>,
 }
 
 impl AgentState {
@@ -99,6 +101,7 @@ impl AgentState {
             titles: super::title::Titles::new(titled),
             mcp: setup.mcp,
             mcp_generation: 0,
+            checkpoints: setup.checkpoints.filter(|_| setup.depth == 0),
             request: Request::new(setup.context, setup.tools.specs()),
             budget: Budget::default(),
             permits: Permits::new(setup.policy, &setup.session.allowed, setup.approver),
@@ -254,6 +257,11 @@ impl AgentState {
                 }
                 Op::ListModels => self.list_models(id),
                 Op::Context => self.report_context(id).await,
+                Op::Undo => self.undo(id),
+                Op::Revert { turn, apply } => self.revert(id, turn, apply),
+                Op::Diff { since } => self.diff(id, since),
+                Op::Turns => self.list_turns(id),
+                Op::Summarize => self.summary(id, &cancel).await,
                 Op::Shutdown => break,
                 // The router answers these itself.
                 Op::Interrupt | Op::InterruptSubagents | Op::Approve { .. } => {}

@@ -296,15 +296,30 @@ impl AgentState {
                 return None;
             }
         };
+        // A project's check may rewrite files (formatters, snapshots).
+        let before = if self.may_change("bash") {
+            self.checkpoint(id).await
+        } else {
+            None
+        };
         self.set_state(id, TurnState::ToolRunning);
         let context = self.tool_context(permit, cancel);
         let started = Instant::now();
         let output = tokio::select! {
-            output = self.tools.call("bash", &call.arguments, &context) => output,
-            () = cancel.cancelled() => {
-                self.emit(id, event(ValidationStatus::NotRun, "aborted".to_owned(), String::new()));
-                return None;
-            }
+            output = self.tools.call("bash", &call.arguments, &context) => Some(output),
+            () = cancel.cancelled() => None,
+        };
+        self.record_step(id, before, "validate", None).await;
+        let Some(output) = output else {
+            self.emit(
+                id,
+                event(
+                    ValidationStatus::NotRun,
+                    "aborted".to_owned(),
+                    String::new(),
+                ),
+            );
+            return None;
         };
         let (status, summary) = if output.ok {
             (

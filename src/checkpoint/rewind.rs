@@ -9,6 +9,7 @@
 //! first file is written.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
 
@@ -319,4 +320,129 @@ pub fn apply(
         }
     }
     Ok(failed)
+}
+
+/// The last step of `turns` that changed files and was not undone yet,
+/// and the plan that takes it back; `None` when there is none.
+pub fn undo_plan(
+    checkpoints: &mut super::Checkpoints,
+    turns: &[Turn],
+) -> Result<Option<(Step, Plan)>, Error> {
+    let last = turns
+        .iter()
+        .flat_map(|t| t.steps.iter())
+        .rev()
+        .find(|s| !s.undone && s.before != s.after)
+        .cloned();
+    let Some(step) = last else {
+        return Ok(None);
+    };
+    let now = checkpoints.take()?;
+    let store = checkpoints.store();
+    let now = store.manifest(&now.id)?;
+    let plan = plan(store, &[&step], &now)?;
+    Ok(Some((step, plan)))
+}
+
+/// The steps of turn `number` and of those after it, and the workspace
+/// now.
+fn from_turn<'a>(
+    checkpoints: &mut super::Checkpoints,
+    turns: &'a [Turn],
+    number: usize,
+) -> Result<(Vec<&'a Step>, Manifest), Error> {
+    let steps = turns
+        .iter()
+        .filter(|t| t.number >= number)
+        .flat_map(|t| t.steps.iter())
+        .collect();
+    let now = checkpoints.take()?;
+    Ok((steps, checkpoints.store().manifest(&now.id)?))
+}
+
+/// The plan that takes the files back to before turn `number` (every step
+/// of it and of the turns after).
+pub fn revert_plan(
+    checkpoints: &mut super::Checkpoints,
+    turns: &[Turn],
+    number: usize,
+) -> Result<Plan, Error> {
+    let (steps, now) = from_turn(checkpoints, turns, number)?;
+    plan(checkpoints.store(), &steps, &now)
+}
+
+/// What the agent changed since turn `since` (1: the whole session), as a
+/// unified diff of each file from before its first change to what the
+/// agent's last change left; a file changed by hand since is marked.
+pub fn diff_since(
+    checkpoints: &mut super::Checkpoints,
+    turns: &[Turn],
+    since: usize,
+) -> Result<(Vec<String>, String), Error> {
+    let (steps, now) = from_turn(checkpoints, turns, since)?;
+    let store = checkpoints.store();
+    let mut summary = Vec::new();
+    let mut text = String::new();
+    for (path, (first, last)) in span(store, &steps)? {
+        if same(first.as_ref(), last.as_ref()) {
+            continue;
+        }
+        let name = path.display().to_string();
+        let hand = if same(now.get(&path), last.as_ref()) {
+            ""
+        } else {
+            "  (changed by hand since)"
+        };
+        let content = |entry: &Option<Entry>| -> Result<Option<Vec<u8>>, Error> {
+            match entry {
+                Some(e) if e.kind == Kind::File => store.get(&e.hash).map(Some),
+                _ => Ok(None),
+            }
+        };
+        let (old, new) = (content(&first)?, content(&last)?);
+        let text_of = |bytes: &Option<Vec<u8>>| {
+            bytes
+                .as_deref()
+                .map_or(Some(""), |b| std::str::from_utf8(b).ok())
+                .map(str::to_owned)
+        };
+        let mark = match (&first, &last) {
+            (None, _) => "added   ",
+            (_, None) => "deleted ",
+            _ => "modified",
+        };
+        match (text_of(&old), text_of(&new)) {
+            (Some(old), Some(new))
+                if first.as_ref().is_none_or(|e| e.kind == Kind::File)
+                    && last.as_ref().is_none_or(|e| e.kind == Kind::File) =>
+            {
+                let (added, removed) =
+                    line_counts(old.as_bytes(), new.as_bytes()).unwrap_or((0, 0));
+                summary.push(format!("{mark} {name}  +{added} -{removed}{hand}"));
+                let diff = similar::TextDiff::from_lines(&old, &new);
+                let a = if first.is_some() {
+                    format!("a/{name}")
+                } else {
+                    "/dev/null".to_owned()
+                };
+                let b = if last.is_some() {
+                    format!("b/{name}")
+                } else {
+                    "/dev/null".to_owned()
+                };
+                text.push_str(
+                    &diff
+                        .unified_diff()
+                        .context_radius(3)
+                        .header(&a, &b)
+                        .to_string(),
+                );
+            }
+            _ => {
+                summary.push(format!("{mark} {name}  (not text){hand}"));
+                let _ = writeln!(text, "Binary or special file {name} differs");
+            }
+        }
+    }
+    Ok((summary, text))
 }

@@ -13,7 +13,7 @@ use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use super::Error;
@@ -36,6 +36,17 @@ pub struct Pruned {
     pub bytes: u64,
 }
 
+impl Pruned {
+    /// What pruning did, for the user, with the cap in MiB.
+    pub fn note(&self, cap_mb: u64) -> String {
+        format!(
+            "The checkpoints of {} were pruned to keep this workspace's store under {cap_mb} MB ({} freed); their changes can no longer be taken back",
+            crate::protocol::count(self.sessions.len(), "older session"),
+            crate::protocol::format_size(self.bytes),
+        )
+    }
+}
+
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error {
     let path = path.to_path_buf();
     move |source| Error::Io {
@@ -47,11 +58,7 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Error
 
 /// Creates `dir` (and its parents) private to the user.
 pub fn private_dir(dir: &Path) -> Result<(), Error> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
-        .map_err(io("create the folder", dir))
+    crate::paths::private_dir(dir).map_err(io("create the folder", dir))
 }
 
 /// SHA-256 of `bytes`, lowercase hex.

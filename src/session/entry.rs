@@ -108,7 +108,7 @@ pub enum EntryBody {
     /// themselves stay in the file.
     Compaction(Compaction),
     /// A step that may have changed files: the workspace's checkpoints
-    /// around it ([`crate::checkpoint`] keeps them).
+    /// around it (the checkpoint store under the data dir keeps them).
     Checkpoint {
         /// The workspace's checkpoint before the step (a manifest's hash).
         before: String,
@@ -195,6 +195,22 @@ pub struct Meta {
     /// started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentRef>,
+    /// For a session forked from another, or started from its summary:
+    /// which, and how.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<Origin>,
+}
+
+/// Where a forked or summarised session came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Origin {
+    /// The session's id.
+    pub session_id: String,
+    /// `fork` or `summary`.
+    pub how: String,
+    /// For a fork: the turn it was taken before (none: after the last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_turn: Option<usize>,
 }
 
 /// Where a subagent's session hangs in its parent's.

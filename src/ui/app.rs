@@ -8,6 +8,7 @@ use std::io::{Read as _, Write as _};
 use std::sync::Arc;
 use std::time::Duration;
 
+mod rewind;
 mod sessions;
 
 use unicode_width::UnicodeWidthStr;
@@ -51,6 +52,8 @@ pub struct App<'a> {
     turns: usize,
     /// A prompt refused before it was sent, to put back in the editor.
     pub refused: Option<String>,
+    /// A `/revert N` shown and waiting for `y`: the turn and its prompt.
+    pending_revert: Option<(usize, String)>,
 }
 
 impl<'a> App<'a> {
@@ -82,6 +85,7 @@ impl<'a> App<'a> {
             session_file: None,
             turns: 0,
             refused: None,
+            pending_revert: None,
         };
         app.introduce().await;
         // The answer comes whenever the server gives it: the prompt does
@@ -191,6 +195,9 @@ impl<'a> App<'a> {
 
     /// What `text` asks for; commands run here.
     pub async fn dispatch(&mut self, text: &str) -> Dispatch {
+        if let Some(answer) = self.confirm_revert(text) {
+            return answer;
+        }
         let trimmed = text.trim();
         if let Some(command) = trimmed.strip_prefix('!') {
             let command = command.trim();
@@ -248,6 +255,11 @@ impl<'a> App<'a> {
                 }
             }
             "/compact" => return Dispatch::Turn(Op::Compact),
+            "/undo" => return Dispatch::Turn(Op::Undo),
+            "/revert" => return self.revert_command(argument),
+            "/diff" => return self.diff_command(argument),
+            "/fork" => self.fork_command(argument).await,
+            "/summarize" | "/summarise" => return Dispatch::Turn(Op::Summarize),
             "/think" => self.think(),
             "/sessions" => self.sessions(),
             "/new" => self.restart(false, None).await,
@@ -377,6 +389,7 @@ impl<'a> App<'a> {
             resume_latest: false,
             // A resumed session goes on with its own agent.
             agent: session.is_none().then(|| self.view.status.agent.clone()),
+            fork: None,
         };
         let prepared =
             crate::startup::prepare(self.environment, &start, crate::protocol::Decider::User);
@@ -515,6 +528,8 @@ pub async fn settle(app: &mut App<'_>, asked: crate::protocol::SubmissionId, lim
                 | EventMsg::AgentChanged { .. }
                 | EventMsg::AgentList { .. }
                 | EventMsg::ContextReport(_)
+                | EventMsg::Rewind(_)
+                | EventMsg::Turns { .. }
                 | EventMsg::Warning { .. }
                 | EventMsg::Error { .. }
         );

@@ -21,6 +21,26 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/context", "how full the model's context is"),
     ("/mcp", "the MCP servers, their state and tools"),
     ("/compact", "summarise the older conversation now"),
+    (
+        "/undo",
+        "take back the file changes of the agent's last step",
+    ),
+    (
+        "/revert",
+        "go back to before a turn, files and conversation: /revert lists, /revert N",
+    ),
+    (
+        "/diff",
+        "what the agent changed in the files: /diff, /diff N (since turn N)",
+    ),
+    (
+        "/fork",
+        "continue in a copy of this session: /fork, /fork N (before turn N)",
+    ),
+    (
+        "/summarize",
+        "start a new session from a summary of this one",
+    ),
     ("/todo", "the agent's todo list"),
     ("/think", "the last reasoning, in full"),
     (

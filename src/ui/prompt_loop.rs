@@ -53,8 +53,7 @@ pub async fn run(
                     text
                 }
                 Some(Reply::NextAgent(kept)) => {
-                    typed = kept;
-                    quick(&mut app, Op::SetAgent { name: None }).await;
+                    typed = quick(&mut app, Op::SetAgent { name: None }, kept).await;
                     continue;
                 }
                 Some(Reply::Expand(kept)) => {
@@ -92,7 +91,7 @@ pub async fn run(
                 continue;
             }
             Dispatch::Turn(op) if is_quick(&op) => {
-                quick(&mut app, op).await;
+                typed = quick(&mut app, op, std::mem::take(&mut typed)).await;
                 continue;
             }
             Dispatch::Turn(op) => op,
@@ -122,6 +121,7 @@ pub async fn run(
             app.handle.stop_servers().await;
             return crate::failure::EXIT_FAILED;
         }
+        after_turn(&mut app).await;
     }
     app.print_committed();
     app.stop().await;
@@ -150,13 +150,33 @@ fn ask_for_line(app: &mut App<'_>, input: &Input, interrupted: bool, typed: Stri
 fn is_quick(op: &Op) -> bool {
     matches!(
         op,
-        Op::SetModel { .. } | Op::SetAgent { .. } | Op::ListAgents | Op::ListMcp | Op::Context
+        Op::SetModel { .. }
+            | Op::SetAgent { .. }
+            | Op::ListAgents
+            | Op::ListMcp
+            | Op::Context
+            | Op::Undo
+            | Op::Revert { .. }
+            | Op::Diff { .. }
+            | Op::Turns
     )
 }
 
-async fn quick(app: &mut App<'_>, op: Op) {
+/// Runs a quick op; returns what the editor holds next (`typed`, or what
+/// the op gave back: a reverted turn's prompt).
+async fn quick(app: &mut App<'_>, op: Op, typed: String) -> String {
     let asked = app.handle.ops.submit(op);
     app::settle(app, asked, SETTLE).await;
+    app.refused.take().unwrap_or(typed)
+}
+
+/// What a finished turn leaves to do: a `/summarize` summary starts a new
+/// session.
+async fn after_turn(app: &mut App<'_>) {
+    if let Some(summary) = app.view.summary.take() {
+        app.start_from_summary(&summary).await;
+        app.print_committed();
+    }
 }
 
 /// Takes the terminal's width now (it may have been resized).

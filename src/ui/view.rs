@@ -112,6 +112,8 @@ pub use crate::protocol::format_tokens as tokens;
 pub struct View {
     /// The status line's content.
     pub status: Status,
+    /// A `/summarize` summary the app has not started a session from yet.
+    pub summary: Option<String>,
     /// Terminal columns.
     pub width: usize,
     committed: Vec<Line>,
@@ -162,6 +164,7 @@ impl View {
     pub fn new(status: Status, width: usize) -> Self {
         Self {
             status,
+            summary: None,
             width,
             committed: Vec::new(),
             markdown: Markdown::new(),
@@ -295,6 +298,12 @@ impl View {
                 self.status.used = Some(usage.prompt_tokens + usage.completion_tokens);
             }
             EventMsg::Retry(retry) => self.retry(retry),
+            EventMsg::Rewind(report) => {
+                self.committed.extend(render::rewind(report, width));
+            }
+            EventMsg::Turns { turns } => self.committed.extend(render::turns(turns, width)),
+            // The app starts the new session with it, after the turn.
+            EventMsg::Summary { text } => self.summary = Some(text.clone()),
             EventMsg::ContextReport(report) => {
                 // The status line shows what /context just counted, so the
                 // two never disagree side by side.

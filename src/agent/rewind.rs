@@ -1,0 +1,382 @@
+//! Checkpoints around every step that may change files, and taking steps
+//! back: `/undo`, `/revert`, `/diff`, the turns for the picker, and the
+//! summary `/summarize` starts a new session with.
+
+use std::sync::Arc;
+
+use super::turn::AgentState;
+use crate::checkpoint::rewind::{self, Turn};
+use crate::protocol::{EventMsg, RewindKind, RewindReport, SubmissionId, TurnRow};
+use crate::session::EntryBody;
+
+impl AgentState {
+    /// Whether the call `name` may change files: a file tool, a command
+    /// (also `!cmd` and validation), a subagent, or an MCP tool its server
+    /// does not call read-only.
+    pub(super) fn may_change(&self, name: &str) -> bool {
+        if self.checkpoints.is_none() {
+            return false;
+        }
+        if name == super::task::NAME {
+            return true;
+        }
+        if self.tools.get(name).is_none()
+            && let Some(mcp) = &self.mcp
+            && mcp.offers(name)
+        {
+            return !mcp.is_read_only(name);
+        }
+        matches!(
+            crate::tools::effect(name),
+            crate::tools::Effect::ChangesFiles | crate::tools::Effect::RunsCommands
+        )
+    }
+
+    /// The workspace's checkpoint now, taken off the runtime's thread; none
+    /// when checkpoints are off. A failure turns them off, said once.
+    pub(super) async fn checkpoint(&mut self, id: SubmissionId) -> Option<String> {
+        let checkpoints = Arc::clone(self.checkpoints.as_ref()?);
+        let taken = tokio::task::spawn_blocking(move || {
+            let mut checkpoints = checkpoints
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let taken = checkpoints.take();
+            let pruned = checkpoints.prune_if_due();
+            (taken, pruned)
+        })
+        .await;
+        let (taken, pruned) = match taken {
+            Ok(result) => result,
+            Err(join) => {
+                self.checkpoints_off(id, &join.to_string());
+                return None;
+            }
+        };
+        if let Ok(pruned) = pruned
+            && !pruned.sessions.is_empty()
+        {
+            let note = pruned.note(self.config.checkpoints.max_store_mb);
+            self.warn(id, &note);
+        }
+        match taken {
+            Ok(taken) => {
+                for (path, size) in &taken.too_large {
+                    self.warn(
+                        id,
+                        &format!(
+                            "`{}` ({}) is over checkpoints.max_file_mb: its changes cannot be taken back",
+                            path.display(),
+                            crate::protocol::format_size(*size)
+                        ),
+                    );
+                }
+                Some(taken.id)
+            }
+            Err(e) => {
+                self.checkpoints_off(id, &e.to_string());
+                None
+            }
+        }
+    }
+
+    fn checkpoints_off(&mut self, id: SubmissionId, why: &str) {
+        self.checkpoints = None;
+        self.warn(
+            id,
+            &format!(
+                "Checkpoints are off from here on, so later changes cannot be taken back: {why}"
+            ),
+        );
+    }
+
+    /// Takes the checkpoint after a step that began at `before`, and
+    /// records both.
+    pub(super) async fn record_step(
+        &mut self,
+        id: SubmissionId,
+        before: Option<String>,
+        tool: &str,
+        call_id: Option<&str>,
+    ) {
+        let Some(before) = before else { return };
+        let Some(after) = self.checkpoint(id).await else {
+            return;
+        };
+        let _ = self.record(
+            id,
+            EntryBody::Checkpoint {
+                before,
+                after,
+                tool: tool.to_owned(),
+                call_id: call_id.map(str::to_owned),
+            },
+        );
+    }
+
+    fn turns(&self) -> Result<Vec<Turn>, String> {
+        self.session
+            .branch()
+            .map(|branch| rewind::turns(&branch))
+            .map_err(|e| e.to_string())
+    }
+
+    fn report(&self, id: SubmissionId, report: RewindReport) {
+        self.emit(id, EventMsg::Rewind(report));
+    }
+
+    fn note(&self, id: SubmissionId, kind: RewindKind, note: impl Into<String>) {
+        self.report(
+            id,
+            RewindReport {
+                kind,
+                turn: None,
+                lines: Vec::new(),
+                failed: Vec::new(),
+                diff: String::new(),
+                note: note.into(),
+            },
+        );
+    }
+
+    /// The checkpoints, or the reason there are none.
+    fn checkpoints_here(
+        &self,
+    ) -> Result<Arc<std::sync::Mutex<crate::checkpoint::Checkpoints>>, String> {
+        self.checkpoints.clone().ok_or_else(|| {
+            if self.config.checkpoints.enabled {
+                "Checkpoints are off in this session (see the warning at its start), so nothing can be taken back".to_owned()
+            } else {
+                "Checkpoints are off (`checkpoints.enabled` is false), so nothing can be taken back".to_owned()
+            }
+        })
+    }
+
+    /// `/undo`: the last step's file changes.
+    pub(super) fn undo(&mut self, id: SubmissionId) {
+        let result = self.turns().and_then(|turns| {
+            let checkpoints = self.checkpoints_here()?;
+            let mut checkpoints = checkpoints
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let Some((step, plan)) =
+                rewind::undo_plan(&mut checkpoints, &turns).map_err(|e| e.to_string())?
+            else {
+                return Ok(None);
+            };
+            let failed = rewind::apply(checkpoints.store(), &self.sandbox, &plan)
+                .map_err(|e| e.to_string())?;
+            Ok(Some((step, plan, failed)))
+        });
+        match result {
+            Err(why) => self.note(id, RewindKind::Undo, why),
+            Ok(None) => self.note(
+                id,
+                RewindKind::Undo,
+                "Nothing to undo: no step of this session changed files (or all were undone)",
+            ),
+            Ok(Some((step, plan, failed))) => {
+                let _ = self.record(
+                    id,
+                    EntryBody::Undo {
+                        step: step.entry.clone(),
+                        restored: plan.restored(),
+                        kept: plan.kept(),
+                    },
+                );
+                let note = if plan.is_empty() {
+                    format!(
+                        "The last `{}` step's changes were already gone; nothing was written",
+                        step.tool
+                    )
+                } else {
+                    format!("Took back the last `{}` step's file changes", step.tool)
+                };
+                self.report(
+                    id,
+                    RewindReport {
+                        kind: RewindKind::Undo,
+                        turn: None,
+                        lines: plan.lines(),
+                        failed: failed_lines(&failed),
+                        diff: String::new(),
+                        note,
+                    },
+                );
+            }
+        }
+    }
+
+    /// `/revert N`: shows what would change, or (with `apply`) takes the
+    /// files and the conversation back to before turn `number`.
+    pub(super) fn revert(&mut self, id: SubmissionId, number: usize, apply: bool) {
+        let kind = if apply {
+            RewindKind::Revert
+        } else {
+            RewindKind::Preview
+        };
+        let turns = match self.turns() {
+            Ok(turns) => turns,
+            Err(why) => return self.note(id, kind, why),
+        };
+        let Some(turn) = turns.iter().find(|t| t.number == number).cloned() else {
+            return self.note(
+                id,
+                kind,
+                format!(
+                    "There is no turn {number}: this session has {}",
+                    crate::protocol::count(turns.len(), "turn")
+                ),
+            );
+        };
+        // Without checkpoints the conversation can still go back.
+        let planned = self.checkpoints_here().and_then(|checkpoints| {
+            let mut checkpoints = checkpoints
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let plan =
+                rewind::revert_plan(&mut checkpoints, &turns, number).map_err(|e| e.to_string())?;
+            let failed = if apply {
+                rewind::apply(checkpoints.store(), &self.sandbox, &plan)
+                    .map_err(|e| e.to_string())?
+            } else {
+                Vec::new()
+            };
+            Ok((plan, failed))
+        });
+        let (plan, failed, note) = match planned {
+            Ok((plan, failed)) => (plan, failed, String::new()),
+            Err(why) if turn.steps.is_empty() || self.checkpoints.is_none() => {
+                (rewind::Plan::default(), Vec::new(), why)
+            }
+            Err(why) => return self.note(id, kind, format!("Nothing was changed: {why}")),
+        };
+        if apply {
+            if let Err(e) = self.session.rewind_to(turn.parent.as_deref()) {
+                return self.note(
+                    id,
+                    kind,
+                    format!("The files were put back, but the conversation could not be: {e}"),
+                );
+            }
+            let _ = self.record(
+                id,
+                EntryBody::Revert {
+                    to_turn: number,
+                    restored: plan.restored(),
+                    kept: plan.kept(),
+                },
+            );
+            self.tools.set_todos(self.session.todos.clone());
+        }
+        self.report(
+            id,
+            RewindReport {
+                kind,
+                turn: Some(number),
+                lines: plan.lines(),
+                failed: failed
+                    .iter()
+                    .map(|l| format!("{}: {}", l.path.display(), l.reason))
+                    .collect(),
+                diff: String::new(),
+                note,
+            },
+        );
+    }
+
+    /// `/diff N`: what the agent changed since turn `since`.
+    pub(super) fn diff(&mut self, id: SubmissionId, since: usize) {
+        let result = self.turns().and_then(|turns| {
+            let checkpoints = self.checkpoints_here()?;
+            let mut checkpoints = checkpoints
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            rewind::diff_since(&mut checkpoints, &turns, since).map_err(|e| e.to_string())
+        });
+        match result {
+            Err(why) => self.note(id, RewindKind::Diff, why),
+            Ok((lines, diff)) => {
+                let note = if lines.is_empty() {
+                    "The agent changed no files in this session yet".to_owned()
+                } else {
+                    String::new()
+                };
+                self.report(
+                    id,
+                    RewindReport {
+                        kind: RewindKind::Diff,
+                        turn: Some(since),
+                        lines,
+                        failed: Vec::new(),
+                        diff,
+                        note,
+                    },
+                );
+            }
+        }
+    }
+
+    /// The turns, for the `/revert` picker.
+    pub(super) fn list_turns(&mut self, id: SubmissionId) {
+        match self.turns() {
+            Ok(turns) => self.emit(
+                id,
+                EventMsg::Turns {
+                    turns: turns
+                        .into_iter()
+                        .map(|t| TurnRow {
+                            number: t.number,
+                            prompt: t.prompt,
+                            steps: t.steps.iter().filter(|s| s.before != s.after).count(),
+                        })
+                        .collect(),
+                },
+            ),
+            Err(why) => self.warn(id, &why),
+        }
+    }
+
+    /// `/summarize`: the compaction agent's summary of the whole session,
+    /// for a new session to start from.
+    pub(super) async fn summary(&mut self, id: SubmissionId, cancel: &crate::cancel::Cancel) {
+        self.emit(
+            id,
+            EventMsg::TurnStarted {
+                text: "/summarize".to_owned(),
+            },
+        );
+        let answered = self
+            .session
+            .messages
+            .iter()
+            .any(|m| matches!(m, crate::session::Message::Assistant { .. }));
+        let status = if answered {
+            let room = self.context_limit().await.map_or(8_000, |limit| limit / 2);
+            let current = self.session.compaction.clone().unwrap_or_default();
+            let transcript = self.transcript(&current, self.session.messages.len(), room);
+            match self.summarise(id, transcript, cancel).await {
+                Some(text) => {
+                    self.emit(id, EventMsg::Summary { text });
+                    crate::protocol::TurnStatus::Done
+                }
+                None if cancel.is_cancelled() => crate::protocol::TurnStatus::Aborted,
+                None => crate::protocol::TurnStatus::Failed,
+            }
+        } else {
+            self.warn(
+                id,
+                "Nothing to summarise yet: this session has no answered turn",
+            );
+            crate::protocol::TurnStatus::Failed
+        };
+        self.end_turn(id, status, None, cancel);
+    }
+}
+
+/// The files that could not be put back, with why.
+fn failed_lines(failed: &[rewind::Left]) -> Vec<String> {
+    failed
+        .iter()
+        .map(|l| format!("{}: {}", l.path.display(), l.reason))
+        .collect()
+}

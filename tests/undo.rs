@@ -1,0 +1,304 @@
+//! Taking back what the agent did, as a person would from the command
+//! line: `offcode revert`, `offcode diff`, `offcode run --fork`, `offcode
+//! export`, `offcode sessions --delete`, and `--continue` after a failed
+//! run. Every test checks the files themselves, byte for byte.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::json;
+
+use crate::support::{Workspace, chunks, mock, run, sse};
+
+const A: &[u8] = b"alpha\nbeta\n";
+const B: &[u8] = b"one\ntwo\nthree\n";
+const C: &[u8] = &[0, 159, 146, 150, 255];
+const D: &[u8] = b"to be deleted\n";
+
+fn seeded() -> Workspace {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("a.txt"), A).unwrap();
+    std::fs::write(ws.root.join("b.txt"), B).unwrap();
+    std::fs::write(ws.root.join("c.bin"), C).unwrap();
+    std::fs::write(ws.root.join("d.txt"), D).unwrap();
+    std::fs::set_permissions(
+        ws.root.join("d.txt"),
+        std::fs::Permissions::from_mode(0o640),
+    )
+    .unwrap();
+    // A project's own script, like a `make clean`: no gate can judge it.
+    std::fs::write(ws.root.join("clean.sh"), CLEAN).unwrap();
+    ws
+}
+
+const CLEAN: &str = "rm -f d.txt\nprintf 'changed\\n' >> b.txt\nprintf 'text now\\n' > c.bin\n";
+
+/// One turn: a file overwritten, one created in a new folder, and the
+/// project's script run, which changes two and deletes one.
+fn agent_turn(server: &crate::support::MockServer) {
+    // What is overwritten is read first, as offcode asks.
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("r1", "read", json!({"path": "a.txt"}))],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[
+            (
+                "w1",
+                "write",
+                json!({"path": "a.txt", "content": "ALPHA\n"}),
+            ),
+            (
+                "w2",
+                "write",
+                json!({"path": "new/made.txt", "content": "new\n"}),
+            ),
+            ("b1", "bash", json!({"command": "sh clean.sh"})),
+        ],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+}
+
+fn only_session(ws: &Workspace) -> String {
+    let files = ws.session_files();
+    assert_eq!(files.len(), 1, "{files:?}");
+    files[0].file_stem().unwrap().to_string_lossy().into_owned()
+}
+
+fn user_messages(ws: &Workspace, id: &str) -> Vec<String> {
+    let store = offcode::session::Store::new(ws.home.join(".local/share/offcode/sessions"));
+    let (_, messages) = store.load(id).unwrap();
+    messages
+        .into_iter()
+        .filter_map(|m| match m {
+            offcode::session::Message::User { content } => Some(content),
+            _ => None,
+        })
+        .collect()
+}
+
+fn assert_seed(root: &Path) {
+    assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), A);
+    assert_eq!(std::fs::read(root.join("b.txt")).unwrap(), B);
+    assert_eq!(std::fs::read(root.join("c.bin")).unwrap(), C);
+    assert_eq!(std::fs::read(root.join("d.txt")).unwrap(), D);
+    let mode = std::fs::metadata(root.join("d.txt"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o640);
+    assert!(!root.join("new").exists());
+}
+
+#[test]
+fn revert_takes_back_every_file_and_the_conversation() {
+    let ws = seeded();
+    let server = mock();
+    server.push(sse(&chunks::text_answer("Looked around.")));
+    let first = ws.run_task(&server.base_url(), &["--yes"], "look around");
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    let id = only_session(&ws);
+    agent_turn(&server);
+    let second = ws.run_task(
+        &server.base_url(),
+        &["--yes", "--session", &id],
+        "change things",
+    );
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    assert_eq!(std::fs::read(ws.root.join("a.txt")).unwrap(), b"ALPHA\n");
+    assert_eq!(std::fs::read(ws.root.join("c.bin")).unwrap(), b"text now\n");
+    assert!(!ws.root.join("d.txt").exists(), "{}", second.stderr);
+
+    // The diff, from the checkpoints, without git.
+    let diff = run(ws.offcode(&server.base_url(), &["diff"]));
+    assert_eq!(diff.code, 0, "{}", diff.stderr);
+    for expected in [
+        "modified a.txt  +1 -2",
+        "modified b.txt  +1 -0",
+        "modified c.bin  (not text)",
+        "deleted  d.txt  +0 -1",
+        "added    new/made.txt  +1 -0",
+        "-alpha\n-beta\n+ALPHA\n",
+    ] {
+        assert!(
+            diff.stdout.contains(expected),
+            "{expected:?} in:\n{}",
+            diff.stdout
+        );
+    }
+
+    // Shown first; nothing changes without --yes.
+    let shown = run(ws.offcode(&server.base_url(), &["revert", "--to", "2"]));
+    assert_eq!(shown.code, 0, "{}", shown.stderr);
+    assert!(
+        shown.stdout.contains("revert  a.txt  +2 -1"),
+        "{}",
+        shown.stdout
+    );
+    assert!(shown.stdout.contains("restore d.txt"), "{}", shown.stdout);
+    assert!(
+        shown.stdout.contains("remove  new/made.txt"),
+        "{}",
+        shown.stdout
+    );
+    assert!(
+        shown.stdout.contains("Nothing was changed"),
+        "{}",
+        shown.stdout
+    );
+    assert_eq!(std::fs::read(ws.root.join("a.txt")).unwrap(), b"ALPHA\n");
+
+    let done = run(ws.offcode(&server.base_url(), &["revert", "--to", "2", "--yes"]));
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    assert_seed(&ws.root);
+    assert_eq!(user_messages(&ws, &id), ["look around"]);
+
+    // The conversation goes on from before the reverted turn.
+    server.push(sse(&chunks::text_answer("Again.")));
+    let again = ws.run_task(&server.base_url(), &["--continue"], "what now");
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(user_messages(&ws, &id), ["look around", "what now"]);
+    let request = server.requests().last().unwrap().json();
+    let sent: Vec<String> = request["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["role"] == "user")
+        .map(|m| m["content"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(
+        sent.iter().all(|m| !m.contains("change things")),
+        "{sent:?}"
+    );
+}
+
+#[test]
+fn a_hand_edit_after_the_agent_is_reported_and_kept() {
+    let ws = seeded();
+    let server = mock();
+    agent_turn(&server);
+    let output = ws.run_task(&server.base_url(), &["--yes"], "change things");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(!ws.root.join("d.txt").exists(), "{}", output.stderr);
+    std::fs::write(ws.root.join("b.txt"), "my own edit\n").unwrap();
+    let done = run(ws.offcode(&server.base_url(), &["revert", "--yes"]));
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    assert!(
+        done.stdout
+            .contains("kept    b.txt: changed by hand since the agent changed it"),
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        std::fs::read(ws.root.join("b.txt")).unwrap(),
+        b"my own edit\n"
+    );
+    assert_eq!(std::fs::read(ws.root.join("a.txt")).unwrap(), A);
+    assert_eq!(std::fs::read(ws.root.join("d.txt")).unwrap(), D);
+}
+
+#[test]
+fn a_fork_resumes_and_leaves_the_original_alone() {
+    let ws = seeded();
+    let server = mock();
+    server.push(sse(&chunks::text_answer("First.")));
+    assert_eq!(ws.run_task(&server.base_url(), &[], "first").code, 0);
+    let id = only_session(&ws);
+    server.push(sse(&chunks::text_answer("Second.")));
+    assert_eq!(
+        ws.run_task(&server.base_url(), &["-s", &id], "second").code,
+        0
+    );
+    server.push(sse(&chunks::text_answer("Forked.")));
+    let forked = ws.run_task(&server.base_url(), &["--fork", &id, "--at", "2"], "instead");
+    assert_eq!(forked.code, 0, "{}", forked.stderr);
+    let files = ws.session_files();
+    assert_eq!(files.len(), 2);
+    let fork = files
+        .iter()
+        .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
+        .find(|f| *f != id)
+        .unwrap();
+    assert_eq!(user_messages(&ws, &fork), ["first", "instead"]);
+    assert_eq!(user_messages(&ws, &id), ["first", "second"]);
+    let missing = ws.run_task(&server.base_url(), &["--fork", &id, "--at", "9"], "x");
+    assert_eq!(missing.code, 2);
+    assert!(
+        missing.stderr.contains("has no turn 9"),
+        "{}",
+        missing.stderr
+    );
+}
+
+#[test]
+fn continue_resumes_the_real_conversation_after_a_failed_run() {
+    let ws = Workspace::new();
+    let server = mock();
+    server.push(sse(&chunks::text_answer("Real answer.")));
+    assert_eq!(
+        ws.run_task(&server.base_url(), &[], "the real task").code,
+        0
+    );
+    let real = only_session(&ws);
+    // A run the server fails (nothing queued: 500s until retries run out).
+    let failed = ws.run_task(&server.base_url(), &[], "this one fails");
+    assert_ne!(failed.code, 0);
+    assert_eq!(ws.session_files().len(), 2);
+    server.push(sse(&chunks::text_answer("Resumed.")));
+    let resumed = ws.run_task(&server.base_url(), &["--continue"], "go on");
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert_eq!(user_messages(&ws, &real), ["the real task", "go on"]);
+}
+
+#[test]
+fn sessions_are_exported_deleted_and_kept_private() {
+    use std::os::unix::fs::MetadataExt;
+    let ws = seeded();
+    let server = mock();
+    agent_turn(&server);
+    assert_eq!(
+        ws.run_task(&server.base_url(), &["--yes"], "change things")
+            .code,
+        0
+    );
+    let id = only_session(&ws);
+    let data = ws.home.join(".local/share/offcode");
+    let checkpoints = offcode::checkpoint::store_dir(&data, &ws.root);
+    for dir in [data.join("sessions"), checkpoints.clone()] {
+        assert_eq!(
+            std::fs::metadata(&dir).unwrap().mode() & 0o777,
+            0o700,
+            "{}",
+            dir.display()
+        );
+    }
+    assert_eq!(
+        std::fs::metadata(&ws.session_files()[0]).unwrap().mode() & 0o777,
+        0o600
+    );
+    let exported = run(ws.offcode(&server.base_url(), &["export", &id]));
+    assert_eq!(exported.code, 0, "{}", exported.stderr);
+    assert!(
+        exported.stdout.contains("## User\n\nchange things"),
+        "{}",
+        exported.stdout
+    );
+    assert!(
+        exported.stdout.contains("**Tool call** `bash`"),
+        "{}",
+        exported.stdout
+    );
+    assert!(checkpoints.join("sessions").join(&id).exists());
+    let deleted = run(ws.offcode(&server.base_url(), &["sessions", "--delete", &id]));
+    assert_eq!(deleted.code, 0, "{}", deleted.stderr);
+    assert!(ws.session_files().is_empty());
+    assert!(!checkpoints.join("sessions").join(&id).exists());
+    let again = run(ws.offcode(&server.base_url(), &["sessions", "--delete", &id]));
+    assert_eq!(again.code, 1);
+    assert!(
+        again.stdout.contains(&format!("No session `{id}`")),
+        "{}",
+        again.stdout
+    );
+}
