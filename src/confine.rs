@@ -79,6 +79,11 @@ pub struct Spec {
     /// `None`. Writable directories are readable too.
     #[serde(default)]
     pub readable: Option<Vec<PathBuf>>,
+    /// offcode's own records (sessions, history, checkpoints): neither read
+    /// nor written. In the mount namespace an empty private folder covers
+    /// each; without one, Landlock's rules go around them.
+    #[serde(default)]
+    pub secret: Vec<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -267,6 +272,13 @@ impl Shell {
         self
     }
 
+    /// Keeps offcode's data folder from commands ([`Confinement::with_secret`]).
+    #[must_use]
+    pub fn with_secret(mut self, paths: &[PathBuf]) -> Self {
+        self.confinement = self.confinement.map(|c| c.with_secret(paths));
+        self
+    }
+
     /// A shell that runs commands plainly, for the reason `status` gives.
     pub fn unconfined(status: Status) -> Self {
         Self {
@@ -374,6 +386,7 @@ impl Confinement {
                 network,
                 namespaces: true,
                 readable,
+                secret: Vec::new(),
             },
             tmp,
             home: home
@@ -395,6 +408,21 @@ impl Confinement {
             let inside = self.spec.writable.iter().any(|dir| path.starts_with(dir));
             if inside && !self.spec.personal.iter().any(|p| path.starts_with(p)) {
                 self.spec.personal.push(path.clone());
+            }
+        }
+        self
+    }
+
+    /// Keeps `paths` (offcode's data folder) from commands: neither read
+    /// nor written, wherever they are.
+    #[must_use]
+    pub fn with_secret(mut self, paths: &[PathBuf]) -> Self {
+        for path in paths {
+            let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+            for path in [path.clone(), real] {
+                if !self.spec.secret.contains(&path) {
+                    self.spec.secret.push(path);
+                }
             }
         }
         self

@@ -94,6 +94,8 @@ pub struct Sandbox {
     aliases: Vec<PathBuf>,
     root_fd: OwnedFd,
     kernel: bool,
+    /// Folders inside the root no tool may reach (offcode's records).
+    secret: Vec<PathBuf>,
 }
 
 impl Sandbox {
@@ -128,6 +130,7 @@ impl Sandbox {
             aliases: Vec::new(),
             root_fd,
             kernel: false,
+            secret: Vec::new(),
         })
     }
 
@@ -146,6 +149,36 @@ impl Sandbox {
             self.aliases.push(alias.to_path_buf());
         }
         self
+    }
+
+    /// Refuses every path that resolves into `paths` (offcode's data
+    /// folder, when the workspace holds it).
+    #[must_use]
+    pub fn with_secret(mut self, paths: &[PathBuf]) -> Self {
+        for path in paths {
+            let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
+            if real.starts_with(&self.root) || path.starts_with(&self.root) {
+                self.secret.push(real);
+            }
+        }
+        self
+    }
+
+    /// `fd` (resolved from `path`) when it is not in a secret folder.
+    fn not_secret(&self, path: &str, fd: OwnedFd) -> Result<OwnedFd, Error> {
+        if self.secret.is_empty() {
+            return Ok(fd);
+        }
+        let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+        let real = std::fs::read_link(&link)
+            .unwrap_or_else(|_| self.root.join(self.relative(path).unwrap_or_default()));
+        if self.secret.iter().any(|secret| real.starts_with(secret)) {
+            return Err(Error::Invalid {
+                path: path.to_owned(),
+                reason: "it is offcode's own records (sessions, history, checkpoints), which no tool reads or changes".to_owned(),
+            });
+        }
+        Ok(fd)
     }
 
     /// The workspace root.
@@ -274,8 +307,10 @@ impl Sandbox {
     /// Opens an existing path with `flags` (e.g. `O_RDONLY`, `O_DIRECTORY`).
     pub fn open(&self, path: &str, flags: OFlags) -> Result<OwnedFd, Error> {
         let relative = self.relative(path)?;
-        self.resolve(&relative, flags, Mode::empty())
-            .map_err(|e| Self::error(path, e))
+        let fd = self
+            .resolve(&relative, flags, Mode::empty())
+            .map_err(|e| Self::error(path, e))?;
+        self.not_secret(path, fd)
     }
 
     /// Whether `path` resolves beneath the root without following a final
@@ -321,6 +356,27 @@ impl Sandbox {
     /// The directory holding `relative`'s last component, created (one
     /// component at a time, never through a symlink) when missing.
     fn parent_dir(
+        &self,
+        path: &str,
+        relative: &Path,
+    ) -> Result<(OwnedFd, std::ffi::OsString), Error> {
+        let (parent, name) = self.parent_dir_unchecked(path, relative)?;
+        if self.secret.is_empty() {
+            return Ok((parent, name));
+        }
+        let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&parent));
+        let real = std::fs::read_link(&link)
+            .map_or_else(|_| self.root.join(relative), |dir| dir.join(&name));
+        if self.secret.iter().any(|secret| real.starts_with(secret)) {
+            return Err(Error::Invalid {
+                path: path.to_owned(),
+                reason: "it is offcode's own records (sessions, history, checkpoints), which no tool reads or changes".to_owned(),
+            });
+        }
+        Ok((parent, name))
+    }
+
+    fn parent_dir_unchecked(
         &self,
         path: &str,
         relative: &Path,

@@ -404,8 +404,19 @@ pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path)
     let helper = std::env::current_exe().unwrap_or_else(|_| "offcode".into());
     Arc::new(
         Shell::new(helper, root, &config.sandbox, environment.var("HOME"))
-            .with_own_files(&environment.own_files()),
+            .with_own_files(&environment.own_files())
+            .with_secret(&secret(environment, root)),
     )
+}
+
+/// offcode's data folder (sessions, history, checkpoints), kept from
+/// commands and file tools, unless the workspace lies inside it.
+pub fn secret(environment: &Environment, root: &std::path::Path) -> Vec<std::path::PathBuf> {
+    environment
+        .data_dir()
+        .filter(|data| !root.starts_with(data) && !root.starts_with(crate::paths::real_path(data)))
+        .into_iter()
+        .collect()
 }
 
 /// The session store under the data directory.
@@ -426,6 +437,7 @@ pub fn workspace(environment: &Environment) -> Result<Arc<Sandbox>, Failure> {
         Failure::new(&e, EXIT_USAGE)
             .with_hint("offcode works in the directory it starts in; it must be readable")
     })?;
+    let sandbox = sandbox.with_secret(&secret(environment, &environment.cwd));
     Ok(Arc::new(match environment.var("PWD") {
         Some(pwd) => sandbox.with_alias(std::path::Path::new(pwd)),
         None => sandbox,

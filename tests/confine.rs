@@ -184,6 +184,7 @@ fn spec(writable: &Path) -> Spec {
         visible: Vec::new(),
         personal: Vec::new(),
         readable: None,
+        secret: Vec::new(),
     }
 }
 
@@ -222,6 +223,61 @@ fn without_namespaces_landlock_alone_still_refuses_writes_and_tcp() {
         std::fs::read_to_string(b.root.join("inside")).unwrap(),
         "ok\n"
     );
+}
+
+#[test]
+fn offcodes_records_can_be_neither_read_nor_changed_with_or_without_namespaces() {
+    for namespaces in [true, false] {
+        let b = sandbox_box();
+        let records = b.root.join("data/offcode");
+        std::fs::create_dir_all(records.join("checkpoints/objects/ab")).unwrap();
+        std::fs::write(records.join("checkpoints/objects/ab/cd"), "TOKEN-4711").unwrap();
+        std::fs::write(records.join("history"), "TOKEN-4711").unwrap();
+        std::fs::create_dir(b.root.join("src")).unwrap();
+        let spec = Spec {
+            namespaces,
+            secret: vec![records.clone()],
+            ..spec(&b.root)
+        };
+        let output = helper(
+            &spec,
+            "cat data/offcode/history data/offcode/checkpoints/objects/ab/cd; \
+             grep -r TOKEN . ; ls -la data/offcode; \
+             rm -rf data/offcode/checkpoints; echo x > data/offcode/history; \
+             mv data/offcode data/gone; echo ok > src/work.txt",
+            &b.root,
+        );
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert!(
+            !text.contains("TOKEN-4711"),
+            "namespaces {namespaces}: {text}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(records.join("checkpoints/objects/ab/cd")).unwrap(),
+            "TOKEN-4711",
+            "namespaces {namespaces}: {text}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(records.join("history")).unwrap(),
+            "TOKEN-4711"
+        );
+        assert!(
+            !b.root.join("data/gone").exists(),
+            "namespaces {namespaces}: {text}"
+        );
+        // The rest of the workspace is the command's as before (without
+        // namespaces, but for new files beside the records' folders).
+        let work = std::fs::read_to_string(b.root.join("src/work.txt"));
+        assert_eq!(
+            work.unwrap_or_default(),
+            "ok\n",
+            "namespaces {namespaces}: {text}"
+        );
+    }
 }
 
 #[test]

@@ -302,3 +302,97 @@ fn sessions_are_exported_deleted_and_kept_private() {
         again.stdout
     );
 }
+
+fn files_under(dir: &Path) -> usize {
+    std::fs::read_dir(dir).map_or(0, |entries| {
+        entries
+            .flatten()
+            .map(|e| {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    files_under(&e.path())
+                } else {
+                    1
+                }
+            })
+            .sum()
+    })
+}
+
+#[test]
+fn the_records_are_out_of_reach_when_the_workspace_is_home() {
+    let ws = Workspace::new();
+    // A file of another project, kept by a checkpoint there, then gone
+    // from that project: only offcode's store holds it now.
+    std::fs::write(ws.root.join("secret.txt"), "TOKEN-9917\n").unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("w1", "write", json!({"path": "x.txt", "content": "x\n"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+    assert_eq!(
+        ws.run_task(&server.base_url(), &["--yes"], "write x").code,
+        0
+    );
+    std::fs::remove_file(ws.root.join("secret.txt")).unwrap();
+    let data = ws.home.join(".local/share/offcode");
+    let kept = files_under(&data);
+    assert!(kept > 3, "the store and the session are there");
+    // A script the gate cannot read: the kernel's to stop.
+    std::fs::write(
+        ws.home.join("wipe.py"),
+        "import shutil\nshutil.rmtree('.local/share/offcode', ignore_errors=True)\n",
+    )
+    .unwrap();
+    let session = ws.session_files()[0]
+        .strip_prefix(&ws.home)
+        .unwrap()
+        .display()
+        .to_string();
+
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[
+            ("b1", "bash", json!({"command": "grep -r 'TOKEN-99[1]7' . 2>&1 | head -5; echo searched"})),
+            ("b2", "bash", json!({"command": "cat .local/share/offcode/checkpoints/*/objects/*/* 2>&1 | grep -a TOKEN; ls -R .local/share/offcode 2>&1 | head"})),
+            ("b3", "bash", json!({"command": "python3 wipe.py; echo removed"})),
+            ("t1", "grep", json!({"pattern": "TOKEN-99[1]7", "path": "."})),
+            ("t2", "list", json!({"path": ".local/share/offcode"})),
+            ("t3", "read", json!({"path": session})),
+        ],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let mut command = ws.offcode(
+        &server.base_url(),
+        &["run", "--json", "--yes", "--model", "mock-model", "look"],
+    );
+    command.current_dir(&ws.home);
+    let output = run(command);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let results: Vec<String> = output
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["type"] == "tool_call_end")
+        .map(|e| format!("{}: {}", e["call_id"], e["output"]))
+        .collect();
+    assert_eq!(results.len(), 6, "{}", output.stdout);
+    let text = results.join("\n");
+    assert!(!text.contains("TOKEN-9917"), "{text}");
+    assert!(
+        text.contains("searched") && text.contains("removed"),
+        "{text}"
+    );
+    assert!(files_under(&data) >= kept, "nothing was removed: {text}");
+    // The project's session can still be taken back.
+    let revert = run(ws.offcode(&server.base_url(), &["revert", "--yes"]));
+    assert_eq!(revert.code, 0, "{}", revert.stderr);
+    assert!(!ws.root.join("x.txt").exists(), "{}", revert.stdout);
+    // The object of the file the person deleted is still kept.
+    let hash = offcode::checkpoint::store::hash_of(b"TOKEN-9917\n");
+    let object = offcode::checkpoint::store_dir(&data, &ws.root)
+        .join("objects")
+        .join(&hash[..2])
+        .join(&hash[2..]);
+    assert_eq!(std::fs::read(object).unwrap(), b"TOKEN-9917\n");
+}

@@ -131,6 +131,11 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
     for path in &spec.hidden {
         hide(path, &kept).map_err(step("hiding a place where sockets live"))?;
     }
+    for path in &spec.secret {
+        if path.exists() {
+            hide(path, &kept).map_err(step("hiding offcode's own records"))?;
+        }
+    }
     private_ptys().map_err(step("a private /dev/pts"))?;
     if !spec.network {
         sys::loopback_up().map_err(step("bringing loopback up"))?;
@@ -332,17 +337,21 @@ fn rules(spec: &Spec, private: bool) -> Vec<(PathBuf, landlock::BitFlags<AccessF
     let read = AccessFs::from_read(TESTED_ABI);
     let all = AccessFs::from_all(TESTED_ABI);
     let mut rules = Vec::new();
+    // offcode's records get no rule (in the mount namespace an empty
+    // folder covers them anyway).
+    let secret: Vec<&Path> = spec.secret.iter().map(PathBuf::as_path).collect();
     if let Some(dirs) = &spec.readable {
-        rules.extend(dirs.iter().map(|dir| (dir.clone(), read)));
+        for dir in dirs {
+            around(dir, &secret, read, &mut rules);
+        }
     } else {
         rules.push((PathBuf::from("/"), AccessFs::ReadDir.into()));
         let top = std::fs::read_dir("/").map(|dir| dir.flatten().map(|e| e.path()));
-        rules.extend(
-            top.into_iter()
-                .flatten()
-                .filter(|path| path != Path::new("/dev"))
-                .map(|path| (path, read)),
-        );
+        for path in top.into_iter().flatten() {
+            if path != Path::new("/dev") {
+                around(&path, &secret, read, &mut rules);
+            }
+        }
     }
     let device = AccessFs::ReadFile | AccessFs::WriteFile;
     rules.extend(DEVICE_FILES.iter().map(|f| (PathBuf::from(f), device)));
@@ -354,7 +363,12 @@ fn rules(spec: &Spec, private: bool) -> Vec<(PathBuf, landlock::BitFlags<AccessF
         rules.push((PathBuf::from(PTYS), all));
         rules.push((PathBuf::from("/dev/ptmx"), all));
     } else {
-        let personal: Vec<&Path> = spec.personal.iter().map(PathBuf::as_path).collect();
+        let personal: Vec<&Path> = spec
+            .personal
+            .iter()
+            .chain(&spec.secret)
+            .map(PathBuf::as_path)
+            .collect();
         for dir in &spec.writable {
             around(dir, &personal, all, &mut rules);
         }

@@ -24,8 +24,10 @@ impl App<'_> {
         Some(
             summaries
                 .into_iter()
-                // Subagents' sessions are inspected, not resumed.
+                // Subagents' sessions are inspected, not resumed; a run
+                // that failed before any answer is not offered.
                 .filter(|s| s.meta.cwd == cwd && s.meta.parent.is_none())
+                .filter(|s| s.answered || s.id == self.view.status.session)
                 .take(LISTED)
                 .collect(),
         )
