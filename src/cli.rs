@@ -74,6 +74,10 @@ pub enum Command {
     Diff(DiffArgs),
     /// Write a session as Markdown.
     Export(ExportArgs),
+    /// Print where offcode's log is, and its last lines.
+    Logs(LogsArgs),
+    /// offcode's cache of what servers were found to do.
+    Cache(CacheArgs),
     /// Show the effective configuration and where each value came from.
     Config(JsonArg),
     /// Show what each request carries (system prompt, rules, instructions,
@@ -305,4 +309,31 @@ pub struct ExportArgs {
     /// Write to this file instead of standard output.
     #[arg(long, short = 'o')]
     pub output: Option<std::path::PathBuf>,
+}
+
+/// `offcode logs`.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "The log is ~/.local/state/offcode/offcode.log (or under $XDG_STATE_HOME), rotated by size (`log.max_kb`, `log.keep`). It holds sessions, tool calls and their outcome, permission decisions, retries, MCP servers, warnings and errors; prompts and answers only with `log.debug`."
+)]
+pub struct LogsArgs {
+    /// How many of the last lines to print.
+    #[arg(long, short = 'n', default_value_t = 40)]
+    pub lines: usize,
+}
+
+/// `offcode cache`.
+#[derive(Debug, Args)]
+pub struct CacheArgs {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: CacheCommand,
+}
+
+/// `offcode cache` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum CacheCommand {
+    /// Forget what servers were found to do (context length, tool-call
+    /// parsing, think blocks): the next start asks them again.
+    Clear,
 }

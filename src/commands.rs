@@ -229,3 +229,57 @@ pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
     out(&text)?;
     Ok(0)
 }
+
+/// `offcode logs`: the log's path, then its last lines.
+pub fn logs(args: &crate::cli::LogsArgs, environment: &Environment) -> Result<u8, Failure> {
+    let Some(state) = environment.state_dir() else {
+        return Err(Failure::message("Cannot tell where the log is", EXIT_USAGE)
+            .with_hint("Set `HOME` or `XDG_STATE_HOME`"));
+    };
+    let path = crate::log::path_in(&state);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            out(&format!("{}\n(nothing logged yet)\n", path.display()))?;
+            return Ok(0);
+        }
+        Err(e) => {
+            return Err(Failure::message(
+                format!("Could not read `{}`: {e}", path.display()),
+                EXIT_FAILED,
+            ));
+        }
+    };
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = &lines[lines.len().saturating_sub(args.lines)..];
+    let mut shown = format!("{}\n", path.display());
+    for line in tail {
+        let _ = writeln!(shown, "{line}");
+    }
+    out(&shown)?;
+    Ok(0)
+}
+
+/// `offcode cache clear`.
+pub fn cache_clear(environment: &Environment) -> Result<u8, Failure> {
+    let Some(dir) = environment.cache_dir() else {
+        return Err(
+            Failure::message("Cannot tell where the cache is", EXIT_USAGE)
+                .with_hint("Set `HOME`, `XDG_CACHE_HOME` or `OFFCODE_CACHE_DIR`"),
+        );
+    };
+    let mut removed = Vec::new();
+    for name in ["servers.json", "servers.json.lock"] {
+        let path = dir.join(name);
+        if std::fs::remove_file(&path).is_ok() {
+            removed.push(path.display().to_string());
+        }
+    }
+    crate::log::line("cache", "cleared by `offcode cache clear`");
+    if removed.is_empty() {
+        out(&format!("The cache in `{}` was empty\n", dir.display()))?;
+    } else {
+        out(&format!("Removed {}\n", removed.join(", ")))?;
+    }
+    Ok(0)
+}

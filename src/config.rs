@@ -250,6 +250,10 @@ pub struct Config {
     pub mcp_limits: crate::config::mcp::Limits,
     /// Checkpoints of the workspace, for undo and revert.
     pub checkpoints: crate::checkpoint::CheckpointSettings,
+    /// The log file.
+    pub log: crate::log::LogSettings,
+    /// How long what was learned about servers is kept.
+    pub cache: crate::servers::CacheSettings,
 }
 
 impl Default for Config {
@@ -276,6 +280,8 @@ impl Default for Config {
             mcp: std::collections::BTreeMap::new(),
             mcp_limits: crate::config::mcp::Limits::default(),
             checkpoints: crate::checkpoint::CheckpointSettings::default(),
+            log: crate::log::LogSettings::default(),
+            cache: crate::servers::CacheSettings::default(),
         }
     }
 }
@@ -533,6 +539,14 @@ fn validate_layer(layer: &mut Map<String, Value>) {
 /// project config may not do: a repository cannot turn off or widen the
 /// confinement of the commands run in it.
 fn sandbox_layer(layer: &mut Map<String, Value>, is_project: bool) -> Result<(), String> {
+    // Nor can it stop what it does from being taken back, or log prompts.
+    for key in ["checkpoints", "log"] {
+        if is_project && layer.contains_key(key) {
+            return Err(format!(
+                "`{key}` may only be set in your global config: a project cannot change what offcode keeps of the work done in it"
+            ));
+        }
+    }
     let Some(sandbox) = layer.get_mut("sandbox") else {
         return Ok(());
     };

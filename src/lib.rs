@@ -18,6 +18,7 @@ pub mod context;
 pub mod failure;
 mod headless;
 pub mod ids;
+pub mod log;
 pub mod mcp;
 pub mod paths;
 pub mod policy;
@@ -54,6 +55,10 @@ fn dispatch(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Revert(args)) => commands::revert(&args, environment),
         Some(Command::Diff(args)) => commands::diff(&args, environment),
         Some(Command::Export(args)) => commands::export(&args, environment),
+        Some(Command::Logs(args)) => commands::logs(&args, environment),
+        Some(Command::Cache(args)) => match args.command {
+            cli::CacheCommand::Clear => commands::cache_clear(environment),
+        },
         Some(Command::Config(args)) => commands::config(args.json, environment),
         Some(Command::Context(args)) => commands::context(&args, environment),
         Some(Command::Tool(args)) => commands::tool(&args, environment),

@@ -35,6 +35,31 @@ pub struct Known {
     /// Responses open inside a think block (the template opens it).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub think_open: bool,
+    /// When this was last learned, in seconds since the epoch (0: before
+    /// entries had a time; such an entry counts as expired).
+    #[serde(default)]
+    pub learned: u64,
+}
+
+/// The `cache` settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct CacheSettings {
+    /// What a server was found to do is asked again after this many hours
+    /// (0: never kept).
+    pub ttl_hours: u64,
+}
+
+impl Default for CacheSettings {
+    fn default() -> Self {
+        Self { ttl_hours: 24 }
+    }
+}
+
+fn now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -47,6 +72,8 @@ struct File {
 #[derive(Debug, Clone, Default)]
 pub struct ServerCache {
     path: Option<PathBuf>,
+    /// How long an entry holds, in seconds (none: for ever).
+    ttl: Option<u64>,
 }
 
 fn key(base_url: &str, model: &str) -> String {
@@ -58,6 +85,7 @@ impl ServerCache {
     pub fn at(path: impl Into<PathBuf>) -> Self {
         Self {
             path: Some(path.into()),
+            ttl: None,
         }
     }
 
@@ -65,7 +93,15 @@ impl ServerCache {
     pub fn in_dir(dir: Option<&Path>) -> Self {
         Self {
             path: dir.map(|d| d.join("servers.json")),
+            ttl: None,
         }
+    }
+
+    /// Entries older than `settings.ttl_hours` count as unknown.
+    #[must_use]
+    pub fn with_ttl(mut self, settings: CacheSettings) -> Self {
+        self.ttl = Some(settings.ttl_hours.saturating_mul(3600));
+        self
     }
 
     fn read(&self) -> File {
@@ -77,10 +113,15 @@ impl ServerCache {
 
     /// What is known about `model` at `base_url`.
     pub fn get(&self, base_url: &str, model: &str) -> Known {
-        self.read()
+        let known = self
+            .read()
             .servers
             .remove(&key(base_url, model))
-            .unwrap_or_default()
+            .unwrap_or_default();
+        match self.ttl {
+            Some(ttl) if now().saturating_sub(known.learned) >= ttl => Known::default(),
+            _ => known,
+        }
     }
 
     /// Changes the entry of `model` at `base_url`. The file is replaced
@@ -98,14 +139,24 @@ impl ServerCache {
         let mut known = self.get(base_url, model);
         let before = known.clone();
         change(&mut known);
-        if known == before {
+        if known == before && known.learned > 0 {
             return Ok(());
         }
         // Two offcode processes updating at once must not lose an update:
         // the file is read again under the lock, as this entry may have
         // changed since.
         crate::state_file::change(path, |file: &mut File| {
-            change(file.servers.entry(key(base_url, model)).or_default());
+            let entry = file.servers.entry(key(base_url, model)).or_default();
+            // An expired entry is learned afresh, not added to.
+            if self
+                .ttl
+                .is_some_and(|ttl| now().saturating_sub(entry.learned) >= ttl)
+            {
+                *entry = Known::default();
+            }
+            change(entry);
+            entry.learned = now();
+            crate::log::line("server", &format!("{}: {entry:?}", key(base_url, model)));
         })
     }
 }
@@ -126,15 +177,42 @@ mod tests {
             })
             .unwrap();
         let again = ServerCache::in_dir(Some(dir.path()));
+        let known = again.get("http://gpu:8000/v1", "qwen");
+        assert!(now() - known.learned < 60, "{known:?}");
         assert_eq!(
-            again.get("http://gpu:8000/v1", "qwen"),
+            known,
             Known {
                 tool_calls: Some(ToolSupport::Text),
                 max_model_len: Some(32_768),
                 think_open: false,
+                learned: known.learned,
             }
         );
         assert_eq!(again.get("http://gpu:8000/v1", "other"), Known::default());
+    }
+
+    #[test]
+    fn an_entry_past_its_lifetime_is_learned_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("servers.json");
+        let day_ago = now() - 25 * 3600;
+        std::fs::write(
+            &path,
+            format!(r#"{{"servers": {{"http://a/v1 m": {{"max_model_len": 4096, "think_open": true, "learned": {day_ago}}}}}}}"#),
+        )
+        .unwrap();
+        let forever = ServerCache::at(&path);
+        assert_eq!(forever.get("http://a/v1", "m").max_model_len, Some(4096));
+        let daily = ServerCache::at(&path).with_ttl(CacheSettings { ttl_hours: 24 });
+        assert_eq!(daily.get("http://a/v1", "m"), Known::default());
+        // What is learned now replaces the stale entry whole.
+        daily
+            .update("http://a/v1", "m", |k| k.max_model_len = Some(8192))
+            .unwrap();
+        let fresh = daily.get("http://a/v1", "m");
+        assert_eq!((fresh.max_model_len, fresh.think_open), (Some(8192), false));
+        let never = ServerCache::at(&path).with_ttl(CacheSettings { ttl_hours: 0 });
+        assert_eq!(never.get("http://a/v1", "m"), Known::default());
     }
 
     #[test]

@@ -82,6 +82,9 @@ pub fn prepare(
         .filter(|l| !l.trusted)
         .map(crate::trust::Loosening::warning);
     let config = loaded.config;
+    if let Some(state) = environment.state_dir() {
+        crate::log::init(crate::log::path_in(&state), config.log);
+    }
     let store = session_store(environment)?;
     let client = Arc::new(client(&config, environment)?);
     let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
@@ -134,6 +137,8 @@ pub fn prepare(
         &session.id,
         &mut context.warnings,
     );
+    let servers = crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref())
+        .with_ttl(config.cache);
     Ok(AgentSetup {
         context,
         client,
@@ -144,7 +149,7 @@ pub fn prepare(
         sandbox,
         policy,
         approver,
-        servers: crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref()),
+        servers,
         agents,
         agent: start.agent.clone(),
         depth: 0,

@@ -396,3 +396,84 @@ fn the_records_are_out_of_reach_when_the_workspace_is_home() {
         .join(&hash[2..]);
     assert_eq!(std::fs::read(object).unwrap(), b"TOKEN-9917\n");
 }
+
+#[test]
+fn the_log_says_what_happened_but_not_what_was_said_and_the_cache_clears() {
+    let ws = seeded();
+    let server = mock();
+    agent_turn(&server);
+    let output = ws.run_task(&server.base_url(), &["--yes"], "a private prompt 4711");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let logs = run(ws.offcode(&server.base_url(), &["logs", "-n", "200"]));
+    assert_eq!(logs.code, 0, "{}", logs.stderr);
+    let path = ws.home.join(".local/state/offcode/offcode.log");
+    assert!(
+        logs.stdout.starts_with(&format!("{}\n", path.display())),
+        "{}",
+        logs.stdout
+    );
+    for expected in [
+        " session ",
+        " permission write Allow",
+        " tool write Ok: ",
+        " tool bash Ok: ",
+        " turn Done",
+    ] {
+        assert!(
+            logs.stdout.contains(expected),
+            "{expected:?} in:\n{}",
+            logs.stdout
+        );
+    }
+    assert!(
+        !logs.stdout.contains("4711"),
+        "no prompt without debug:\n{}",
+        logs.stdout
+    );
+    assert!(
+        !logs.stdout.contains("ALPHA"),
+        "no file content:\n{}",
+        logs.stdout
+    );
+    {
+        use std::os::unix::fs::MetadataExt;
+        assert_eq!(std::fs::metadata(&path).unwrap().mode() & 0o777, 0o600);
+    }
+    // A project cannot turn checkpoints off, or have prompts logged.
+    for key in ["checkpoints: { enabled: false }", "log: { debug: true }"] {
+        std::fs::write(ws.root.join("offcode.jsonc"), format!("{{ {key} }}")).unwrap();
+        let refused = ws.run_task(&server.base_url(), &[], "x");
+        assert_eq!(refused.code, 2, "{}", refused.stderr);
+        assert!(
+            refused
+                .stderr
+                .contains("may only be set in your global config"),
+            "{}",
+            refused.stderr
+        );
+    }
+    std::fs::remove_file(ws.root.join("offcode.jsonc")).unwrap();
+    // With `log.debug` in the person's own config, prompts are kept too.
+    let global = ws.home.join(".config/offcode/offcode.jsonc");
+    std::fs::write(&global, "{ log: { debug: true } }").unwrap();
+    server.push(sse(&chunks::text_answer("ok")));
+    assert_eq!(
+        ws.run_task(&server.base_url(), &[], "debug prompt 5812")
+            .code,
+        0
+    );
+    let logs = run(ws.offcode(&server.base_url(), &["logs"]));
+    assert!(
+        logs.stdout.contains(" prompt debug prompt 5812"),
+        "{}",
+        logs.stdout
+    );
+
+    let cache = ws.home.join(".cache/offcode/servers.json");
+    std::fs::create_dir_all(cache.parent().unwrap()).unwrap();
+    std::fs::write(&cache, "{}").unwrap();
+    let cleared = run(ws.offcode(&server.base_url(), &["cache", "clear"]));
+    assert_eq!(cleared.code, 0, "{}", cleared.stderr);
+    assert!(cleared.stdout.starts_with("Removed "), "{}", cleared.stdout);
+    assert!(!cache.exists());
+}

@@ -134,12 +134,14 @@ impl AgentState {
     pub(super) fn emitter(&self, id: SubmissionId) -> impl Fn(EventMsg) + Send + use<> {
         let events = self.events.clone();
         move |msg| {
+            crate::log::event(&msg);
             // Nobody listening means the front end is gone.
             let _ = events.send(Event { id, msg });
         }
     }
 
     pub(super) fn emit(&self, id: SubmissionId, msg: EventMsg) {
+        crate::log::event(&msg);
         // Nobody listening means the front end is gone; the session still
         // records everything.
         let _ = self.events.send(Event { id, msg });

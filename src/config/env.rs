@@ -65,12 +65,7 @@ impl Environment {
     /// did: the config, data, state and cache directories and a config
     /// file named by `$OFFCODE_CONFIG`. Commands may change none of them.
     pub fn own_files(&self) -> Vec<PathBuf> {
-        let state = self
-            .var("XDG_STATE_HOME")
-            .map(PathBuf::from)
-            .filter(|p| p.is_absolute())
-            .or_else(|| self.home().map(|h| h.join(".local/state")))
-            .map(|base| base.join("offcode"));
+        let state = self.state_dir();
         [
             self.config_dir(),
             self.data_dir(),
@@ -81,6 +76,15 @@ impl Environment {
         .into_iter()
         .flatten()
         .collect()
+    }
+
+    /// `~/.local/state/offcode` (or `$XDG_STATE_HOME/offcode`): the log.
+    pub fn state_dir(&self) -> Option<PathBuf> {
+        self.var("XDG_STATE_HOME")
+            .map(PathBuf::from)
+            .filter(|p| p.is_absolute())
+            .or_else(|| self.home().map(|h| h.join(".local/state")))
+            .map(|base| base.join("offcode"))
     }
 
     /// `~/.cache/offcode` (or `$OFFCODE_CACHE_DIR`): disposable caches.

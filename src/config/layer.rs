@@ -72,6 +72,9 @@ pub struct FileLayer {
     /// [`crate::config::mcp::check`].
     mcp: Option<BTreeMap<String, crate::config::mcp::ServerConfig>>,
     mcp_limits: Option<crate::config::mcp::Limits>,
+    checkpoints: Option<crate::checkpoint::CheckpointSettings>,
+    log: Option<crate::log::LogSettings>,
+    cache: Option<crate::servers::CacheSettings>,
 }
 
 #[derive(Debug, Deserialize)]
