@@ -112,6 +112,16 @@ pub enum Error {
         /// The configured limit.
         limit: usize,
     },
+    /// One session stored more than half the store's cap: a flood of new
+    /// files (a build into a folder not excluded, or on purpose) would
+    /// otherwise push out every older session's checkpoints.
+    #[error(
+        "This session's checkpoints reached half of `checkpoints.max_store_mb` ({cap_mb} MB); later changes are not kept, so that older sessions' stay (exclude build folders with `checkpoints.exclude`)"
+    )]
+    SessionFull {
+        /// The store's cap, in MiB.
+        cap_mb: u64,
+    },
     /// An `exclude` pattern does not parse.
     #[error("`checkpoints.exclude` has a pattern that does not parse: {0}")]
     Pattern(String),
@@ -149,7 +159,7 @@ pub struct Checkpoints {
     last: Option<(String, Manifest)>,
     /// Paths already named as too large in this session.
     named: HashSet<PathBuf>,
-    /// Bytes stored since the last look at the store's size.
+    /// Bytes this session stored (it may store half the cap at most).
     added: u64,
 }
 
@@ -168,7 +178,7 @@ impl Checkpoints {
         let (store, mut last) = Store::open(&dir)?;
         let workspace = dir.join("workspace");
         if !workspace.exists() {
-            let _ = std::fs::write(&workspace, root.as_os_str().as_encoded_bytes());
+            let _ = store::write_private(&workspace, root.as_os_str().as_encoded_bytes());
         }
         let pruned = store.prune(settings.max_store_mb.saturating_mul(1 << 20), session)?;
         if !pruned.sessions.is_empty() {
@@ -253,6 +263,14 @@ impl Checkpoints {
                 entries.push(entry);
                 continue;
             }
+            let share = self.settings.max_store_mb.saturating_mul(1 << 20) / 2;
+            if self.added + taken.bytes + bytes.len() as u64 > share
+                && !self.store.contains(&store::hash_of(&bytes))
+            {
+                return Err(Error::SessionFull {
+                    cap_mb: self.settings.max_store_mb,
+                });
+            }
             let (hash, new) = self.store.put(&bytes)?;
             if new {
                 taken.stored += 1;
@@ -268,20 +286,6 @@ impl Checkpoints {
         self.last = Some((id, manifest));
         self.added += taken.bytes;
         Ok(taken)
-    }
-
-    /// Prunes when what this session stored may have passed the cap.
-    pub fn prune_if_due(&mut self) -> Result<Pruned, Error> {
-        let cap = self.settings.max_store_mb.saturating_mul(1 << 20);
-        if self.added < cap / 16 {
-            return Ok(Pruned::default());
-        }
-        self.added = 0;
-        let pruned = self.store.prune(cap, &self.session)?;
-        if !pruned.sessions.is_empty() {
-            self.last = None;
-        }
-        Ok(pruned)
     }
 }
 

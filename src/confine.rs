@@ -31,6 +31,8 @@ mod places;
 pub mod protect;
 mod sys;
 
+pub use sys::die_with_parent;
+
 pub use helper::helper;
 
 use std::path::{Path, PathBuf};

@@ -11,6 +11,7 @@
 //! strings.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod restore;
 mod walk;
 
 use std::ffi::OsStr;
@@ -155,13 +156,24 @@ impl Sandbox {
     /// folder, when the workspace holds it).
     #[must_use]
     pub fn with_secret(mut self, paths: &[PathBuf]) -> Self {
+        let real_root = std::fs::canonicalize(&self.root).unwrap_or_else(|_| self.root.clone());
         for path in paths {
             let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.clone());
-            if real.starts_with(&self.root) || path.starts_with(&self.root) {
+            // As the root spells it too, for walks that start there.
+            if let Ok(inside) = real.strip_prefix(&real_root) {
+                self.secret.push(self.root.join(inside));
+                self.secret.push(real);
+            } else if path.starts_with(&self.root) {
+                self.secret.push(path.clone());
                 self.secret.push(real);
             }
         }
         self
+    }
+
+    /// The folders no tool may reach, for a walk's filter.
+    pub fn clone_secret(&self) -> Vec<PathBuf> {
+        self.secret.clone()
     }
 
     /// `fd` (resolved from `path`) when it is not in a secret folder.
@@ -361,19 +373,28 @@ impl Sandbox {
         relative: &Path,
     ) -> Result<(OwnedFd, std::ffi::OsString), Error> {
         let (parent, name) = self.parent_dir_unchecked(path, relative)?;
+        self.check_not_secret(path, &parent, &name)?;
+        Ok((parent, name))
+    }
+
+    /// Refuses `name` in the folder `parent` when it lies in a secret
+    /// folder.
+    fn check_not_secret(&self, path: &str, parent: &OwnedFd, name: &OsStr) -> Result<(), Error> {
         if self.secret.is_empty() {
-            return Ok((parent, name));
+            return Ok(());
         }
-        let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&parent));
-        let real = std::fs::read_link(&link)
-            .map_or_else(|_| self.root.join(relative), |dir| dir.join(&name));
+        let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(parent));
+        let real = std::fs::read_link(&link).map_or_else(
+            |_| self.root.join(self.relative(path).unwrap_or_default()),
+            |dir| dir.join(name),
+        );
         if self.secret.iter().any(|secret| real.starts_with(secret)) {
             return Err(Error::Invalid {
                 path: path.to_owned(),
                 reason: "it is offcode's own records (sessions, history, checkpoints), which no tool reads or changes".to_owned(),
             });
         }
-        Ok((parent, name))
+        Ok(())
     }
 
     fn parent_dir_unchecked(
@@ -489,52 +510,6 @@ impl Sandbox {
             .map_err(|errno| Self::error(path, errno))
     }
 
-    /// Puts back a file as a checkpoint kept it: `content` with `mode`,
-    /// replacing whatever is at `path` now (a symlink is replaced, not
-    /// followed), creating missing folders.
-    pub fn restore_file(&self, path: &str, content: &[u8], mode: u32) -> Result<(), Error> {
-        let relative = self.relative(path)?;
-        let (parent, name) = self.parent_dir(path, &relative)?;
-        replace(
-            &parent,
-            &name,
-            content,
-            Some(Mode::from_raw_mode(mode & 0o7777)),
-        )
-        .map_err(|source| Error::Io {
-            path: path.to_owned(),
-            source,
-        })
-    }
-
-    /// Puts back a symlink to `target`, replacing whatever is at `path`.
-    pub fn restore_link(&self, path: &str, target: &[u8]) -> Result<(), Error> {
-        let relative = self.relative(path)?;
-        let (parent, name) = self.parent_dir(path, &relative)?;
-        let temporary = format!(
-            ".offcode-{}-{:012x}.tmp",
-            std::process::id(),
-            crate::ids::random_u64() & 0xffff_ffff_ffff
-        );
-        rustix::fs::symlinkat(OsStr::from_bytes(target), &parent, temporary.as_str())
-            .and_then(|()| rustix::fs::renameat(&parent, temporary.as_str(), &parent, &name))
-            .map_err(|errno| {
-                let _ = rustix::fs::unlinkat(&parent, temporary.as_str(), AtFlags::empty());
-                Self::error(path, errno)
-            })
-    }
-
-    /// Removes an empty folder; `false` when it is not empty or not there.
-    pub fn remove_empty_dir(&self, path: &str) -> bool {
-        let Ok(relative) = self.relative(path) else {
-            return false;
-        };
-        let Ok((parent, name)) = self.parent_dir(path, &relative) else {
-            return false;
-        };
-        rustix::fs::unlinkat(&parent, &name, AtFlags::REMOVEDIR).is_ok()
-    }
-
     /// `path` relative to the root, for display, or as given when it is not
     /// under it.
     pub fn display(&self, path: &Path) -> String {
@@ -546,7 +521,7 @@ impl Sandbox {
 }
 
 /// Writes `content` to a temporary file in `parent` and renames it to `name`.
-fn replace(
+pub(crate) fn replace(
     parent: &OwnedFd,
     name: &OsStr,
     content: &[u8],

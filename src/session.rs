@@ -534,7 +534,7 @@ impl Session {
                 message: Message::Tool {
                     tool_call_id: call.id,
                     name: call.name,
-                    content: "Error: not run: offcode stopped before this tool call ran".to_owned(),
+                    content: "Error: offcode stopped before this call's result was recorded: it may not have run, or may have run in part (look before you rely on it)".to_owned(),
                     is_error: true,
                 },
             })?;

@@ -359,6 +359,7 @@ fn the_records_are_out_of_reach_when_the_workspace_is_home() {
             ("t1", "grep", json!({"pattern": "TOKEN-99[1]7", "path": "."})),
             ("t2", "list", json!({"path": ".local/share/offcode"})),
             ("t3", "read", json!({"path": session})),
+            ("t4", "glob", json!({"pattern": ".local/share/offcode/**/*"})),
         ],
     )));
     server.push(sse(&chunks::text_answer("Done.")));
@@ -376,7 +377,12 @@ fn the_records_are_out_of_reach_when_the_workspace_is_home() {
         .filter(|e| e["type"] == "tool_call_end")
         .map(|e| format!("{}: {}", e["call_id"], e["output"]))
         .collect();
-    assert_eq!(results.len(), 6, "{}", output.stdout);
+    assert_eq!(results.len(), 7, "{}", output.stdout);
+    assert!(
+        results[6].contains("No files match"),
+        "not even a count: {}",
+        results[6]
+    );
     let text = results.join("\n");
     assert!(!text.contains("TOKEN-9917"), "{text}");
     assert!(
@@ -476,4 +482,51 @@ fn the_log_says_what_happened_but_not_what_was_said_and_the_cache_clears() {
     assert_eq!(cleared.code, 0, "{}", cleared.stderr);
     assert!(cleared.stdout.starts_with("Removed "), "{}", cleared.stdout);
     assert!(!cache.exists());
+}
+
+#[test]
+fn a_step_cut_short_by_kill_9_dies_with_offcode_and_can_still_be_taken_back() {
+    let ws = seeded();
+    let marker = format!("slow_{}.sh", std::process::id());
+    std::fs::write(
+        ws.root.join(&marker),
+        "printf 'half done\\n' > a.txt\nrm -f d.txt\ntouch started\nsleep 30\nprintf late > late.txt\n",
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("b1", "bash", json!({"command": format!("sh {marker}")}))],
+    )));
+    let mut child = ws
+        .offcode(
+            &server.base_url(),
+            &["run", "--yes", "--model", "mock-model", "go"],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(crate::support::wait_until(
+        std::time::Duration::from_secs(20),
+        || ws.root.join("started").exists()
+    ));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Nothing it started goes on changing the workspace.
+    assert!(
+        crate::support::wait_until(std::time::Duration::from_secs(10), || {
+            crate::support::processes_with(&marker).is_empty()
+        }),
+        "{:?}",
+        crate::support::processes_with(&marker)
+    );
+    let done = run(ws.offcode(&server.base_url(), &["revert", "--yes"]));
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    assert!(done.stdout.contains("revert  a.txt"), "{}", done.stdout);
+    assert!(done.stdout.contains("restore d.txt"), "{}", done.stdout);
+    assert_eq!(std::fs::read(ws.root.join("a.txt")).unwrap(), A);
+    assert_eq!(std::fs::read(ws.root.join("d.txt")).unwrap(), D);
+    assert!(!ws.root.join("started").exists());
+    assert!(!ws.root.join("late.txt").exists());
 }

@@ -43,11 +43,8 @@ impl AgentState {
                         .iter()
                         .filter(|c| c.name == super::task::NAME)
                         .collect();
-                    let before = if self.may_change(super::task::NAME) {
-                        self.checkpoint(id).await
-                    } else {
-                        None
-                    };
+                    let task = super::task::NAME;
+                    let before = self.begin_step(id, task, task, None).await;
                     tasks = Some(self.run_tasks(id, &due, cancel).await);
                     self.record_step(id, before, super::task::NAME, None).await;
                 }
@@ -116,11 +113,12 @@ impl AgentState {
         }
         let output = match self.permit(id, call, arguments, cancel).await {
             Ok(permit) => {
-                let before = if self.may_change(&call.name) {
-                    self.checkpoint(id).await
+                let tool = if call.id.starts_with("shell_") {
+                    "shell"
                 } else {
-                    None
+                    &call.name
                 };
+                let before = self.begin_step(id, &call.name, tool, Some(&call.id)).await;
                 self.set_state(id, TurnState::ToolRunning);
                 let context = self.tool_context(permit, cancel);
                 // Any tool, even one stuck in a blocking call, gives way to
@@ -154,11 +152,6 @@ impl AgentState {
                     }
                 };
                 // Also after an abort: a killed command may have changed files.
-                let tool = if call.id.starts_with("shell_") {
-                    "shell"
-                } else {
-                    &call.name
-                };
                 self.record_step(id, before, tool, Some(&call.id)).await;
                 let (output, todos_changed) = self.after_call(&call.name, output);
                 (output, todos_changed, outcome)

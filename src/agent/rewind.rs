@@ -37,27 +37,19 @@ impl AgentState {
     pub(super) async fn checkpoint(&mut self, id: SubmissionId) -> Option<String> {
         let checkpoints = Arc::clone(self.checkpoints.as_ref()?);
         let taken = tokio::task::spawn_blocking(move || {
-            let mut checkpoints = checkpoints
+            checkpoints
                 .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let taken = checkpoints.take();
-            let pruned = checkpoints.prune_if_due();
-            (taken, pruned)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take()
         })
         .await;
-        let (taken, pruned) = match taken {
+        let taken = match taken {
             Ok(result) => result,
             Err(join) => {
                 self.checkpoints_off(id, &join.to_string());
                 return None;
             }
         };
-        if let Ok(pruned) = pruned
-            && !pruned.sessions.is_empty()
-        {
-            let note = pruned.note(self.config.checkpoints.max_store_mb);
-            self.warn(id, &note);
-        }
         match taken {
             Ok(taken) => {
                 for (path, size) in &taken.too_large {
@@ -87,6 +79,33 @@ impl AgentState {
                 "Checkpoints are off from here on, so later changes cannot be taken back: {why}"
             ),
         );
+    }
+
+    /// Takes the checkpoint before a step that may change files and
+    /// records it as begun, so a step cut short (offcode killed while it
+    /// ran) can still be taken back; none when checkpoints are off or the
+    /// call cannot change files.
+    pub(super) async fn begin_step(
+        &mut self,
+        id: SubmissionId,
+        name: &str,
+        tool: &str,
+        call_id: Option<&str>,
+    ) -> Option<String> {
+        if !self.may_change(name) {
+            return None;
+        }
+        let before = self.checkpoint(id).await?;
+        let _ = self.record(
+            id,
+            EntryBody::Checkpoint {
+                before: before.clone(),
+                after: String::new(),
+                tool: tool.to_owned(),
+                call_id: call_id.map(str::to_owned),
+            },
+        );
+        Some(before)
     }
 
     /// Takes the checkpoint after a step that began at `before`, and
@@ -174,7 +193,21 @@ impl AgentState {
                 RewindKind::Undo,
                 "Nothing to undo: no step of this session changed files (or all were undone)",
             ),
-            Ok(Some((step, plan, failed))) => {
+            Ok(Some((step, plan, applied))) => {
+                if !applied.written {
+                    return self.report(
+                        id,
+                        RewindReport {
+                            kind: RewindKind::Undo,
+                            turn: None,
+                            lines: plan.lines(),
+                            failed: failed_lines(&applied.failed),
+                            diff: String::new(),
+                            note: "Nothing was put back: these paths cannot be, as they are now"
+                                .to_owned(),
+                        },
+                    );
+                }
                 let _ = self.record(
                     id,
                     EntryBody::Undo {
@@ -197,7 +230,7 @@ impl AgentState {
                         kind: RewindKind::Undo,
                         turn: None,
                         lines: plan.lines(),
-                        failed: failed_lines(&failed),
+                        failed: failed_lines(&applied.failed),
                         diff: String::new(),
                         note,
                     },
@@ -235,22 +268,31 @@ impl AgentState {
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let plan =
                 rewind::revert_plan(&mut checkpoints, &turns, number).map_err(|e| e.to_string())?;
-            let failed = if apply {
+            let applied = if apply {
                 rewind::apply(checkpoints.store(), &self.sandbox, &plan)
                     .map_err(|e| e.to_string())?
             } else {
-                Vec::new()
+                rewind::Applied::default()
             };
-            Ok((plan, failed))
+            Ok((plan, applied))
         });
-        let (plan, failed, note) = match planned {
-            Ok((plan, failed)) => (plan, failed, String::new()),
-            Err(why) if turn.steps.is_empty() || self.checkpoints.is_none() => {
-                (rewind::Plan::default(), Vec::new(), why)
-            }
+        let (plan, applied, mut note) = match planned {
+            Ok((plan, applied)) => (plan, applied, String::new()),
+            Err(why) if turn.steps.is_empty() || self.checkpoints.is_none() => (
+                rewind::Plan::default(),
+                rewind::Applied {
+                    written: true,
+                    failed: Vec::new(),
+                },
+                why,
+            ),
             Err(why) => return self.note(id, kind, format!("Nothing was changed: {why}")),
         };
-        if apply {
+        let blocked = apply && !applied.written;
+        if blocked {
+            "Nothing was changed, files or conversation: these paths cannot be put back as they are now".clone_into(&mut note);
+        }
+        if apply && !blocked {
             if let Err(e) = self.session.rewind_to(turn.parent.as_deref()) {
                 return self.note(
                     id,
@@ -274,10 +316,7 @@ impl AgentState {
                 kind,
                 turn: Some(number),
                 lines: plan.lines(),
-                failed: failed
-                    .iter()
-                    .map(|l| format!("{}: {}", l.path.display(), l.reason))
-                    .collect(),
+                failed: failed_lines(&applied.failed),
                 diff: String::new(),
                 note,
             },
@@ -377,6 +416,6 @@ impl AgentState {
 fn failed_lines(failed: &[rewind::Left]) -> Vec<String> {
     failed
         .iter()
-        .map(|l| format!("{}: {}", l.path.display(), l.reason))
+        .map(|l| format!("{}: {}", rewind::shown(&l.path), l.reason))
         .collect()
 }

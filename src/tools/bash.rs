@@ -90,6 +90,9 @@ async fn run_command(
     for secret in SECRET_VARIABLES {
         shell.env_remove(secret);
     }
+    // Killed with offcode (even by SIGKILL): under confinement the whole
+    // PID namespace goes with it.
+    crate::confine::die_with_parent(&mut shell);
     let mut child = tokio::process::Command::from(shell)
         .current_dir(context.sandbox.root())
         .stdin(Stdio::null())

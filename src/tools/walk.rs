@@ -22,11 +22,16 @@ pub fn builder(
     let relative = sandbox.relative(path)?;
     let start = sandbox.root().join(relative);
     let mut builder = WalkBuilder::new(&start);
+    // offcode's records are never entered, so not even a count of what
+    // they hold leaks.
+    let secret = sandbox.clone_secret();
     builder
         .hidden(!hidden)
         .follow_links(false)
         .require_git(false)
-        .filter_entry(|entry| entry.file_name() != ".git");
+        .filter_entry(move |entry| {
+            entry.file_name() != ".git" && !secret.iter().any(|s| entry.path().starts_with(s))
+        });
     Ok((builder, start))
 }
 

@@ -1,0 +1,148 @@
+//! Putting files back as a checkpoint kept them. Unlike the tools' writes,
+//! nothing here follows a symlink, at any depth: a link standing where a
+//! folder was (made by a command, or ignored by the checkpoints) would
+//! carry the write elsewhere in the workspace, into `.git` or onto the
+//! person's files. Such a path is refused, and reported.
+
+use std::ffi::{OsStr, OsString};
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Component, Path};
+
+use rustix::fs::{AtFlags, Mode, OFlags};
+use rustix::io::Errno;
+
+use super::{Error, Sandbox, replace};
+
+impl Sandbox {
+    /// The folder that holds `path` and its last name, reached from the
+    /// root one real folder at a time (missing ones are made with `create`); a symlink
+    /// or a file on the way is refused.
+    fn parent_strict(&self, path: &str, create: bool) -> Result<(OwnedFd, OsString), Error> {
+        let relative = self.relative(path)?;
+        let invalid = |reason: &str| Error::Invalid {
+            path: path.to_owned(),
+            reason: reason.to_owned(),
+        };
+        let parts: Vec<&OsStr> = relative
+            .components()
+            .map(|c| match c {
+                Component::Normal(name) => Ok(name),
+                _ => Err(invalid("a path to put back is plain names only")),
+            })
+            .collect::<Result<_, _>>()?;
+        let Some((name, folders)) = parts.split_last() else {
+            return Err(invalid("the path must end in a file name"));
+        };
+        let mut current = rustix::fs::openat(
+            &self.root_fd,
+            ".",
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Self::error(path, e))?;
+        for folder in folders {
+            let open = |at: &OwnedFd| {
+                rustix::fs::openat(
+                    at,
+                    *folder,
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+            };
+            current = match open(&current) {
+                Ok(fd) => fd,
+                Err(Errno::NOENT) if create => {
+                    match rustix::fs::mkdirat(&current, *folder, Mode::from_raw_mode(0o777)) {
+                        Ok(()) | Err(Errno::EXIST) => {}
+                        Err(errno) => return Err(Self::error(path, errno)),
+                    }
+                    open(&current).map_err(|e| Self::error(path, e))?
+                }
+                Err(Errno::NOTDIR | Errno::LOOP) => {
+                    return Err(invalid(&format!(
+                        "`{}` is no longer a folder (a link or a file stands there now); left as it is",
+                        Path::new(folder).display()
+                    )));
+                }
+                Err(errno) => return Err(Self::error(path, errno)),
+            };
+        }
+        let (parent, name) = (current, (*name).to_owned());
+        self.check_not_secret(path, &parent, &name)?;
+        Ok((parent, name))
+    }
+
+    /// Why `path` could not be put back (or removed) as a checkpoint kept
+    /// it, checked without changing anything: a link or a file where a
+    /// folder was, or a folder where the file was.
+    pub fn check_restorable(&self, path: &str) -> Result<(), Error> {
+        let (parent, name) = match self.parent_strict(path, false) {
+            Ok(found) => found,
+            // A folder that is gone is made again.
+            Err(Error::NotFound { .. }) => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match rustix::fs::statat(&parent, &name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat)
+                if rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                    == rustix::fs::FileType::Directory =>
+            {
+                Err(Error::Invalid {
+                    path: path.to_owned(),
+                    reason: "a folder stands where the file was; left as it is".to_owned(),
+                })
+            }
+            Ok(_) | Err(Errno::NOENT) => Ok(()),
+            Err(errno) => Err(Self::error(path, errno)),
+        }
+    }
+
+    /// Puts back a file: `content` with `mode`, replacing whatever is at
+    /// `path` now (a symlink there is replaced, not followed).
+    pub fn restore_file(&self, path: &str, content: &[u8], mode: u32) -> Result<(), Error> {
+        let (parent, name) = self.parent_strict(path, true)?;
+        replace(
+            &parent,
+            &name,
+            content,
+            Some(Mode::from_raw_mode(mode & 0o7777)),
+        )
+        .map_err(|source| Error::Io {
+            path: path.to_owned(),
+            source,
+        })
+    }
+
+    /// Puts back a symlink to `target`, replacing whatever is at `path`.
+    pub fn restore_link(&self, path: &str, target: &[u8]) -> Result<(), Error> {
+        let (parent, name) = self.parent_strict(path, true)?;
+        let temporary = format!(
+            ".offcode-{}-{:012x}.tmp",
+            std::process::id(),
+            crate::ids::random_u64() & 0xffff_ffff_ffff
+        );
+        rustix::fs::symlinkat(OsStr::from_bytes(target), &parent, temporary.as_str())
+            .and_then(|()| rustix::fs::renameat(&parent, temporary.as_str(), &parent, &name))
+            .map_err(|errno| {
+                let _ = rustix::fs::unlinkat(&parent, temporary.as_str(), AtFlags::empty());
+                Self::error(path, errno)
+            })
+    }
+
+    /// Removes a file or symlink the agent made (not a folder, and not
+    /// through a link).
+    pub fn restore_absent(&self, path: &str) -> Result<(), Error> {
+        let (parent, name) = self.parent_strict(path, false)?;
+        rustix::fs::unlinkat(&parent, &name, AtFlags::empty()).map_err(|e| Self::error(path, e))
+    }
+
+    /// Removes an empty folder; `false` when it is not empty, not there,
+    /// or reached through a link.
+    pub fn remove_empty_dir(&self, path: &str) -> bool {
+        let Ok((parent, name)) = self.parent_strict(path, false) else {
+            return false;
+        };
+        rustix::fs::unlinkat(&parent, &name, AtFlags::REMOVEDIR).is_ok()
+    }
+}
