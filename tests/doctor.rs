@@ -48,8 +48,15 @@ fn a_healthy_server_passes_every_check() {
         &std::fs::read_to_string(workspace.home.join(".cache/offcode/servers.json")).unwrap(),
     )
     .unwrap();
+    let mut entry = cache["servers"][format!("{} mock-model", server.base_url())].clone();
+    // When it was learned, so that it expires (`cache.ttl_hours`).
+    assert!(
+        entry["learned"].as_u64().is_some_and(|t| t > 1_700_000_000),
+        "{entry}"
+    );
+    entry.as_object_mut().unwrap().remove("learned");
     assert_eq!(
-        cache["servers"][format!("{} mock-model", server.base_url())],
+        entry,
         json!({"tool_calls": "native", "max_model_len": 32768})
     );
 }

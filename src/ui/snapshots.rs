@@ -265,3 +265,57 @@ fn reports_at_80_columns() {
     shown.extend(render::tool_end(&aborted, WIDTH, 4));
     insta::assert_snapshot!(styled(&shown));
 }
+
+#[test]
+fn rewinds_at_80_and_40_columns() {
+    use crate::protocol::{RewindKind, RewindReport, TurnRow};
+    let turns = [
+        TurnRow {
+            number: 1,
+            prompt: "把 README 翻译成英文，然后运行测试".into(),
+            steps: 2,
+        },
+        TurnRow {
+            number: 2,
+            prompt: "fix the failing test in src/session/tests.rs and run cargo test again".into(),
+            steps: 0,
+        },
+    ];
+    let preview = RewindReport {
+        kind: RewindKind::Preview,
+        turn: Some(1),
+        lines: vec![
+            "revert  src/main.rs  +2 -5".into(),
+            "restore notes/today.md".into(),
+            "remove  new/made.txt".into(),
+            "kept    README.md: changed by hand since the agent changed it; left as it is".into(),
+        ],
+        failed: Vec::new(),
+        diff: String::new(),
+        note: String::new(),
+    };
+    let diff = RewindReport {
+        kind: RewindKind::Diff,
+        turn: Some(1),
+        lines: vec!["modified src/main.rs  +1 -1".into()],
+        failed: Vec::new(),
+        diff: diff().diff,
+        note: String::new(),
+    };
+    let mut shown = String::new();
+    for width in [WIDTH, 40] {
+        let mut lines = render::turns(&turns, width);
+        lines.extend(render::rewind(&preview, width));
+        lines.extend(render::rewind(&diff, width));
+        for line in &lines {
+            assert!(
+                unicode_width::UnicodeWidthStr::width(line.plain().as_str()) <= width,
+                "wider than {width}: {}",
+                line.plain()
+            );
+        }
+        let _ = writeln!(shown, "--- {width} columns");
+        shown.push_str(&styled(&lines));
+    }
+    insta::assert_snapshot!(shown);
+}

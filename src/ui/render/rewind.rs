@@ -21,23 +21,24 @@ pub fn rewind(report: &RewindReport, width: usize) -> Vec<Line> {
         (_, None) => "REVERT".to_owned(),
     };
     let mut lines = vec![Line::new().with(Role::Label, head)];
+    // Whole, wrapped under themselves: a kept file's reason matters.
+    let room = width.saturating_sub(4).max(10);
     for row in &report.lines {
         let role = if row.starts_with("kept") {
             Role::Warning
         } else {
             Role::Code
         };
-        lines.push(Line::new().with(
-            role,
-            format!("  {}", truncate(row, width.saturating_sub(2))),
-        ));
+        for (index, part) in word_wrap(&one_line(row), room).into_iter().enumerate() {
+            let lead = if index == 0 { "  " } else { "    " };
+            lines.push(Line::new().with(role, format!("{lead}{part}")));
+        }
     }
     for failed in &report.failed {
-        lines.push(
-            Line::new()
-                .with(Role::Error, "  ✗ ")
-                .with(Role::Text, truncate(failed, width.saturating_sub(4))),
-        );
+        for (index, part) in word_wrap(&one_line(failed), room).into_iter().enumerate() {
+            let lead = if index == 0 { "  ✗ " } else { "    " };
+            lines.push(Line::new().with(Role::Error, lead).with(Role::Text, part));
+        }
     }
     let diff: Vec<&str> = report.diff.lines().collect();
     for row in diff.iter().take(DIFF_LINES) {
@@ -77,7 +78,10 @@ pub fn rewind(report: &RewindReport, width: usize) -> Vec<Line> {
         }
         _ => String::new(),
     };
-    for row in word_wrap(&note, width.saturating_sub(2).max(10)) {
+    for row in word_wrap(&note, width.saturating_sub(2).max(10))
+        .into_iter()
+        .filter(|row| !row.trim().is_empty())
+    {
         lines.push(Line::new().with(Role::Dim, format!("  {row}")));
     }
     lines
@@ -103,9 +107,9 @@ pub fn turns(turns: &[TurnRow], width: usize) -> Vec<Line> {
                 .with(Role::Dim, tail),
         );
     }
-    lines.push(Line::new().with(
-        Role::Dim,
-        "`/revert N` shows what going back to before turn N puts back.",
-    ));
+    let footer = "`/revert N` shows what going back to before turn N puts back.";
+    for row in word_wrap(footer, width.max(10)) {
+        lines.push(Line::new().with(Role::Dim, row));
+    }
     lines
 }
