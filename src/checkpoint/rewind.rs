@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use super::manifest::{Entry, Kind, Manifest, diff};
 use super::{Error, Store};
-use crate::session::{self, EntryBody, Message};
+use crate::session::{self, EntryBody};
 
 /// A step recorded with its checkpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -57,12 +57,16 @@ pub fn turns(branch: &[session::Entry]) -> Vec<Turn> {
     }
     for entry in branch {
         match &entry.body {
-            EntryBody::Message {
-                message: Message::User { content },
-            } => turns.push(Turn {
+            // A turn is what the person typed; offcode's own notes to the
+            // model go on the turn they are in.
+            EntryBody::Message { message } if message.typed().is_some() => turns.push(Turn {
                 number: turns.len() + 1,
                 parent: entry.parent_id.clone(),
-                prompt: content.lines().next().unwrap_or("").to_owned(),
+                prompt: message
+                    .typed()
+                    .and_then(|t| t.lines().next())
+                    .unwrap_or("")
+                    .to_owned(),
                 steps: Vec::new(),
             }),
             EntryBody::Checkpoint {

@@ -346,3 +346,44 @@ fn names_are_shown_without_their_control_characters() {
     let path = Path::new("evil\u{1b}]0;title\u{7}\nname.txt");
     assert_eq!(rewind::shown(path), "evil\\u{1b}]0;title\\u{7}\\nname.txt");
 }
+
+#[test]
+fn a_turn_is_what_the_person_typed_not_offcodes_notes() {
+    use crate::session::{Entry, EntryBody, Message};
+    let entry = |id: &str, body: EntryBody| Entry {
+        id: id.into(),
+        parent_id: None,
+        ts: String::new(),
+        body,
+    };
+    let user = |text: &str| EntryBody::Message {
+        message: Message::User {
+            content: text.into(),
+        },
+    };
+    let branch = vec![
+        entry("2", user("fix it\nplease")),
+        entry(
+            "3",
+            EntryBody::Message {
+                message: Message::offcode_note("send the call on its own"),
+            },
+        ),
+        entry(
+            "4",
+            EntryBody::Checkpoint {
+                before: "a".into(),
+                after: "b".into(),
+                tool: "edit".into(),
+                call_id: None,
+            },
+        ),
+        entry("5", user("now test it")),
+    ];
+    let turns = rewind::turns(&branch);
+    let seen: Vec<(usize, &str, usize)> = turns
+        .iter()
+        .map(|t| (t.number, t.prompt.as_str(), t.steps.len()))
+        .collect();
+    assert_eq!(seen, [(1, "fix it", 1), (2, "now test it", 0)]);
+}

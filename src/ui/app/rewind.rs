@@ -26,13 +26,12 @@ impl App<'_> {
         let entries: Vec<&crate::session::Entry> = branch.iter().collect();
         let mut seen = 0;
         for entry in entries {
-            if let crate::session::EntryBody::Message {
-                message: crate::session::Message::User { content },
-            } = &entry.body
+            if let crate::session::EntryBody::Message { message } = &entry.body
+                && let Some(typed) = message.typed()
             {
                 seen += 1;
                 if seen == number {
-                    return Some(content.clone());
+                    return Some(typed.to_owned());
                 }
             }
         }
