@@ -23,30 +23,14 @@ fn main() {
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let root = work.path();
-    // A source tree: 100 folders of 100 files of about 2 KB, plus what a
-    // checkpoint skips (a .git folder, build output).
-    for dir in 0..FILES / 100 {
-        let folder = root.join(format!("src/module{dir:03}"));
-        std::fs::create_dir_all(&folder).unwrap();
-        for file in 0..100 {
-            let text = format!(
-                "// file {dir}/{file}\n{}",
-                "fn f() { let x = 1; }\n".repeat(90)
-            );
-            std::fs::write(folder.join(format!("f{file:03}.rs")), text).unwrap();
-        }
-    }
-    std::fs::create_dir_all(root.join(".git/objects")).unwrap();
-    std::fs::create_dir_all(root.join("target/debug")).unwrap();
-    for n in 0..500 {
-        std::fs::write(root.join(format!("target/debug/o{n}.o")), "x").unwrap();
-    }
+    make_tree(root);
     let (mut checkpoints, _) = Checkpoints::open(
         data.path(),
         root,
         "bench",
         CheckpointSettings::default(),
         Vec::new(),
+        &|_| false,
     )
     .unwrap();
     let start = Instant::now();
@@ -98,6 +82,7 @@ fn main() {
                 after: after.clone(),
                 tool: "bash".to_owned(),
                 undone: false,
+                uncertain: false,
             })
             .collect(),
     }];
@@ -126,6 +111,27 @@ fn main() {
         "  store after 23 checkpoints     {:>8}",
         offcode::protocol::format_size(store_bytes)
     );
+}
+
+/// A source tree: 100 folders of 100 files of about 2 KB, plus what a
+/// checkpoint skips (a .git folder, build output).
+fn make_tree(root: &std::path::Path) {
+    for dir in 0..FILES / 100 {
+        let folder = root.join(format!("src/module{dir:03}"));
+        std::fs::create_dir_all(&folder).unwrap();
+        for file in 0..100 {
+            let text = format!(
+                "// file {dir}/{file}\n{}",
+                "fn f() { let x = 1; }\n".repeat(90)
+            );
+            std::fs::write(folder.join(format!("f{file:03}.rs")), text).unwrap();
+        }
+    }
+    std::fs::create_dir_all(root.join(".git/objects")).unwrap();
+    std::fs::create_dir_all(root.join("target/debug")).unwrap();
+    for n in 0..500 {
+        std::fs::write(root.join(format!("target/debug/o{n}.o")), "x").unwrap();
+    }
 }
 
 fn ms(duration: Duration) -> f64 {

@@ -112,16 +112,6 @@ pub enum Error {
         /// The configured limit.
         limit: usize,
     },
-    /// One session stored more than half the store's cap: a flood of new
-    /// files (a build into a folder not excluded, or on purpose) would
-    /// otherwise push out every older session's checkpoints.
-    #[error(
-        "This session's checkpoints reached half of `checkpoints.max_store_mb` ({cap_mb} MB); later changes are not kept, so that older sessions' stay (exclude build folders with `checkpoints.exclude`)"
-    )]
-    SessionFull {
-        /// The store's cap, in MiB.
-        cap_mb: u64,
-    },
     /// An `exclude` pattern does not parse.
     #[error("`checkpoints.exclude` has a pattern that does not parse: {0}")]
     Pattern(String),
@@ -139,6 +129,9 @@ pub struct Taken {
     /// Files seen for the first time in this session that are too large
     /// to keep, with their size.
     pub too_large: Vec<(PathBuf, u64)>,
+    /// This session's share of the store (half the cap) filled up in this
+    /// checkpoint: from now on changed files are seen but not kept.
+    pub share_full: bool,
 }
 
 /// The folder of `root`'s store under `data_dir`.
@@ -161,18 +154,22 @@ pub struct Checkpoints {
     named: HashSet<PathBuf>,
     /// Bytes this session stored (it may store half the cap at most).
     added: u64,
+    /// The session was told its share is full.
+    said_full: bool,
 }
 
 impl Checkpoints {
     /// Opens `root`'s store under `data_dir` for `session`, repairing what
     /// a crash left and pruning to the size cap (what was pruned is
-    /// returned). `kept_out` are offcode's own folders, never kept.
+    /// returned); sessions `in_use` says another offcode has open are
+    /// never pruned. `kept_out` are offcode's own folders, never kept.
     pub fn open(
         data_dir: &Path,
         root: &Path,
         session: &str,
         settings: CheckpointSettings,
         kept_out: Vec<PathBuf>,
+        in_use: &dyn Fn(&str) -> bool,
     ) -> Result<(Self, Pruned), Error> {
         let dir = store_dir(data_dir, root);
         let (store, mut last) = Store::open(&dir)?;
@@ -180,7 +177,8 @@ impl Checkpoints {
         if !workspace.exists() {
             let _ = store::write_private(&workspace, root.as_os_str().as_encoded_bytes());
         }
-        let pruned = store.prune(settings.max_store_mb.saturating_mul(1 << 20), session)?;
+        let keep = |id: &str| id == session || in_use(id);
+        let pruned = store.prune(settings.max_store_mb.saturating_mul(1 << 20), &keep)?;
         if !pruned.sessions.is_empty() {
             last = None;
         }
@@ -196,6 +194,7 @@ impl Checkpoints {
                 last,
                 named: HashSet::new(),
                 added: 0,
+                said_full: false,
             },
             pruned,
         ))
@@ -232,12 +231,13 @@ impl Checkpoints {
             stored: 0,
             bytes: 0,
             too_large: Vec::new(),
+            share_full: false,
         };
         let mut entries = Vec::with_capacity(found.len());
         for found in found {
             let mut entry = found.entry;
             if let Some(before) = previous.and_then(|m| m.get(&entry.path))
-                && (!before.hash.is_empty() || before.kind == Kind::TooLarge)
+                && (!before.hash.is_empty() || before.kind == Kind::NotKept)
                 && before.same_stat(&entry)
             {
                 entry.hash.clone_from(&before.hash);
@@ -245,7 +245,7 @@ impl Checkpoints {
                 continue;
             }
             if entry.kind == Kind::File && entry.size > max_file {
-                entry.kind = Kind::TooLarge;
+                entry.kind = Kind::NotKept;
                 if self.named.insert(entry.path.clone()) {
                     taken.too_large.push((entry.path.clone(), entry.size));
                 }
@@ -259,17 +259,22 @@ impl Checkpoints {
             entry = walk::entry_of(entry.path, entry.kind, &stat);
             entry.size = bytes.len() as u64;
             if entry.kind == Kind::File && entry.size > max_file {
-                entry.kind = Kind::TooLarge;
+                entry.kind = Kind::NotKept;
                 entries.push(entry);
                 continue;
             }
+            // Past the session's share, what changes is still seen (so a
+            // revert knows what the agent touched) but its bytes are not
+            // kept.
             let share = self.settings.max_store_mb.saturating_mul(1 << 20) / 2;
             if self.added + taken.bytes + bytes.len() as u64 > share
                 && !self.store.contains(&store::hash_of(&bytes))
             {
-                return Err(Error::SessionFull {
-                    cap_mb: self.settings.max_store_mb,
-                });
+                taken.share_full |= !self.said_full;
+                self.said_full = true;
+                entry.kind = Kind::NotKept;
+                entries.push(entry);
+                continue;
             }
             let (hash, new) = self.store.put(&bytes)?;
             if new {

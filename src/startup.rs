@@ -87,28 +87,14 @@ pub fn prepare(
     }
     let store = session_store(environment)?;
     let client = Arc::new(client(&config, environment)?);
-    let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
-    let resumed = match (start.session.as_deref(), start.resume_latest) {
-        _ if start.fork.is_some() => {
-            let (id, at) = start.fork.clone().unwrap_or_default();
-            Some(fork(&store, &id, at).map_err(|why| Failure::message(why, EXIT_USAGE))?)
-        }
-        (Some(id), _) => Some(store.open(id).map_err(session_failure)?),
-        (None, true) => {
-            let id = store.latest_for(&environment.cwd).map_err(|e| {
-                session_failure(e).with_hint("Start one with `offcode run \"PROMPT\"`")
-            })?;
-            Some(store.open(&id).map_err(session_failure)?)
-        }
-        (None, false) => None,
-    };
+    let resumed = resumed_session(&store, start, environment)?;
     let model = match (&flags.model, &resumed, &config.model) {
         (Some(model), ..) | (None, Some(Session { model, .. }), _) | (None, None, Some(model)) => {
             model.clone()
         }
         (None, None, None) => first_served_model(&client)?,
     };
-    let session = match resumed {
+    let mut session = match resumed {
         Some(mut session) => {
             if session.model != model {
                 session
@@ -134,9 +120,20 @@ pub fn prepare(
         environment,
         &config.checkpoints,
         sandbox.root(),
-        &session.id,
+        &mut session,
         &mut context.warnings,
     );
+    let mut session = session;
+    if let Some(checkpoints) = checkpoints.as_ref().filter(|_| session.resumed) {
+        let mut checkpoints = checkpoints
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Ok(true) =
+            crate::checkpoint::rewind::complete_cut_short(&mut session, &mut checkpoints)
+        {
+            context.warnings.push("This session's last step was cut short (offcode stopped while it ran): its changes are taken as the workspace is now, and a revert marks them, as they may hold your own".to_owned());
+        }
+    }
     let servers = crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref())
         .with_ttl(config.cache);
     Ok(AgentSetup {
@@ -156,6 +153,31 @@ pub fn prepare(
         mcp,
         checkpoints,
     })
+}
+
+/// The session `start` asks to go on with (`--session`, `--continue`,
+/// `--fork`), opened; none for a new one.
+fn resumed_session(
+    store: &Store,
+    start: &Start,
+    environment: &Environment,
+) -> Result<Option<Session>, Failure> {
+    let session_failure = |e: session::Error| Failure::new(&e, EXIT_USAGE);
+    let resumed = match (start.session.as_deref(), start.resume_latest) {
+        _ if start.fork.is_some() => {
+            let (id, at) = start.fork.clone().unwrap_or_default();
+            Some(fork(store, &id, at).map_err(|why| Failure::message(why, EXIT_USAGE))?)
+        }
+        (Some(id), _) => Some(store.open(id).map_err(session_failure)?),
+        (None, true) => {
+            let id = store.latest_for(&environment.cwd).map_err(|e| {
+                session_failure(e).with_hint("Start one with `offcode run \"PROMPT\"`")
+            })?;
+            Some(store.open(&id).map_err(session_failure)?)
+        }
+        (None, false) => None,
+    };
+    Ok(resumed)
 }
 
 /// A new session from a copy of `id`'s conversation, up to before turn
@@ -187,23 +209,32 @@ pub fn checkpoints(
     environment: &Environment,
     settings: &crate::checkpoint::CheckpointSettings,
     root: &std::path::Path,
-    session: &str,
+    session: &mut Session,
     warnings: &mut Vec<String>,
 ) -> Option<Arc<std::sync::Mutex<crate::checkpoint::Checkpoints>>> {
     if !settings.enabled {
         return None;
     }
     let data = environment.data_dir()?;
+    let sessions = session_store(environment).ok();
+    let in_use = |id: &str| sessions.as_ref().is_some_and(|store| store.in_use(id));
     match crate::checkpoint::Checkpoints::open(
         &data,
         root,
-        session,
+        &session.id,
         settings.clone(),
         environment.own_files(),
+        &in_use,
     ) {
-        Ok((checkpoints, pruned)) => {
+        Ok((mut checkpoints, pruned)) => {
             if !pruned.sessions.is_empty() {
                 warnings.push(pruned.note(settings.max_store_mb));
+            }
+            let cut_short = session.resumed
+                && crate::checkpoint::rewind::complete_cut_short(session, &mut checkpoints)
+                    .unwrap_or(false);
+            if cut_short {
+                warnings.push("This session's last step was cut short (offcode stopped while it ran): its changes are taken as the workspace is now, and a revert marks them, as they may hold your own".to_owned());
             }
             Some(Arc::new(std::sync::Mutex::new(checkpoints)))
         }

@@ -521,12 +521,31 @@ fn a_step_cut_short_by_kill_9_dies_with_offcode_and_can_still_be_taken_back() {
         "{:?}",
         crate::support::processes_with(&marker)
     );
-    let done = run(ws.offcode(&server.base_url(), &["revert", "--yes"]));
+    // The person goes on in the session; what they change from then on is
+    // theirs, never taken for the step cut short.
+    server.push(sse(&chunks::text_answer("Back.")));
+    let resumed = ws.run_task(&server.base_url(), &["--continue"], "where were we");
+    assert_eq!(resumed.code, 0, "{}", resumed.stderr);
+    assert!(
+        resumed.stderr.contains("last step was cut short"),
+        "{}",
+        resumed.stderr
+    );
+    std::fs::write(ws.root.join("b.txt"), "mine\n").unwrap();
+    std::fs::write(ws.root.join("mine.txt"), "mine\n").unwrap();
+    let done = run(ws.offcode(&server.base_url(), &["revert", "--to", "1", "--yes"]));
     assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
-    assert!(done.stdout.contains("revert  a.txt"), "{}", done.stdout);
+    assert!(
+        done.stdout
+            .contains("revert  a.txt  +2 -1  (offcode stopped mid-step"),
+        "{}",
+        done.stdout
+    );
     assert!(done.stdout.contains("restore d.txt"), "{}", done.stdout);
     assert_eq!(std::fs::read(ws.root.join("a.txt")).unwrap(), A);
     assert_eq!(std::fs::read(ws.root.join("d.txt")).unwrap(), D);
     assert!(!ws.root.join("started").exists());
     assert!(!ws.root.join("late.txt").exists());
+    assert_eq!(std::fs::read(ws.root.join("b.txt")).unwrap(), b"mine\n");
+    assert_eq!(std::fs::read(ws.root.join("mine.txt")).unwrap(), b"mine\n");
 }

@@ -52,6 +52,15 @@ impl AgentState {
         };
         match taken {
             Ok(taken) => {
+                if taken.share_full {
+                    self.warn(
+                        id,
+                        &format!(
+                            "This session's checkpoints reached half of checkpoints.max_store_mb ({} MB): a changed file whose content does not fit is seen but not kept (a revert names it), so older sessions' checkpoints stay",
+                            self.config.checkpoints.max_store_mb
+                        ),
+                    );
+                }
                 for (path, size) in &taken.too_large {
                     self.warn(
                         id,
@@ -103,6 +112,7 @@ impl AgentState {
                 after: String::new(),
                 tool: tool.to_owned(),
                 call_id: call_id.map(str::to_owned),
+                found_later: false,
             },
         );
         Some(before)
@@ -128,6 +138,7 @@ impl AgentState {
                 after,
                 tool: tool.to_owned(),
                 call_id: call_id.map(str::to_owned),
+                found_later: false,
             },
         );
     }

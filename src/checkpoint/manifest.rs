@@ -19,8 +19,9 @@ pub enum Kind {
     File,
     /// A symbolic link; the hash is of its target.
     Link,
-    /// A file too large to keep: seen, never stored.
-    TooLarge,
+    /// A file whose bytes were not kept (over `max_file_mb`, or the
+    /// session's share of the store was full): seen, never stored.
+    NotKept,
 }
 
 impl Kind {
@@ -28,7 +29,7 @@ impl Kind {
         match self {
             Self::File => 'f',
             Self::Link => 'l',
-            Self::TooLarge => 'x',
+            Self::NotKept => 'x',
         }
     }
 
@@ -36,7 +37,7 @@ impl Kind {
         match letter {
             "f" => Some(Self::File),
             "l" => Some(Self::Link),
-            "x" => Some(Self::TooLarge),
+            "x" => Some(Self::NotKept),
             _ => None,
         }
     }
@@ -59,7 +60,7 @@ pub struct Entry {
     pub ctime: i128,
     /// Inode number.
     pub inode: u64,
-    /// SHA-256 of the content, hex (empty for [`Kind::TooLarge`]).
+    /// SHA-256 of the content, hex (empty for [`Kind::NotKept`]).
     pub hash: String,
 }
 
@@ -69,7 +70,7 @@ impl Entry {
         self.kind == other.kind
             && self.mode == other.mode
             && self.hash == other.hash
-            && (self.kind != Kind::TooLarge || self.size == other.size && self.mtime == other.mtime)
+            && (self.kind != Kind::NotKept || self.size == other.size && self.mtime == other.mtime)
     }
 
     /// Whether a stat of the file now matches what was recorded, so its

@@ -30,6 +30,9 @@ pub struct Step {
     pub tool: String,
     /// Whether `/undo` took it back already.
     pub undone: bool,
+    /// Cut short: offcode stopped while it ran, and its end is what was
+    /// found later.
+    pub uncertain: bool,
 }
 
 /// A turn of the active branch: a user message and the steps after it.
@@ -73,6 +76,7 @@ pub fn turns(branch: &[session::Entry]) -> Vec<Turn> {
                 before,
                 after,
                 tool,
+                found_later,
                 ..
             } => {
                 if let Some(turn) = turns.last_mut() {
@@ -91,6 +95,7 @@ pub fn turns(branch: &[session::Entry]) -> Vec<Turn> {
                         after: after.clone(),
                         tool: tool.clone(),
                         undone: undone.contains(&entry.id),
+                        uncertain: *found_later || after.is_empty(),
                     });
                 }
             }
@@ -120,7 +125,12 @@ pub struct Planned {
     pub to: Option<Entry>,
     /// Lines added and removed by putting it back (text files).
     pub lines: Option<(usize, usize)>,
+    /// Changed by a step cut short ([`Spanned::uncertain`]).
+    pub uncertain: bool,
 }
+
+/// How a change by a step cut short is marked.
+const UNCERTAIN: &str = "  (offcode stopped mid-step: may hold your own changes since)";
 
 /// A path left alone, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +171,8 @@ impl Plan {
                 .filter(|(a, r)| a + r > 0)
                 .map(|(added, removed)| format!("  +{added} -{removed}"))
                 .unwrap_or_default();
-            lines.push(format!("{verb} {}{counts}", shown(&planned.path)));
+            let mark = if planned.uncertain { UNCERTAIN } else { "" };
+            lines.push(format!("{verb} {}{counts}{mark}", shown(&planned.path)));
         }
         for left in &self.left {
             lines.push(format!("kept    {}: {}", shown(&left.path), left.reason));
@@ -188,9 +199,20 @@ fn same(a: Option<&Entry>, b: Option<&Entry>) -> bool {
     }
 }
 
-/// For every path some steps changed: its state before the first of them,
-/// and the state the last left.
-pub type Span = BTreeMap<PathBuf, (Option<Entry>, Option<Entry>)>;
+/// What some steps did to one path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Spanned {
+    /// Its state before the first of them.
+    pub first: Option<Entry>,
+    /// The state the last left.
+    pub last: Option<Entry>,
+    /// A step that changed it was cut short: its end was only seen later,
+    /// so the change may hold the person's own work too.
+    pub uncertain: bool,
+}
+
+/// Every path some steps changed.
+pub type Span = BTreeMap<PathBuf, Spanned>;
 
 /// The [`Span`] of `steps`.
 pub fn span(store: &Store, steps: &[Step]) -> Result<Span, Error> {
@@ -204,8 +226,15 @@ pub fn span(store: &Store, steps: &[Step]) -> Result<Span, Error> {
         for change in diff(&before, &after) {
             paths
                 .entry(change.path)
-                .and_modify(|(_, last)| last.clone_from(&change.after))
-                .or_insert((change.before, change.after));
+                .and_modify(|spanned| {
+                    spanned.last.clone_from(&change.after);
+                    spanned.uncertain |= step.uncertain;
+                })
+                .or_insert(Spanned {
+                    first: change.before,
+                    last: change.after,
+                    uncertain: step.uncertain,
+                });
         }
     }
     Ok(paths)
@@ -215,7 +244,12 @@ pub fn span(store: &Store, steps: &[Step]) -> Result<Span, Error> {
 /// changed, given the workspace `now`.
 pub fn plan(store: &Store, steps: &[Step], now: &Manifest) -> Result<Plan, Error> {
     let mut plan = Plan::default();
-    for (path, (first, last)) in span(store, steps)? {
+    for (path, spanned) in span(store, steps)? {
+        let Spanned {
+            first,
+            last,
+            uncertain,
+        } = spanned;
         let current = now.get(&path);
         if same(current, first.as_ref()) {
             continue;
@@ -227,10 +261,10 @@ pub fn plan(store: &Store, steps: &[Step], now: &Manifest) -> Result<Plan, Error
             });
             continue;
         }
-        if first.as_ref().is_some_and(|e| e.kind == Kind::TooLarge) {
+        if first.as_ref().is_some_and(|e| e.kind == Kind::NotKept) {
             plan.left.push(Left {
                 path,
-                reason: "too large to have been kept (checkpoints.max_file_mb)".to_owned(),
+                reason: "its content then was not kept (over checkpoints.max_file_mb, or the session's share of the store was full)".to_owned(),
             });
             continue;
         }
@@ -249,6 +283,7 @@ pub fn plan(store: &Store, steps: &[Step], now: &Manifest) -> Result<Plan, Error
             },
             to: first,
             lines,
+            uncertain,
         });
     }
     Ok(plan)
@@ -285,8 +320,14 @@ pub struct Applied {
 /// A path as text, for the sandbox and for people: control characters
 /// (an escape sequence in a file name) made visible.
 pub fn shown(path: &Path) -> String {
-    String::from_utf8_lossy(path.as_os_str().as_bytes())
-        .chars()
+    visible(&String::from_utf8_lossy(path.as_os_str().as_bytes()))
+}
+
+/// `text` with control characters made visible (`\u{1b}`): a reason
+/// that quotes a file name must not carry its escape sequences to the
+/// terminal either.
+pub fn visible(text: &str) -> String {
+    text.chars()
         .flat_map(|c| {
             if c.is_control() {
                 c.escape_default().collect::<Vec<char>>()
@@ -314,7 +355,9 @@ pub fn apply(
             contents.push((planned, store.get(&to.hash)?));
         }
         let checked = match planned.path.to_str() {
-            Some(text) => sandbox.check_restorable(text).map_err(|e| e.to_string()),
+            Some(text) => sandbox
+                .check_restorable(text)
+                .map_err(|e| visible(&e.to_string())),
             None => Err("its name is not UTF-8, which offcode cannot put back".to_owned()),
         };
         if let Err(reason) = checked {
@@ -343,7 +386,7 @@ pub fn apply(
         if let Err(e) = sandbox.restore_absent(&text(path)) {
             failed.push(Left {
                 path: (*path).clone(),
-                reason: e.to_string(),
+                reason: visible(&e.to_string()),
             });
         }
     }
@@ -366,7 +409,7 @@ pub fn apply(
         if let Err(e) = result {
             failed.push(Left {
                 path: planned.path.clone(),
-                reason: e.to_string(),
+                reason: visible(&e.to_string()),
             });
         }
     }
@@ -378,7 +421,7 @@ pub fn apply(
 
 /// `turns` with each step cut short (offcode was killed while it ran, so
 /// only its beginning was recorded) ended at the next step's beginning, or
-/// at `now` when it was the last.
+/// at `now` when it was the last; such a step is uncertain.
 pub fn settle(turns: &[Turn], now: &str) -> Vec<Turn> {
     let mut settled = turns.to_vec();
     let mut next = now.to_owned();
@@ -455,15 +498,22 @@ pub fn diff_since(
     let store = checkpoints.store();
     let mut summary = Vec::new();
     let mut text = String::new();
-    for (path, (first, last)) in span(store, &steps)? {
+    for (path, spanned) in span(store, &steps)? {
+        let Spanned {
+            first,
+            last,
+            uncertain,
+        } = spanned;
         if same(first.as_ref(), last.as_ref()) {
             continue;
         }
         let name = shown(&path);
-        let hand = if same(now.get(&path), last.as_ref()) {
-            ""
-        } else {
+        let hand = if !same(now.get(&path), last.as_ref()) {
             "  (changed by hand since)"
+        } else if uncertain {
+            UNCERTAIN
+        } else {
+            ""
         };
         let content = |entry: &Option<Entry>| -> Result<Option<Vec<u8>>, Error> {
             match entry {
@@ -517,4 +567,35 @@ pub fn diff_since(
         }
     }
     Ok((summary, text))
+}
+
+/// At a session's start: the last step cut short (offcode was killed
+/// while it ran) gets its end as the workspace is found now, marked found
+/// later, so what the person changes from here on is never taken for the
+/// agent's. Returns whether there was one.
+pub fn complete_cut_short(
+    session: &mut crate::session::Session,
+    checkpoints: &mut super::Checkpoints,
+) -> Result<bool, Error> {
+    let Ok(branch) = session.branch() else {
+        return Ok(false);
+    };
+    let turns = turns(&branch);
+    let Some(step) = turns
+        .last()
+        .and_then(|t| t.steps.last())
+        .filter(|s| s.after.is_empty())
+        .cloned()
+    else {
+        return Ok(false);
+    };
+    let now = checkpoints.take()?;
+    let recorded = session.append(EntryBody::Checkpoint {
+        before: step.before,
+        after: now.id,
+        tool: step.tool,
+        call_id: None,
+        found_later: true,
+    });
+    Ok(recorded.is_ok())
 }

@@ -244,7 +244,7 @@ impl Store {
             return None;
         };
         for entry in &mut manifest.entries {
-            if entry.kind == Kind::TooLarge {
+            if entry.kind == Kind::NotKept {
                 continue;
             }
             let path = self.object_path(&entry.hash);
@@ -306,9 +306,10 @@ impl Store {
     }
 
     /// When the objects take more than `cap` bytes, forgets the oldest
-    /// sessions' checkpoints (never `keep`'s) until what is left fits, and
-    /// removes every object no remaining checkpoint needs.
-    pub fn prune(&self, cap: u64, keep: &str) -> Result<Pruned, Error> {
+    /// sessions' checkpoints (never those `keep` names: the session
+    /// starting, and any another offcode has open) until what is left
+    /// fits, and removes every object no remaining checkpoint needs.
+    pub fn prune(&self, cap: u64, keep: &dyn Fn(&str) -> bool) -> Result<Pruned, Error> {
         let _lock = self.lock()?;
         let sizes = self.objects();
         if sizes.values().sum::<u64>() <= cap {
@@ -325,7 +326,7 @@ impl Store {
                         manifest
                             .entries
                             .into_iter()
-                            .filter(|e| e.kind != Kind::TooLarge)
+                            .filter(|e| e.kind != Kind::NotKept)
                             .map(|e| e.hash),
                     );
                 }
@@ -345,7 +346,7 @@ impl Store {
             if live <= cap {
                 break;
             }
-            if id == keep {
+            if keep(id) {
                 continue;
             }
             for hash in wanted {

@@ -5,7 +5,7 @@ use super::rewind::{self, Step};
 use super::*;
 
 fn open(data: &Path, root: &Path, settings: CheckpointSettings) -> Checkpoints {
-    Checkpoints::open(data, root, "s1", settings, Vec::new())
+    Checkpoints::open(data, root, "s1", settings, Vec::new(), &|_| false)
         .unwrap()
         .0
 }
@@ -17,6 +17,7 @@ fn step(before: &str, after: &str) -> Step {
         after: after.into(),
         tool: "bash".into(),
         undone: false,
+        uncertain: false,
     }
 }
 
@@ -157,7 +158,9 @@ fn a_file_over_the_limit_is_named_once_and_cannot_be_put_back() {
     assert!(plan.is_empty());
     assert_eq!(
         plan.lines(),
-        ["kept    big.bin: too large to have been kept (checkpoints.max_file_mb)"]
+        [
+            "kept    big.bin: its content then was not kept (over checkpoints.max_file_mb, or the session's share of the store was full)"
+        ]
     );
 }
 
@@ -202,10 +205,16 @@ fn the_oldest_sessions_are_pruned_to_the_cap() {
     let root = work.path();
     let roomy = CheckpointSettings::default();
     for (index, session) in ["old", "mid", "new"].iter().enumerate() {
-        let mut checkpoints =
-            Checkpoints::open(data.path(), root, session, roomy.clone(), Vec::new())
-                .unwrap()
-                .0;
+        let mut checkpoints = Checkpoints::open(
+            data.path(),
+            root,
+            session,
+            roomy.clone(),
+            Vec::new(),
+            &|_| false,
+        )
+        .unwrap()
+        .0;
         let fill: Vec<u8> = (0..(600 << 10))
             .map(|i| u8::try_from((i * (index + 3)) % 251).unwrap_or(0))
             .collect();
@@ -218,10 +227,22 @@ fn the_oldest_sessions_are_pruned_to_the_cap() {
         max_store_mb: 1,
         ..CheckpointSettings::default()
     };
+    // A session another offcode has open is never pruned, even the oldest.
+    let busy = |id: &str| id == "old";
+    let (_, pruned) = Checkpoints::open(
+        data.path(),
+        root,
+        "new",
+        settings.clone(),
+        Vec::new(),
+        &busy,
+    )
+    .unwrap();
+    assert_eq!(pruned.sessions, ["mid"]);
     let (checkpoints, pruned) =
-        Checkpoints::open(data.path(), root, "new", settings, Vec::new()).unwrap();
-    assert_eq!(pruned.sessions, ["old", "mid"]);
-    assert_eq!(pruned.objects, 4);
+        Checkpoints::open(data.path(), root, "new", settings, Vec::new(), &|_| false).unwrap();
+    assert_eq!(pruned.sessions, ["old"]);
+    assert_eq!(pruned.objects, 2);
     assert!(checkpoints.store().size() <= 1 << 20);
 }
 
@@ -376,6 +397,7 @@ fn a_turn_is_what_the_person_typed_not_offcodes_notes() {
                 after: "b".into(),
                 tool: "edit".into(),
                 call_id: None,
+                found_later: false,
             },
         ),
         entry("5", user("now test it")),
@@ -386,4 +408,48 @@ fn a_turn_is_what_the_person_typed_not_offcodes_notes() {
         .map(|t| (t.number, t.prompt.as_str(), t.steps.len()))
         .collect();
     assert_eq!(seen, [(1, "fix it", 1), (2, "now test it", 0)]);
+}
+
+#[test]
+fn past_its_share_a_session_sees_changes_but_keeps_no_content() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(root.join("small.txt"), "one\n").unwrap();
+    let settings = CheckpointSettings {
+        max_store_mb: 1,
+        ..CheckpointSettings::default()
+    };
+    let mut checkpoints = open(data.path(), root, settings);
+    let first = checkpoints.take().unwrap();
+    assert!(!first.share_full);
+    // A flood past half the cap: seen, not kept, said once.
+    std::fs::write(root.join("flood.bin"), vec![1u8; 600 << 10]).unwrap();
+    std::fs::write(root.join("small.txt"), "two\n").unwrap();
+    let second = checkpoints.take().unwrap();
+    assert!(second.share_full);
+    std::fs::write(root.join("small.txt"), "three\n").unwrap();
+    let third = checkpoints.take().unwrap();
+    assert!(!third.share_full, "said once");
+    assert!(checkpoints.store().size() < 1 << 20);
+    let store = checkpoints.store();
+    let now = store.manifest(&third.id).unwrap();
+    let kinds: Vec<(String, Kind)> = now
+        .entries
+        .iter()
+        .map(|e| (e.path.display().to_string(), e.kind))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("flood.bin".to_owned(), Kind::NotKept),
+            ("small.txt".to_owned(), Kind::File)
+        ]
+    );
+    // The earlier content stays restorable: the step's span is known.
+    let plan = rewind::plan(store, &[step(&first.id, &third.id)], &now).unwrap();
+    assert_eq!(
+        plan.lines(),
+        ["remove  flood.bin", "revert  small.txt  +1 -1"]
+    );
 }

@@ -56,12 +56,14 @@ fn checkpoints_here(
         Failure::message("Cannot tell where checkpoints are kept", EXIT_USAGE)
             .with_hint("Set `HOME`, `XDG_DATA_HOME` or `OFFCODE_DATA_DIR`")
     })?;
+    let sessions = session_store(environment)?;
     let (checkpoints, _) = crate::checkpoint::Checkpoints::open(
         &data,
         sandbox.root(),
         id,
         settings,
         environment.own_files(),
+        &|other: &str| sessions.in_use(other),
     )
     .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
     Ok((sandbox, checkpoints))
@@ -107,10 +109,16 @@ pub fn revert(args: &RevertArgs, environment: &Environment) -> Result<u8, Failur
         let mark = if t.number >= number { "×" } else { " " };
         let _ = writeln!(text, " {mark}{:>3}  {}", t.number, t.prompt);
     }
-    let verb = if args.yes {
-        "Reverted"
+    let applied = if args.yes {
+        rewind::apply(checkpoints.store(), &sandbox, &plan)
+            .map_err(|e| Failure::new(&e, EXIT_FAILED))?
     } else {
-        "Reverting would take"
+        rewind::Applied::default()
+    };
+    let verb = match (args.yes, applied.written) {
+        (false, _) => "Reverting would take",
+        (true, true) => "Reverted",
+        (true, false) => "Reverting was to take",
     };
     let _ = writeln!(
         text,
@@ -126,8 +134,6 @@ pub fn revert(args: &RevertArgs, environment: &Environment) -> Result<u8, Failur
         out(&text)?;
         return Ok(0);
     }
-    let applied = rewind::apply(checkpoints.store(), &sandbox, &plan)
-        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
     if !applied.written {
         text.push_str("\nNothing was changed, files or conversation: these cannot be put back as they are now:\n");
         for left in &applied.failed {

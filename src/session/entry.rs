@@ -119,6 +119,10 @@ pub enum EntryBody {
         /// The tool call, when it was one.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         call_id: Option<String>,
+        /// The step was cut short (offcode killed while it ran): `after`
+        /// is the workspace as the next start found it.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        found_later: bool,
     },
     /// `/undo` took back the file changes of the step recorded by the
     /// `checkpoint` entry `step`.

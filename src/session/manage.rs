@@ -114,6 +114,19 @@ impl Store {
         Ok(session)
     }
 
+    /// Whether another offcode (or another open of it in this one) has
+    /// the session `id` open.
+    pub fn in_use(&self, id: &str) -> bool {
+        let Ok(path) = self.existing(id) else {
+            return false;
+        };
+        let Ok(file) = std::fs::File::open(&path) else {
+            return false;
+        };
+        let taken = rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockShared);
+        taken.is_err()
+    }
+
     /// Deletes the session `id` and its subagents' sessions; refused while
     /// another offcode has it open.
     pub fn delete(&self, id: &str) -> Result<Vec<String>, Error> {

@@ -105,6 +105,7 @@ fn a_fork_copies_the_branch_up_to_a_point_and_renumbers_undos() {
             after: "b".repeat(64),
             tool: "bash".into(),
             call_id: None,
+            found_later: false,
         })
         .unwrap();
     let step = session.last_id.clone().unwrap();
