@@ -58,6 +58,16 @@ pub const DEFAULT_EXCLUDE: &[&str] = &[
     ".pytest_cache/",
     ".gradle/",
     ".cache/",
+    // Tools and package caches a home directory holds (a workspace that is
+    // `$HOME`): reinstalled, never written by hand.
+    ".rustup/",
+    ".cargo/registry/",
+    ".cargo/git/",
+    ".pyenv/",
+    ".nvm/",
+    ".npm/",
+    ".m2/",
+    "go/pkg/",
     "*.pyc",
     "*.o",
     "*.class",

@@ -110,6 +110,8 @@ fn an_unchanged_tree_stores_nothing_and_version_control_is_never_entered() {
     std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
     std::fs::create_dir_all(root.join("target/debug")).unwrap();
     std::fs::write(root.join("target/debug/app"), "binary").unwrap();
+    std::fs::create_dir_all(root.join(".rustup/toolchains")).unwrap();
+    std::fs::write(root.join(".rustup/toolchains/rustc"), "binary").unwrap();
     std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
     std::fs::write(root.join("run.log"), "noise").unwrap();
     std::fs::write(root.join("main.rs"), "fn main() {}").unwrap();
