@@ -12,6 +12,7 @@
 //! project's `.git` is never entered.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod diff;
 pub mod manifest;
 pub mod rewind;
 pub mod store;
@@ -23,6 +24,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use diff::diff_since;
 pub use manifest::{Change, Entry, Kind, Manifest};
 pub use store::{Pruned, Store};
 

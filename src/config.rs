@@ -445,9 +445,9 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         // By position, not by prefix: run from $HOME, the global config
         // lies under the working directory but is still the user's own.
         let is_project = explicit.as_ref() != Some(&path) && project_files.contains(&path);
-        validate_layer(&mut layer);
+        layer::validate_layer(&mut layer);
         mcp::check_layer(&layer, &merged.tree, &text, &path)?;
-        sandbox_layer(&mut layer, is_project).map_err(|message| Error::Invalid {
+        layer::sandbox_layer(&mut layer, is_project).map_err(|message| Error::Invalid {
             path: path.clone(),
             line: None,
             column: None,
@@ -514,56 +514,6 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         agent_layers,
         merged,
     })
-}
-
-/// Reads the short forms of `validate`: a command (`"cargo test"`), a
-/// list of them, or `false`.
-fn validate_layer(layer: &mut Map<String, Value>) {
-    let Some(validate) = layer.get_mut("validate") else {
-        return;
-    };
-    match validate {
-        Value::String(_) | Value::Array(_) => {
-            let commands = match validate.take() {
-                Value::String(command) => json!([command]),
-                list => list,
-            };
-            *validate = json!({ "commands": commands });
-        }
-        Value::Bool(enabled) => *validate = json!({ "enabled": *enabled }),
-        _ => {}
-    }
-}
-
-/// Reads `"sandbox": "off"` as `{"mode": "off"}`, and refuses what a
-/// project config may not do: a repository cannot turn off or widen the
-/// confinement of the commands run in it.
-fn sandbox_layer(layer: &mut Map<String, Value>, is_project: bool) -> Result<(), String> {
-    // Nor can it stop what it does from being taken back, or log prompts.
-    for key in ["checkpoints", "log"] {
-        if is_project && layer.contains_key(key) {
-            return Err(format!(
-                "`{key}` may only be set in your global config: a project cannot change what offcode keeps of the work done in it"
-            ));
-        }
-    }
-    let Some(sandbox) = layer.get_mut("sandbox") else {
-        return Ok(());
-    };
-    if let Value::String(mode) = sandbox {
-        *sandbox = json!({ "mode": mode });
-    }
-    if is_project {
-        let loosens = sandbox.get("mode").and_then(Value::as_str) == Some("off")
-            || sandbox
-                .get("writable")
-                .and_then(Value::as_array)
-                .is_some_and(|dirs| !dirs.is_empty());
-        if loosens {
-            return Err("`sandbox.mode: off` and `sandbox.writable` may only be set in your global config: a project cannot loosen the confinement of its own commands".to_owned());
-        }
-    }
-    Ok(())
 }
 
 /// A layer's `dangerous.extra` entries, taken out of it.

@@ -12,12 +12,14 @@ mod agents;
 mod approval;
 mod format;
 mod mcp;
+mod reports;
 mod rewind;
 mod wire;
 pub use agents::{AgentSummary, SubagentEvent, ValidationEvent, ValidationStatus};
 pub use approval::{ApprovalRequestEvent, PermissionDecisionEvent};
 pub use format::{count, format_size, format_tokens};
 pub use mcp::{McpServerReport, McpState, McpStatusEvent, McpToolReport};
+pub use reports::{ContextPart, ContextReport, ModelInfo, ModelListEvent};
 pub use rewind::{RewindKind, RewindReport, TurnRow};
 pub use wire::managed as managed_wire;
 
@@ -497,30 +499,6 @@ pub enum ToolDisplay {
     },
 }
 
-/// What a request carries, part by part (`/context`, `offcode context`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextReport {
-    /// Each part with its source and (estimated) tokens, in request order.
-    pub parts: Vec<ContextPart>,
-    /// The sum of the parts.
-    pub total: u64,
-    /// The model's context length, when known.
-    pub limit: Option<u64>,
-    /// Prompt tokens of the last request as the server counted them.
-    pub last_prompt: Option<u64>,
-}
-
-/// One part of a [`ContextReport`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ContextPart {
-    /// What it is (`system prompt`, `project rules`, `tool schemas`, `history`).
-    pub name: String,
-    /// Where it came from (a file, `built in`, the session).
-    pub source: String,
-    /// Tokens, estimated.
-    pub tokens: u64,
-}
-
 /// One item of the agent's todo list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TodoItem {
@@ -570,30 +548,6 @@ pub struct RetryEvent {
     pub delay_ms: u64,
     /// What failed.
     pub reason: String,
-}
-
-/// Payload of [`EventMsg::ModelList`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelListEvent {
-    /// The served models; empty when the server did not answer.
-    pub models: Vec<ModelInfo>,
-    /// Why the server did not list them.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    /// The active model's context length: the config's, else the
-    /// server's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<u64>,
-}
-
-/// One served model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelInfo {
-    /// The id to request it by.
-    pub id: String,
-    /// Its context length, when the server says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub context: Option<u64>,
 }
 
 /// Payload of [`EventMsg::TurnComplete`].

@@ -481,20 +481,13 @@ impl Session {
             || entries.first().map(|e| e.id.clone()),
             |p| Some(p.to_owned()),
         );
-        let Rebuilt {
-            messages,
-            model,
-            agent,
-            allowed,
-            todos,
-            compaction,
-        } = rebuild(&entries, &meta, parent.as_deref());
-        self.messages = messages;
-        self.model = model;
-        self.agent = agent;
-        self.allowed = allowed;
-        self.todos = todos;
-        self.compaction = compaction;
+        let rebuilt = rebuild(&entries, &meta, parent.as_deref());
+        self.messages = rebuilt.messages;
+        self.model = rebuilt.model;
+        self.agent = rebuilt.agent;
+        self.allowed = rebuilt.allowed;
+        self.todos = rebuilt.todos;
+        self.compaction = rebuilt.compaction;
         self.last_id = parent;
         Ok(())
     }

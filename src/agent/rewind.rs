@@ -205,29 +205,9 @@ impl AgentState {
                 "Nothing to undo: no step of this session changed files (or all were undone)",
             ),
             Ok(Some((step, plan, applied))) => {
-                if !applied.written {
-                    return self.report(
-                        id,
-                        RewindReport {
-                            kind: RewindKind::Undo,
-                            turn: None,
-                            lines: plan.lines(),
-                            failed: failed_lines(&applied.failed),
-                            diff: String::new(),
-                            note: "Nothing was put back: these paths cannot be, as they are now"
-                                .to_owned(),
-                        },
-                    );
-                }
-                let _ = self.record(
-                    id,
-                    EntryBody::Undo {
-                        step: step.entry.clone(),
-                        restored: plan.restored(),
-                        kept: plan.kept(),
-                    },
-                );
-                let note = if plan.is_empty() {
+                let note = if !applied.written {
+                    "Nothing was put back: these paths cannot be, as they are now".to_owned()
+                } else if plan.is_empty() {
                     format!(
                         "The last `{}` step's changes were already gone; nothing was written",
                         step.tool
@@ -235,6 +215,16 @@ impl AgentState {
                 } else {
                     format!("Took back the last `{}` step's file changes", step.tool)
                 };
+                if applied.written {
+                    let _ = self.record(
+                        id,
+                        EntryBody::Undo {
+                            step: step.entry,
+                            restored: plan.restored(),
+                            kept: plan.kept(),
+                        },
+                    );
+                }
                 self.report(
                     id,
                     RewindReport {
@@ -341,7 +331,8 @@ impl AgentState {
             let mut checkpoints = checkpoints
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            rewind::diff_since(&mut checkpoints, &turns, since).map_err(|e| e.to_string())
+            crate::checkpoint::diff_since(&mut checkpoints, &turns, since)
+                .map_err(|e| e.to_string())
         });
         match result {
             Err(why) => self.note(id, RewindKind::Diff, why),

@@ -181,7 +181,7 @@ pub fn diff(args: &DiffArgs, environment: &Environment) -> Result<u8, Failure> {
     let turns = rewind::turns(&branch);
     let (_, mut checkpoints) = checkpoints_here(environment, &meta, &id)?;
     let since = usize::try_from(args.since).unwrap_or(1);
-    let (summary, diff) = rewind::diff_since(&mut checkpoints, &turns, since)
+    let (summary, diff) = crate::checkpoint::diff_since(&mut checkpoints, &turns, since)
         .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
     if summary.is_empty() {
         out(&format!("The agent changed no files in session {id}\n"))?;

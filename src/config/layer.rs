@@ -11,7 +11,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Deserializer, de};
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -346,6 +346,59 @@ pub fn display_path(path: &Path, base: &Path) -> String {
         Ok(relative) => format!("./{}", relative.display()),
         Err(_) => path.display().to_string(),
     }
+}
+
+/// Reads the short forms of `validate`: a command (`"cargo test"`), a
+/// list of them, or `false`.
+pub(super) fn validate_layer(layer: &mut Map<String, Value>) {
+    let Some(validate) = layer.get_mut("validate") else {
+        return;
+    };
+    match validate {
+        Value::String(_) | Value::Array(_) => {
+            let commands = match validate.take() {
+                Value::String(command) => json!([command]),
+                list => list,
+            };
+            *validate = json!({ "commands": commands });
+        }
+        Value::Bool(enabled) => *validate = json!({ "enabled": *enabled }),
+        _ => {}
+    }
+}
+
+/// Reads `"sandbox": "off"` as `{"mode": "off"}`, and refuses what a
+/// project config may not do: a repository cannot turn off or widen the
+/// confinement of the commands run in it.
+pub(super) fn sandbox_layer(
+    layer: &mut Map<String, Value>,
+    is_project: bool,
+) -> Result<(), String> {
+    // Nor can it stop what it does from being taken back, or log prompts.
+    for key in ["checkpoints", "log"] {
+        if is_project && layer.contains_key(key) {
+            return Err(format!(
+                "`{key}` may only be set in your global config: a project cannot change what offcode keeps of the work done in it"
+            ));
+        }
+    }
+    let Some(sandbox) = layer.get_mut("sandbox") else {
+        return Ok(());
+    };
+    if let Value::String(mode) = sandbox {
+        *sandbox = json!({ "mode": mode });
+    }
+    if is_project {
+        let loosens = sandbox.get("mode").and_then(Value::as_str) == Some("off")
+            || sandbox
+                .get("writable")
+                .and_then(Value::as_array)
+                .is_some_and(|dirs| !dirs.is_empty());
+        if loosens {
+            return Err("`sandbox.mode: off` and `sandbox.writable` may only be set in your global config: a project cannot loosen the confinement of its own commands".to_owned());
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
