@@ -76,7 +76,7 @@ pub struct AgentSetup {
     pub mcp: Option<Arc<crate::mcp::Mcp>>,
     /// The workspace's checkpoints (none: off, or a subagent's core, whose
     /// changes its parent's `task` step covers).
-    pub checkpoints: Option<Arc<std::sync::Mutex<crate::checkpoint::Checkpoints>>>,
+    pub checkpoints: Option<Arc<crate::checkpoint::Shared>>,
 }
 
 /// Sends ops to a running core. Cheap to clone.

@@ -75,6 +75,16 @@ pub const DEFAULT_EXCLUDE: &[&str] = &[
     "*.class",
 ];
 
+impl CheckpointSettings {
+    /// Whether every `exclude` pattern parses (checked at a session's
+    /// start, as the store opens in the background).
+    pub fn check(&self, root: &Path) -> Result<(), Error> {
+        walk::Filter::new(root, &self.exclude, self.skip_ignored, Vec::new())
+            .map(|_| ())
+            .map_err(Error::Pattern)
+    }
+}
+
 impl Default for CheckpointSettings {
     fn default() -> Self {
         Self {
@@ -217,6 +227,11 @@ impl Checkpoints {
         &self.store
     }
 
+    /// The settings in force.
+    pub fn settings(&self) -> &CheckpointSettings {
+        &self.settings
+    }
+
     /// The workspace root.
     pub fn root(&self) -> &Path {
         &self.root
@@ -303,6 +318,76 @@ impl Checkpoints {
         self.last = Some((id, manifest));
         self.added += taken.bytes;
         Ok(taken)
+    }
+}
+
+/// A session's checkpoints, shared by its core, opened in the background
+/// so that a session's start never waits for the store (its repair check
+/// and its size walk take tens of milliseconds for a large one): the first
+/// use waits for the opening instead.
+#[derive(Debug)]
+pub struct Shared {
+    slot: std::sync::Mutex<Slot>,
+}
+
+type Opened = Result<(Checkpoints, Pruned), Error>;
+
+#[derive(Debug)]
+enum Slot {
+    Opening(std::thread::JoinHandle<Opened>),
+    Open(Box<Checkpoints>),
+    Failed(String),
+}
+
+impl Shared {
+    /// Checkpoints already open.
+    pub fn ready(checkpoints: Checkpoints) -> Self {
+        Self {
+            slot: std::sync::Mutex::new(Slot::Open(Box::new(checkpoints))),
+        }
+    }
+
+    /// Checkpoints opened by `open` on a thread of their own.
+    pub fn opening(open: impl FnOnce() -> Opened + Send + 'static) -> Self {
+        let slot = match std::thread::Builder::new()
+            .name("checkpoints".to_owned())
+            .spawn(open)
+        {
+            Ok(handle) => Slot::Opening(handle),
+            Err(e) => Slot::Failed(format!("could not start opening the store: {e}")),
+        };
+        Self {
+            slot: std::sync::Mutex::new(slot),
+        }
+    }
+
+    /// Runs `f` on the checkpoints, once they are open; the first call
+    /// also returns what opening them pruned. `Err` says why there are
+    /// none (the store could not be opened).
+    pub fn with<R>(&self, f: impl FnOnce(&mut Checkpoints) -> R) -> Result<(R, Pruned), String> {
+        let mut slot = self
+            .slot
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut pruned = Pruned::default();
+        if matches!(*slot, Slot::Opening(_)) {
+            let opening = std::mem::replace(&mut *slot, Slot::Failed(String::new()));
+            if let Slot::Opening(handle) = opening {
+                *slot = match handle.join() {
+                    Ok(Ok((checkpoints, done))) => {
+                        pruned = done;
+                        Slot::Open(Box::new(checkpoints))
+                    }
+                    Ok(Err(e)) => Slot::Failed(e.to_string()),
+                    Err(_) => Slot::Failed("opening the store failed".to_owned()),
+                };
+            }
+        }
+        match &mut *slot {
+            Slot::Open(checkpoints) => Ok((f(checkpoints), pruned)),
+            Slot::Failed(why) => Err(why.clone()),
+            Slot::Opening(_) => Err("the store is still being opened".to_owned()),
+        }
     }
 }
 

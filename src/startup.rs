@@ -123,17 +123,6 @@ pub fn prepare(
         &mut session,
         &mut context.warnings,
     );
-    let mut session = session;
-    if let Some(checkpoints) = checkpoints.as_ref().filter(|_| session.resumed) {
-        let mut checkpoints = checkpoints
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Ok(true) =
-            crate::checkpoint::rewind::complete_cut_short(&mut session, &mut checkpoints)
-        {
-            context.warnings.push("This session's last step was cut short (offcode stopped while it ran): its changes are taken as the workspace is now, and a revert marks them, as they may hold your own".to_owned());
-        }
-    }
     let servers = crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref())
         .with_ttl(config.cache);
     Ok(AgentSetup {
@@ -203,40 +192,50 @@ pub fn fork(store: &Store, id: &str, at: Option<usize>) -> Result<Session, Strin
         .map_err(|e| e.to_string())
 }
 
-/// The workspace's checkpoints for `session`; none when they are off or
-/// the store cannot be opened (said in `warnings`, as is any pruning).
+/// The workspace's checkpoints for `session`; none when they are off.
+/// A new session's store is opened in the background (its first use
+/// waits, and says what opening pruned); a resumed one's now, so that a
+/// step cut short is ended as the workspace is found at this start (said
+/// in `warnings`, as is any pruning or failure).
 pub fn checkpoints(
     environment: &Environment,
     settings: &crate::checkpoint::CheckpointSettings,
     root: &std::path::Path,
     session: &mut Session,
     warnings: &mut Vec<String>,
-) -> Option<Arc<std::sync::Mutex<crate::checkpoint::Checkpoints>>> {
+) -> Option<Arc<crate::checkpoint::Shared>> {
     if !settings.enabled {
         return None;
     }
     let data = environment.data_dir()?;
+    if let Err(e) = settings.check(root) {
+        warnings.push(format!(
+            "Checkpoints are off, so /undo and /revert cannot take changes back: {e}"
+        ));
+        return None;
+    }
     let sessions = session_store(environment).ok();
-    let in_use = |id: &str| sessions.as_ref().is_some_and(|store| store.in_use(id));
-    match crate::checkpoint::Checkpoints::open(
-        &data,
-        root,
-        &session.id,
-        settings.clone(),
-        environment.own_files(),
-        &in_use,
-    ) {
+    let kept_out = environment.own_files();
+    let (root, id, settings) = (root.to_path_buf(), session.id.clone(), settings.clone());
+    let open = move || {
+        let in_use = |other: &str| sessions.as_ref().is_some_and(|store| store.in_use(other));
+        crate::checkpoint::Checkpoints::open(&data, &root, &id, settings, kept_out, &in_use)
+    };
+    if !session.resumed {
+        return Some(Arc::new(crate::checkpoint::Shared::opening(open)));
+    }
+    match open() {
         Ok((mut checkpoints, pruned)) => {
             if !pruned.sessions.is_empty() {
-                warnings.push(pruned.note(settings.max_store_mb));
+                warnings.push(pruned.note(checkpoints.settings().max_store_mb));
             }
-            let cut_short = session.resumed
-                && crate::checkpoint::rewind::complete_cut_short(session, &mut checkpoints)
+            let cut_short =
+                crate::checkpoint::rewind::complete_cut_short(session, &mut checkpoints)
                     .unwrap_or(false);
             if cut_short {
                 warnings.push("This session's last step was cut short (offcode stopped while it ran): its changes are taken as the workspace is now, and a revert marks them, as they may hold your own".to_owned());
             }
-            Some(Arc::new(std::sync::Mutex::new(checkpoints)))
+            Some(Arc::new(crate::checkpoint::Shared::ready(checkpoints)))
         }
         Err(e) => {
             warnings.push(format!(

@@ -35,21 +35,25 @@ impl AgentState {
     /// The workspace's checkpoint now, taken off the runtime's thread; none
     /// when checkpoints are off. A failure turns them off, said once.
     pub(super) async fn checkpoint(&mut self, id: SubmissionId) -> Option<String> {
-        let checkpoints = Arc::clone(self.checkpoints.as_ref()?);
-        let taken = tokio::task::spawn_blocking(move || {
-            checkpoints
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .take()
-        })
-        .await;
-        let taken = match taken {
-            Ok(result) => result,
+        let shared = Arc::clone(self.checkpoints.as_ref()?);
+        let taken =
+            tokio::task::spawn_blocking(move || shared.with(crate::checkpoint::Checkpoints::take))
+                .await;
+        let (taken, pruned) = match taken {
+            Ok(Ok(result)) => result,
+            Ok(Err(why)) => {
+                self.checkpoints_off(id, &why);
+                return None;
+            }
             Err(join) => {
                 self.checkpoints_off(id, &join.to_string());
                 return None;
             }
         };
+        // Opening the store (in the background) pruned older sessions.
+        if !pruned.sessions.is_empty() {
+            self.warn(id, &pruned.note(self.config.checkpoints.max_store_mb));
+        }
         match taken {
             Ok(taken) => {
                 if taken.share_full {
@@ -169,9 +173,7 @@ impl AgentState {
     }
 
     /// The checkpoints, or the reason there are none.
-    fn checkpoints_here(
-        &self,
-    ) -> Result<Arc<std::sync::Mutex<crate::checkpoint::Checkpoints>>, String> {
+    fn checkpoints_here(&self) -> Result<Arc<crate::checkpoint::Shared>, String> {
         self.checkpoints.clone().ok_or_else(|| {
             if self.config.checkpoints.enabled {
                 "Checkpoints are off in this session (see the warning at its start), so nothing can be taken back".to_owned()
@@ -184,18 +186,17 @@ impl AgentState {
     /// `/undo`: the last step's file changes.
     pub(super) fn undo(&mut self, id: SubmissionId) {
         let result = self.turns().and_then(|turns| {
-            let checkpoints = self.checkpoints_here()?;
-            let mut checkpoints = checkpoints
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let Some((step, plan)) =
-                rewind::undo_plan(&mut checkpoints, &turns).map_err(|e| e.to_string())?
-            else {
-                return Ok(None);
-            };
-            let failed = rewind::apply(checkpoints.store(), &self.sandbox, &plan)
-                .map_err(|e| e.to_string())?;
-            Ok(Some((step, plan, failed)))
+            let sandbox = &self.sandbox;
+            self.checkpoints_here()?
+                .with(|checkpoints| {
+                    let Some((step, plan)) = rewind::undo_plan(checkpoints, &turns)? else {
+                        return Ok(None);
+                    };
+                    let applied = rewind::apply(checkpoints.store(), sandbox, &plan)?;
+                    Ok(Some((step, plan, applied)))
+                })?
+                .0
+                .map_err(|e: crate::checkpoint::Error| e.to_string())
         });
         match result {
             Err(why) => self.note(id, RewindKind::Undo, why),
@@ -263,19 +264,20 @@ impl AgentState {
             );
         };
         // Without checkpoints the conversation can still go back.
-        let planned = self.checkpoints_here().and_then(|checkpoints| {
-            let mut checkpoints = checkpoints
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let plan =
-                rewind::revert_plan(&mut checkpoints, &turns, number).map_err(|e| e.to_string())?;
-            let applied = if apply {
-                rewind::apply(checkpoints.store(), &self.sandbox, &plan)
-                    .map_err(|e| e.to_string())?
-            } else {
-                rewind::Applied::default()
-            };
-            Ok((plan, applied))
+        let sandbox = &self.sandbox;
+        let planned = self.checkpoints_here().and_then(|shared| {
+            shared
+                .with(|checkpoints| {
+                    let plan = rewind::revert_plan(checkpoints, &turns, number)?;
+                    let applied = if apply {
+                        rewind::apply(checkpoints.store(), sandbox, &plan)?
+                    } else {
+                        rewind::Applied::default()
+                    };
+                    Ok((plan, applied))
+                })?
+                .0
+                .map_err(|e: crate::checkpoint::Error| e.to_string())
         });
         let (plan, applied, mut note) = match planned {
             Ok((plan, applied)) => (plan, applied, String::new()),
@@ -327,11 +329,9 @@ impl AgentState {
     /// `/diff N`: what the agent changed since turn `since`.
     pub(super) fn diff(&mut self, id: SubmissionId, since: usize) {
         let result = self.turns().and_then(|turns| {
-            let checkpoints = self.checkpoints_here()?;
-            let mut checkpoints = checkpoints
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            crate::checkpoint::diff_since(&mut checkpoints, &turns, since)
+            self.checkpoints_here()?
+                .with(|checkpoints| crate::checkpoint::diff_since(checkpoints, &turns, since))?
+                .0
                 .map_err(|e| e.to_string())
         });
         match result {

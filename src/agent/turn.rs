@@ -80,7 +80,7 @@ pub(super) struct AgentState {
     /// The servers' tool generation the request's tools were built at.
     pub(super) mcp_generation: u64,
     /// The workspace's checkpoints (none: off).
-    pub(super) checkpoints: Option<Arc<std::sync::Mutex<crate::checkpoint::Checkpoints>>>,
+    pub(super) checkpoints: Option<Arc<crate::checkpoint::Shared>>,
 }
 
 impl AgentState {

@@ -455,3 +455,31 @@ fn past_its_share_a_session_sees_changes_but_keeps_no_content() {
         ["remove  flood.bin", "revert  small.txt  +1 -1"]
     );
 }
+
+#[test]
+fn a_store_opened_in_the_background_is_waited_for_and_says_what_it_pruned() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path().to_path_buf();
+    std::fs::write(root.join("a.txt"), vec![3u8; 1200 << 10]).unwrap();
+    let mut old = open(data.path(), &root, CheckpointSettings::default());
+    old.take().unwrap();
+    drop(old);
+    std::fs::write(root.join("a.txt"), "small now\n").unwrap();
+    let dir = data.path().to_path_buf();
+    let shared = Shared::opening(move || {
+        let settings = CheckpointSettings {
+            max_store_mb: 1,
+            ..CheckpointSettings::default()
+        };
+        Checkpoints::open(&dir, &root, "new", settings, Vec::new(), &|_| false)
+    });
+    let (taken, pruned) = shared.with(Checkpoints::take).unwrap();
+    assert_eq!(pruned.sessions, ["s1"]);
+    assert_eq!(taken.unwrap().stored, 1);
+    let (_, pruned) = shared.with(|c| c.root().to_path_buf()).unwrap();
+    assert!(pruned.sessions.is_empty(), "said once");
+    let failed = Shared::opening(|| Err(Error::Pattern("`[`: unclosed".to_owned())));
+    let why = failed.with(|_| ()).unwrap_err();
+    assert!(why.contains("unclosed"), "{why}");
+}
