@@ -4,7 +4,9 @@
 # thread, so runs repeat) and a set of headless tasks in English and Chinese, run as a user
 # would: `offcode run --yes --json PROMPT` in a fresh directory.
 #
-# It checks offcode, not the model. A task fails when offcode misbehaved: a silent failure
+# It checks offcode, not the model. At the end, a table per task: runs, done, and offcode's
+# failures (RM_RUNS=3 RM_TEMPERATURE=server measures what users with a stock server meet).
+# A task fails when offcode misbehaved: a silent failure
 # (nothing was changed, yet exit 0), a false alarm (done, yet a non-zero exit), a hang (no end
 # within RM_TASK_TIMEOUT) or an answer longer than the default max_tokens (4096). A task the
 # model did wrong in a way offcode cannot know of (it changed the wrong file, answered a
@@ -57,15 +59,47 @@ check_greet() { grep -q 'Goodbye, ' greet.py && ! grep -q 'Hello' greet.py; }
 setup_port() { printf '{\n  "name": "api",\n  "port": 7341\n}\n' > config.json; }
 check_port() { grep -q 7341 answer.txt && [ "$(cat config.json | tr -d ' \n')" = '{"name":"api","port":7341}' ]; }
 
+setup_fix() {
+    printf 'def add(a, b):\n    return a - b\n' > calc.py
+    printf 'import unittest\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\nif __name__ == "__main__":\n    unittest.main()\n' > test_calc.py
+    cp test_calc.py .test_calc.orig
+}
+check_fix() { python3 -m unittest -q test_calc >/dev/null 2>&1 && cmp -s test_calc.py .test_calc.orig; }
+setup_rename() {
+    printf 'def compute_total(prices):\n    return sum(prices)\n' > shop.py
+    printf 'from shop import compute_total\n\nprint(compute_total([1, 2, 3]))\n' > main.py
+}
+check_rename() {
+    ! grep -q compute_total shop.py main.py && grep -q 'def total_price' shop.py \
+        && [ "$(python3 main.py 2>/dev/null)" = 6 ]
+}
+setup_count() {
+    for i in $(seq 1 20); do
+        if [ $((i % 3)) = 0 ]; then echo "2026-11-26 10:0$((i % 10)) ERROR disk full on /dev/sd$i"; else echo "2026-11-26 10:0$((i % 10)) INFO request $i served"; fi
+    done > app.log
+}
+check_count() { [ -f count.txt ] && [ "$(tr -dc '0-9' < count.txt)" = 6 ]; }
+
+# Five kinds (read-then-write, an edit, a bug fixed so the tests pass, a rename across two
+# files, a count made with a command) in English and Chinese, and a question answered from
+# a file.
 tasks=(
     "upper-en|read hello.txt and write it in upper case to out.txt|setup_hello|check_upper|act"
     "upper-zh|读取 hello.txt，把内容转换成大写后写入 out.txt|setup_hello|check_upper|act"
     "edit-en|In greet.py, change the greeting from Hello to Goodbye.|setup_greet|check_greet|act"
     "edit-zh|把 greet.py 里的问候语 Hello 改成 Goodbye。|setup_greet|check_greet|act"
+    "fix-en|The test in test_calc.py fails. Fix the bug in calc.py so that python3 -m unittest test_calc passes.|setup_fix|check_fix|act"
+    "fix-zh|test_calc.py 里的测试失败了。修复 calc.py 里的错误，让 python3 -m unittest test_calc 通过。|setup_fix|check_fix|act"
+    "rename-en|Rename the function compute_total to total_price in shop.py and in main.py.|setup_rename|check_rename|act"
+    "rename-zh|把 shop.py 和 main.py 里的函数 compute_total 改名为 total_price。|setup_rename|check_rename|act"
+    "count-en|Count the lines of app.log that contain ERROR, using a command, and write the number to count.txt.|setup_count|check_count|act"
+    "count-zh|用命令统计 app.log 里包含 ERROR 的行数，把这个数字写入 count.txt。|setup_count|check_count|act"
+    "port-en|What is the port in config.json?|setup_port|check_port|ask"
     "port-zh|config.json 里的 port 是多少？|setup_port|check_port|ask"
 )
 
 passed=0 failed=0 done_count=0 total=0
+declare -A done_by failed_by runs_by
 printf '%-10s %-4s %-6s %-9s %s\n' TASK RUN EXIT SECONDS RESULT
 for run in $(seq "$runs"); do
     for task in "${tasks[@]}"; do
@@ -130,9 +164,20 @@ EOF
             result="FAIL: done, yet exit $code"
         fi
         case $result in FAIL*) failed=$((failed + 1)) ;; *) passed=$((passed + 1)) ;; esac
+        runs_by[$name]=$(( ${runs_by[$name]:-0} + 1 ))
+        done_by[$name]=$(( ${done_by[$name]:-0} + did ))
+        case $result in FAIL*) failed_by[$name]=$(( ${failed_by[$name]:-0} + 1 )) ;; esac
         printf '%-10s %-4s %-6s %-9s %s\n' "$name" "$run" "$code" "$seconds" "$result"
         case $result in FAIL*) tail -5 "$dir/stderr" | sed 's/^/    /' ;; esac
     done
+done
+echo
+echo "sampling: ${RM_TEMPERATURE:-0} (server: the server's own), $runs runs per task"
+printf '%-10s %5s %5s %s\n' TASK RUNS DONE "OFFCODE FAILURES (exit 0 not done, done not 0, hang, runaway)"
+for task in "${tasks[@]}"; do
+    name=${task%%|*}
+    [ -n "${runs_by[$name]:-}" ] || continue
+    printf '%-10s %5s %5s %s\n' "$name" "${runs_by[$name]}" "${done_by[$name]:-0}" "${failed_by[$name]:-0}"
 done
 echo "model qwen2.5-coder-$RM_MODEL: $done_count of $total tasks done"
 echo "real-model: $passed passed, $failed failed"
