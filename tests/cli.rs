@@ -4,7 +4,7 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use pretty_assertions::assert_eq;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::support::demo::without_workspace;
 use crate::support::{
@@ -876,4 +876,47 @@ fn a_task_whose_call_was_never_sent_exits_3() {
         out.stderr
     );
     assert!(!ws.root.join("out.txt").exists());
+}
+
+#[test]
+fn a_change_that_failed_then_reported_as_made_exits_3() {
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("r1", "read", json!({"path": "hello.py"}))],
+    )));
+    // The edit fails (its old text is not in the file)...
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "e1",
+            "edit",
+            json!({"path": "hello.py", "old_string": "print('hello')", "new_string": "print('hi')"}),
+        )],
+    )));
+    // ...and the model says it made the change, twice.
+    server.push(sse(&chunks::text_answer(
+        "I replaced print('hello') with print('hi').",
+    )));
+    server.push(sse(&chunks::text_answer("Done: hello.py now prints hi.")));
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("hello.py"), "print(\"hello\")\n").unwrap();
+    let out = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--yes", "--model", "m", "make hello.py print hi"],
+    ));
+    assert_eq!(out.code, 3, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("a change that failed and was not made since"),
+        "{}",
+        out.stderr
+    );
+    // The model was told what went wrong, in its own call's words.
+    let note = server.chat_bodies()[3]["messages"].to_string();
+    assert!(note.contains("your `edit` call failed"), "{note}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("hello.py")).unwrap(),
+        "print(\"hello\")\n"
+    );
 }

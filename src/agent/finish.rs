@@ -32,6 +32,10 @@ pub(super) struct Owed {
     deferred: Vec<String>,
     /// The last call that failed and has not worked since.
     failure: Option<(String, String)>,
+    /// The last change of files that failed, when no change and no
+    /// command has worked since: nothing the task asked to change was
+    /// changed after it.
+    change_failed: Option<(String, String)>,
 }
 
 /// A final answer that leaves the task undone: the note for the model,
@@ -58,6 +62,19 @@ impl Owed {
         }
         if let Some(last) = calls.failed.last() {
             self.failure = Some(last.clone());
+        }
+        if let Some(change) = calls
+            .failed
+            .iter()
+            .rev()
+            .find(|(name, _)| effect(name) == Effect::ChangesFiles)
+        {
+            self.change_failed = Some(change.clone());
+        }
+        // A change that worked, or a command that ran (it may have made
+        // the change), makes it good.
+        if calls.changed || calls.ran_command {
+            self.change_failed = None;
         }
         // A held-back change or command is made good by a later call that
         // does the same kind of thing, with the results seen; anything else
@@ -109,6 +126,23 @@ impl Owed {
                     "The task is not done: your `{name}` call failed ({error}) and has not worked since, and you ended without a word. Fix the call and make it again, or say why the task cannot be done."
                 ),
                 what: "no word after a call that failed",
+            });
+        }
+        // A small model reports the change its failed call was to make;
+        // the file is as it was.
+        if let Some((name, error)) = &self.change_failed {
+            let error: String = error
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(300)
+                .collect();
+            return Some(Undone {
+                note: format!(
+                    "The task is not done: your `{name}` call failed ({error}) and no change has worked since, so the files are as they were. Read what you change first if you need to, then make the call again with what is really there; if the task cannot be done, say why."
+                ),
+                what: "a change that failed and was not made since",
             });
         }
         if !tools.is_empty() && promised(text) {
@@ -274,5 +308,50 @@ mod tests {
             ..Calls::default()
         });
         assert!(owed.undone("", &[], &[]).is_none());
+    }
+
+    #[test]
+    fn a_change_that_failed_is_owed_until_a_change_or_a_command_works() {
+        let failed_edit = || Calls {
+            failed: vec![("edit".into(), "Error: old_string was not found".into())],
+            ..Calls::default()
+        };
+        let mut owed = Owed::default();
+        owed.after_step(failed_edit());
+        // Reading, or a report of the change, does not make it good.
+        owed.after_step(Calls {
+            ran: vec!["read".into()],
+            ..Calls::default()
+        });
+        let undone = owed
+            .undone("I replaced print('hello') with print('hi').", &[], &[])
+            .expect("owed");
+        assert_eq!(undone.what, "a change that failed and was not made since");
+        assert!(
+            undone
+                .note
+                .contains("`edit` call failed (Error: old_string was not found)")
+        );
+        owed.after_step(Calls {
+            ran: vec!["edit".into()],
+            changed: true,
+            ..Calls::default()
+        });
+        assert!(owed.undone("Done.", &[], &[]).is_none());
+        // A command that ran may have made it.
+        owed.after_step(failed_edit());
+        owed.after_step(Calls {
+            ran: vec!["bash".into()],
+            ran_command: true,
+            ..Calls::default()
+        });
+        assert!(owed.undone("Done with sed.", &[], &[]).is_none());
+        // Other calls failing do not make a change owed.
+        let mut owed = Owed::default();
+        owed.after_step(Calls {
+            failed: vec![("read".into(), "Error: not found".into())],
+            ..Calls::default()
+        });
+        assert!(owed.undone("There is no such file.", &[], &[]).is_none());
     }
 }
