@@ -114,13 +114,7 @@ impl Owed {
         if let Some((name, error)) = &self.failure
             && text.trim().is_empty()
         {
-            let error: String = error
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .chars()
-                .take(300)
-                .collect();
+            let error = first_line(error);
             return Some(Undone {
                 note: format!(
                     "The task is not done: your `{name}` call failed ({error}) and has not worked since, and you ended without a word. Fix the call and make it again, or say why the task cannot be done."
@@ -131,13 +125,7 @@ impl Owed {
         // A small model reports the change its failed call was to make;
         // the file is as it was.
         if let Some((name, error)) = &self.change_failed {
-            let error: String = error
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .chars()
-                .take(300)
-                .collect();
+            let error = first_line(error);
             return Some(Undone {
                 note: format!(
                     "The task is not done: your `{name}` call failed ({error}) and no change has worked since, so the files are as they were. Read what you change first if you need to, then make the call again with what is really there; if the task cannot be done, say why."
@@ -153,6 +141,17 @@ impl Owed {
         }
         None
     }
+}
+
+/// An error's first line, cut to 300 characters, for a note.
+fn first_line(error: &str) -> String {
+    error
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(300)
+        .collect()
 }
 
 /// Whether a call of `done` makes good one of `owed`: the same tool, or
