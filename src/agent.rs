@@ -12,6 +12,7 @@ mod call;
 mod compact;
 mod failed;
 mod finish;
+mod intent;
 mod mcp;
 mod permit;
 mod profile;

@@ -17,6 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::sampling::Sampling;
 use crate::sandbox::Sandbox;
 
 /// The agent a session starts with.
@@ -86,9 +87,12 @@ pub struct Profile {
     /// The model it asks, instead of the session's.
     pub model: Option<String>,
     /// Sampling temperature, instead of the config's.
-    pub temperature: Option<f64>,
+    pub temperature: Option<Sampling>,
     /// Nucleus sampling, instead of the config's.
-    pub top_p: Option<f64>,
+    pub top_p: Option<Sampling>,
+    /// The sampling it gets when neither it nor the config says any:
+    /// temperature and top-p.
+    pub default_sampling: (Option<f64>, Option<f64>),
     /// Model requests in one turn, instead of the config's `max_steps`.
     pub max_steps: Option<u32>,
     /// Tools switched on or off by name (`*` for all); unnamed tools are on.
@@ -113,6 +117,7 @@ impl Profile {
             model: None,
             temperature: None,
             top_p: None,
+            default_sampling: (None, None),
             max_steps: None,
             tools: BTreeMap::new(),
             permission: None,
@@ -151,8 +156,8 @@ struct Definition {
     mode: Option<Mode>,
     description: Option<String>,
     model: Option<String>,
-    temperature: Option<f64>,
-    top_p: Option<f64>,
+    temperature: Option<Sampling>,
+    top_p: Option<Sampling>,
     #[serde(alias = "steps")]
     max_steps: Option<u32>,
     tools: Option<BTreeMap<String, bool>>,
@@ -343,12 +348,12 @@ impl Agents {
         project: bool,
     ) -> Result<(), String> {
         check_name(name)?;
-        if let Some(t) = definition.temperature
+        if let Some(t) = definition.temperature.and_then(Sampling::value)
             && !(0.0..=2.0).contains(&t)
         {
             return Err(format!("`temperature` must be between 0 and 2, not {t}"));
         }
-        if let Some(p) = definition.top_p
+        if let Some(p) = definition.top_p.and_then(Sampling::value)
             && !(p > 0.0 && p <= 1.0)
         {
             return Err(format!("`top_p` must be above 0 and at most 1, not {p}"));
@@ -482,6 +487,73 @@ fn read_only_permission() -> Value {
     })
 }
 
+/// Tools the compact profile leaves out (unless an agent switches one on
+/// by name): subagents, the todo list (offcode keeps it) and diffs, which
+/// small models get wrong.
+pub const LEFT_OUT_WHEN_COMPACT: [&str; 4] = ["task", "todowrite", "todoread", "patch"];
+
+/// Parameters (in billions) up to which a model counts as small.
+const SMALL_PARAMETERS: f64 = 4.0;
+/// A context (in tokens) up to which the compact profile is used.
+const SHORT_CONTEXT: u64 = 8_192;
+
+/// Whether `model` is small (its name says at most 4B parameters:
+/// `qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`, `Llama-3.2-3B`; an `MoE`'s
+/// active size such as `A3B` does not count) or its context short.
+pub fn is_small(model: &str, context: Option<u64>) -> bool {
+    compact_choice(None, model, context).0
+}
+
+/// The sizes a model's name states: a number right before a `b` or `B`,
+/// neither joined to other letters or digits (`1.5b`, `-32B-`, not `a3b`
+/// or `b16`).
+fn sizes(model: &str) -> impl Iterator<Item = f64> + '_ {
+    let bytes = model.as_bytes();
+    let word = |at: usize| bytes.get(at).is_some_and(u8::is_ascii_alphanumeric);
+    (0..bytes.len()).filter_map(move |start| {
+        let starts_number = bytes[start].is_ascii_digit()
+            && (start == 0 || !(word(start - 1) || bytes[start - 1] == b'.'));
+        if !starts_number {
+            return None;
+        }
+        let end = start
+            + model[start..]
+                .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+                .unwrap_or(model.len() - start);
+        let unit = bytes
+            .get(end)
+            .is_some_and(|b| b.eq_ignore_ascii_case(&b'b'));
+        (unit && !word(end + 1))
+            .then(|| model[start..end].parse::<f64>().ok())
+            .flatten()
+    })
+}
+
+/// Whether the compact profile is used, and why, in words for `doctor`:
+/// `forced` is the config's `compact` (`on`/`off`), `None` for `auto`.
+pub fn compact_choice(forced: Option<bool>, model: &str, context: Option<u64>) -> (bool, String) {
+    if let Some(on) = forced {
+        let word = if on { "on" } else { "off" };
+        return (on, format!("`compact: {word}` in the config"));
+    }
+    if sizes(model)
+        .reduce(f64::max)
+        .is_some_and(|b| b <= SMALL_PARAMETERS)
+    {
+        return (true, format!("a small model: `{model}`"));
+    }
+    if let Some(context) = context.filter(|c| *c <= SHORT_CONTEXT) {
+        return (true, format!("a short context: {context} tokens"));
+    }
+    (false, "not a small model or a short context".to_owned())
+}
+
+/// The sampling every built-in agent sends when neither it nor the config
+/// says any (temperature, top-p). Chosen by the real-model tier
+/// (`release/real-model.sh`, see `docs/models.md`): a small model at its
+/// server's own sampling (llama.cpp: 0.8 and 0.95) wanders off its task.
+pub const DEFAULT_SAMPLING: (Option<f64>, Option<f64>) = (Some(0.2), Some(0.9));
+
 fn built_in() -> Vec<Profile> {
     let read_only_tools: BTreeMap<String, bool> = ["write", "edit", "patch"]
         .into_iter()
@@ -490,6 +562,7 @@ fn built_in() -> Vec<Profile> {
     let profile = |name: &str, mode: Mode, description: &str, prompt: &str| Profile {
         description: description.to_owned(),
         prompt: prompt.to_owned(),
+        default_sampling: DEFAULT_SAMPLING,
         ..Profile::blank(name, mode, Origin::BuiltIn)
     };
     vec![
@@ -512,7 +585,7 @@ fn built_in() -> Vec<Profile> {
         profile(
             "general",
             Mode::Subagent,
-            "A general agent for a self-contained part of a larger task; it can change files and run commands.",
+            "Does a part of a task; changes files, runs commands.",
             "You are a subagent working on one part of a larger task. Do it, then answer with what you did and found, briefly, for the agent that asked.",
         ),
         profile(
@@ -533,7 +606,7 @@ fn built_in() -> Vec<Profile> {
             ..profile(
                 "explore",
                 Mode::Subagent,
-                "Explores the code without changing it: finds files, searches, reads, and reports what it found.",
+                "Finds, searches and reads code; changes nothing.",
                 "You are a subagent that explores code without changing it. Search and read what the question needs, then answer with what you found: paths, line numbers and the facts asked for.",
             )
         },

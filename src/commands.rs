@@ -76,7 +76,7 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
     let sandbox = workspace(environment)?;
     let policy = policy_source(environment, &Flags::default(), &loaded, sandbox.root())?;
     let current = policy.current().ok();
-    let (assembly, skills) =
+    let (mut assembly, skills) =
         workspace_context(environment, &sandbox, &loaded.config, current.as_deref());
     let store = session_store(environment)?;
     let session_failure = |e: crate::session::Error| Failure::new(&e, EXIT_USAGE);
@@ -97,9 +97,24 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
     let limit = crate::context::context_limit(loaded.config.context_limit, None, || {
         client.context_length(loaded.config.model.as_deref())
     });
+    // The compact profile, chosen as a session would.
+    let model = loaded.config.model.clone().or_else(|| {
+        (loaded.config.compact.forced().is_none())
+            .then(|| client.list_models().ok()?.first().map(|m| m.id.clone()))
+            .flatten()
+    });
+    let (compact, _) = crate::agents::compact_choice(
+        loaded.config.compact.forced(),
+        model.as_deref().unwrap_or_default(),
+        limit,
+    );
+    assembly.set_compact(compact);
     let mut specs = crate::tools::Registry::default()
         .with_skills(skills)
         .specs();
+    if compact {
+        specs.retain(|s| !crate::agents::LEFT_OUT_WHEN_COMPACT.contains(&s.function.name.as_str()));
+    }
     // The MCP servers are started, as a session would, to count their tools.
     let servers = (!loaded.config.mcp.is_empty())
         .then(|| mcp::servers(environment, &loaded.config, sandbox.root()));

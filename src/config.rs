@@ -150,6 +150,32 @@ pub enum ToolCallMode {
     Text,
 }
 
+/// Which prompt and tool set the model gets.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compact {
+    /// Compact for a small model or a short context
+    /// (a name that says at most 4B parameters, or a context of at most
+    /// 8192 tokens), full otherwise.
+    #[default]
+    Auto,
+    /// Always compact: a short prompt, no `task`, `patch` or todo tools.
+    On,
+    /// Always the full prompt and every tool.
+    Off,
+}
+
+impl Compact {
+    /// `on`/`off` as forced, `auto` as `None`.
+    pub fn forced(self) -> Option<bool> {
+        match self {
+            Self::Auto => None,
+            Self::On => Some(true),
+            Self::Off => Some(false),
+        }
+    }
+}
+
 /// Checking the work after a turn that changed files.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -214,10 +240,14 @@ pub struct Config {
     /// reserve (a quarter of the context at most). Always sent, never more
     /// than the context leaves.
     pub max_tokens: Option<u32>,
-    /// Sampling temperature; sent only when set.
-    pub temperature: Option<f64>,
-    /// Nucleus sampling; sent only when set.
-    pub top_p: Option<f64>,
+    /// Sampling temperature; unset, the agent's default; `"server"`,
+    /// none is sent.
+    pub temperature: Option<crate::sampling::Sampling>,
+    /// Nucleus sampling; unset, the agent's default; `"server"`, none is
+    /// sent.
+    pub top_p: Option<crate::sampling::Sampling>,
+    /// The compact prompt and tool set: `auto`, `on` or `off`.
+    pub compact: Compact,
     /// Model requests allowed in one turn.
     pub max_steps: u32,
     /// Extra instruction files for the system prompt: paths or globs
@@ -265,6 +295,7 @@ impl Default for Config {
             max_tokens: None,
             temperature: None,
             top_p: None,
+            compact: Compact::Auto,
             max_steps: 50,
             instructions: Vec::new(),
             skills: Vec::new(),

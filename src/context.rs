@@ -15,16 +15,26 @@ use crate::client::wire::{WireFunctionCall, WireMessage, WireToolCall};
 use crate::session::Message;
 
 /// The base system prompt, the same everywhere.
-const SYSTEM_PROMPT: &str = "You are offcode, a coding agent in a terminal. You work in the \
-directory named in the workspace block at the start of the conversation and change it only \
-with your tools. Read files before you edit them, keep changes small and correct, and run \
-commands to check your work when that helps. When the task is done, answer briefly with what \
-you did. Reply in the language the user writes in. For a task of more than one step, keep a \
-todo list with `todowrite` and update it as you go.";
+const SYSTEM_PROMPT: &str = "You are offcode, a coding agent in a terminal. Change the \
+workspace only with your tools. Read a file before you change it or answer about it; run \
+commands to check your work. When done, say briefly what you did. Reply in \
+the user's language. For a task of several steps, keep a todo list with `todowrite`.";
+
+/// The base prompt for a small model or a short context: the task, and
+/// nothing that invites other work.
+const COMPACT_PROMPT: &str = "You are offcode, a coding agent. Do the user's task in the \
+workspace with your tools. Read a file before you change it or answer about it, then make the \
+change with a tool call. When done, say in one sentence what you did. Reply in the user's \
+language.";
 
 /// The base system prompt, the same for every workspace.
 pub fn system_prompt() -> &'static str {
     SYSTEM_PROMPT
+}
+
+/// The base system prompt of the compact profile ([`crate::config::Compact`]).
+pub fn compact_prompt() -> &'static str {
+    COMPACT_PROMPT
 }
 
 /// The workspace line of the workspace block.
@@ -68,6 +78,18 @@ pub struct Assembly {
 }
 
 impl Assembly {
+    /// Uses the compact base prompt (`true`) or the full one; the base
+    /// part's source says which, for `/context`.
+    pub fn set_compact(&mut self, compact: bool) {
+        if let Some(base) = self.parts.iter_mut().find(|p| p.name == "system prompt") {
+            (base.text, base.source) = if compact {
+                (COMPACT_PROMPT.to_owned(), "built in, compact".to_owned())
+            } else {
+                (SYSTEM_PROMPT.to_owned(), "built in".to_owned())
+            };
+        }
+    }
+
     /// The system message: the shared parts' texts, joined.
     pub fn system_prompt(&self) -> String {
         self.joined(true)

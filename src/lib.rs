@@ -23,6 +23,7 @@ pub mod mcp;
 pub mod paths;
 pub mod policy;
 pub mod protocol;
+pub mod sampling;
 pub mod sandbox;
 pub mod servers;
 pub mod session;

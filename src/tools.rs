@@ -6,11 +6,13 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 mod bash;
+pub mod coerce;
 mod diff;
 mod edit;
 mod glob;
 mod grep;
 mod list;
+pub mod names;
 mod patch;
 mod read;
 mod skill;
@@ -451,10 +453,7 @@ impl Registry {
     /// model.
     pub async fn call(&self, name: &str, arguments: &str, context: &ToolContext) -> ToolOutput {
         let Some(tool) = self.get(name) else {
-            return ToolOutput::error(format!(
-                "Unknown tool `{name}`. Available tools: {}",
-                self.names().join(", ")
-            ));
+            return ToolOutput::error(names::no_such_tool(name, &self.names()));
         };
         let arguments = match parse_argument_text(arguments) {
             Ok(value) => value,
@@ -481,13 +480,31 @@ impl Registry {
     }
 }
 
-/// Argument text as JSON; empty text means no arguments.
+impl Registry {
+    /// `arguments` (JSON text) for the tool `name`, brought to its schema
+    /// where that is unambiguous ([`coerce::coerce`]); `None` when nothing
+    /// changes or the tool is not offcode's. A call is made like this
+    /// before the gate judges it, so the gate and the tool see the same
+    /// arguments.
+    pub fn normalized(&self, name: &str, arguments: &str) -> Option<String> {
+        let tool = self.get(name)?;
+        let parsed = parse_argument_text(arguments).ok()?;
+        let coerced = coerce::coerce(parsed.clone(), &tool.parameters(), true);
+        (coerced != parsed).then(|| coerced.to_string())
+    }
+}
+
+/// Argument text as JSON; empty text means no arguments. A JSON string
+/// holding an object (arguments encoded twice) is that object.
 pub fn parse_argument_text(text: &str) -> Result<Value, String> {
     if text.trim().is_empty() {
         return Ok(Value::Object(serde_json::Map::new()));
     }
     match serde_json::from_str::<Value>(text) {
         Ok(value @ Value::Object(_)) => Ok(value),
+        Ok(Value::String(inner)) if inner.trim_start().starts_with('{') => {
+            parse_argument_text(&inner)
+        }
         Ok(_) => Err("expected an object".to_owned()),
         Err(error) => Err(error.to_string()),
     }

@@ -33,6 +33,7 @@ fn a_healthy_server_passes_every_check() {
         "✓ model `mock-model` is served",
         "✓ tool calling works natively",
         "✓ /tokenize counts tokens exactly",
+        "· prompt and tools: full (not a small model or a short context)",
         "No problems found.",
     ] {
         assert!(
@@ -232,6 +233,14 @@ fn llama_cpp_reports_its_context_through_props() {
         output
             .stdout
             .contains("✓ context 8192 tokens (from /props)"),
+        "{}",
+        output.stdout
+    );
+    // A short context gets the compact prompt and tools, and says why.
+    assert!(
+        output
+            .stdout
+            .contains("· prompt and tools: compact (a short context: 8192 tokens)"),
         "{}",
         output.stdout
     );

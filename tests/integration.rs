@@ -24,6 +24,7 @@ mod ordinary;
 mod policy;
 mod sandbox;
 mod servers;
+mod small;
 mod subagents;
 mod support;
 mod trust;

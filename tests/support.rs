@@ -74,6 +74,18 @@ pub fn processes_with(marker: &str) -> Vec<String> {
     found
 }
 
+/// The `(offcode)` notes a chat request carried.
+pub fn notes(body: &serde_json::Value) -> Vec<String> {
+    body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["content"].as_str())
+        .filter(|c| c.starts_with("(offcode)"))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The tool names a chat request offered.
 pub fn offered(body: &serde_json::Value) -> Vec<String> {
     body["tools"]

@@ -768,15 +768,15 @@ fn an_interactive_session_is_named_by_the_title_agent_after_its_first_turn() {
                     .into_bytes(),
             );
         }
-        crate::support::sse(&chunks::text_answer("已修复。"))
+        crate::support::sse(&chunks::text_answer("因为连接池太小。"))
     }));
     let ws = Workspace::new();
     let data = ws.home.join("data");
     let tmux = Tmux::new("title");
     tmux.start("one", &ws, &server.base_url(), &data);
     tmux.wait_for("one", "Type a task");
-    tmux.send("one", "登录接口有时超时，请修复");
-    tmux.wait_for("one", "ANSWER 已修复。");
+    tmux.send("one", "登录接口为什么有时超时？");
+    tmux.wait_for("one", "ANSWER 因为连接池太小。");
     assert!(
         wait_until(Duration::from_secs(10), || session_text(&data)
             .contains(r#""type":"title","title":"修复登录超时""#)),
@@ -788,14 +788,14 @@ fn an_interactive_session_is_named_by_the_title_agent_after_its_first_turn() {
     assert_eq!(titles.len(), 1);
     assert_eq!(
         titles[0]["messages"][1]["content"],
-        "登录接口有时超时，请修复"
+        "登录接口为什么有时超时？"
     );
     assert!(titles[0].get("tools").is_none(), "{}", titles[0]);
     // The second turn asks for none.
     tmux.send("one", "再检查一次");
     assert!(wait_until(Duration::from_secs(10), || tmux
         .screen("one")
-        .matches("ANSWER 已修复。")
+        .matches("ANSWER 因为连接池太小。")
         .count()
         == 2));
     std::thread::sleep(Duration::from_millis(300));

@@ -7,19 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::{Value, json};
 
-use crate::support::{Workspace, chunks, mock, run, sse};
-
-/// The `(offcode)` notes a chat request carried.
-fn notes(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["content"].as_str())
-        .filter(|c| c.starts_with("(offcode)"))
-        .map(str::to_owned)
-        .collect()
-}
+use crate::support::{Workspace, chunks, mock, notes, run, sse};
 
 /// The validation events of a `--json` run.
 fn validations(stdout: &str) -> Vec<Value> {
@@ -286,5 +274,38 @@ fn validation_is_a_command_like_any_other_asked_about_and_refused_without_a_pers
             .contains("The changes were not validated: `touch validated-marker` was not run"),
         "{}",
         output.stderr
+    );
+}
+
+#[test]
+fn offcodes_own_validation_runs_never_trip_the_repeated_call_rule() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "permission": { "edit": "allow", "bash": { "grep *": "allow" } },
+             "validate": { "commands": ["grep -q fixed notes.txt"], "attempts": 3 } }"#,
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&write("notes.txt", "broken")));
+    // The model claims it is done three times without a call: the same
+    // validation runs three times in a row, offcode's, not the model's.
+    for _ in 0..3 {
+        server.push(sse(&chunks::text_answer("Done.")));
+    }
+    // No --yes: a question about a repeat would be refused.
+    let output = ws.run_task(&server.base_url(), &["--json"], "fix notes.txt");
+    assert_eq!(output.code, 3, "{}", output.stderr);
+    let runs = validations(&output.stdout);
+    let failed: Vec<_> = runs.iter().filter(|v| v["status"] == "failed").collect();
+    assert_eq!(failed.len(), 3, "{runs:#?}");
+    assert!(
+        !output.stdout.contains("doom_loop") && !runs.iter().any(|v| v["status"] == "not_run"),
+        "{}",
+        output.stdout
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("notes.txt")).unwrap(),
+        "broken"
     );
 }

@@ -49,6 +49,7 @@ impl AgentState {
                     self.record_step(id, before, super::task::NAME, None).await;
                 }
                 calls.ran.push(call.name.clone());
+                calls.excused = true;
                 tasks
                     .as_mut()
                     .and_then(|done| done.remove(&call.id))
@@ -56,6 +57,15 @@ impl AgentState {
             } else {
                 let (output, outcome) = self.run_call(id, call, recovered, cancel).await;
                 let ran = matches!(outcome, CallOutcome::Ok | CallOutcome::Failed);
+                if outcome == CallOutcome::Ok {
+                    let arguments = self
+                        .tools
+                        .normalized(&call.name, &call.arguments)
+                        .unwrap_or_else(|| call.arguments.clone());
+                    calls
+                        .done
+                        .extend(super::intent::Done::of(&call.name, &arguments));
+                }
                 match crate::tools::effect(&call.name) {
                     crate::tools::Effect::ChangesFiles => {
                         calls.changed |= outcome == CallOutcome::Ok;
@@ -63,6 +73,11 @@ impl AgentState {
                     crate::tools::Effect::RunsCommands => calls.ran_command |= ran,
                     _ => {}
                 }
+                calls.excused |= outcome == CallOutcome::Refused
+                    && matches!(
+                        crate::tools::effect(&call.name),
+                        crate::tools::Effect::ChangesFiles | crate::tools::Effect::RunsCommands
+                    );
                 if outcome == CallOutcome::Failed {
                     calls
                         .failed
@@ -97,6 +112,19 @@ impl AgentState {
         recovered: bool,
         cancel: &Cancel,
     ) -> (ToolOutput, CallOutcome) {
+        // Brought to the schema first: the gate judges what will run.
+        let normalized;
+        let (arguments, kept_confined) = self.confined_first(call);
+        let call = match arguments.or_else(|| self.tools.normalized(&call.name, &call.arguments)) {
+            Some(arguments) => {
+                normalized = ToolCall {
+                    arguments,
+                    ..call.clone()
+                };
+                &normalized
+            }
+            None => call,
+        };
         let arguments = self.announce(id, call, recovered);
         // offcode's own tools are never a server's.
         let gone = self
@@ -153,7 +181,9 @@ impl AgentState {
                 };
                 // Also after an abort: a killed command may have changed files.
                 self.record_step(id, before, tool, Some(&call.id)).await;
-                let (output, todos_changed) = self.after_call(&call.name, output);
+                self.permits.answered(call, &output);
+                let output = self.after_confined(call, output, kept_confined);
+                let todos_changed = self.after_call(&call.name, &output);
                 (output, todos_changed, outcome)
             }
             Err(refusal) => (refusal, false, CallOutcome::Refused),
@@ -202,6 +232,59 @@ impl AgentState {
             }),
         );
         arguments
+    }
+
+    /// A `bash` call that asks to run unconfined before the same command
+    /// ran confined runs confined: the flag is for what the sandbox
+    /// refused (small models set it on their first try, and `--yes` then
+    /// refuses the call). The call's arguments without the flag, and
+    /// whether it was dropped.
+    fn confined_first(&self, call: &ToolCall) -> (Option<String>, bool) {
+        if call.name != "bash" {
+            return (None, false);
+        }
+        let arguments = self
+            .tools
+            .normalized(&call.name, &call.arguments)
+            .unwrap_or_else(|| call.arguments.clone());
+        let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(&arguments) else {
+            return (None, false);
+        };
+        let command = object
+            .get("command")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if object.get("unconfined") != Some(&Value::Bool(true))
+            || self.ran_confined.contains(command)
+        {
+            return (None, false);
+        }
+        object.remove("unconfined");
+        (Some(Value::Object(object).to_string()), true)
+    }
+
+    /// Notes a command that ran confined, and tells the model when its
+    /// `unconfined` was dropped.
+    fn after_confined(
+        &mut self,
+        call: &ToolCall,
+        mut output: ToolOutput,
+        dropped: bool,
+    ) -> ToolOutput {
+        if call.name != "bash" {
+            return output;
+        }
+        let arguments = parse_argument_text(&call.arguments).unwrap_or_default();
+        let unconfined = arguments.get("unconfined") == Some(&Value::Bool(true));
+        if !unconfined && let Some(command) = arguments.get("command").and_then(Value::as_str) {
+            self.ran_confined.insert(command.to_owned());
+        }
+        if dropped {
+            output.output.push_str(
+                "\n[offcode: run in the sandbox: `unconfined` is only for a command that failed there first]",
+            );
+        }
+        output
     }
 
     /// What a permitted call runs with.

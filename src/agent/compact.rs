@@ -378,8 +378,7 @@ impl AgentState {
             .unwrap_or_else(|| self.model().to_owned());
         let mut config = self.base_config.clone();
         if let Some(summariser) = &summariser {
-            config.temperature = summariser.temperature.or(config.temperature);
-            config.top_p = summariser.top_p.or(config.top_p);
+            super::profile::sampled(summariser, &mut config);
         }
         let mut request = ChatRequest::streaming(&model, &messages, &[], &config);
         request.max_tokens =

@@ -22,6 +22,11 @@ pub(super) struct Calls {
     pub(super) changed: bool,
     /// A command ran, and may have changed files.
     pub(super) ran_command: bool,
+    /// What worked that changes things: files written, commands run.
+    pub(super) done: Vec<super::intent::Done>,
+    /// A change or a command was refused (by a rule or a person), or a
+    /// subagent did its part (with the same check of its own).
+    pub(super) excused: bool,
 }
 
 /// What a turn still owes.
@@ -36,6 +41,12 @@ pub(super) struct Owed {
     /// command has worked since: nothing the task asked to change was
     /// changed after it.
     change_failed: Option<(String, String)>,
+    /// What the turn did, in order, once each.
+    pub(super) done: Vec<super::intent::Done>,
+    /// A change or a command was refused (whoever refused it knows why
+    /// nothing changed), or a subagent finished its part, which it checked
+    /// the same way.
+    pub(super) excused: bool,
 }
 
 /// A final answer that leaves the task undone: the note for the model,
@@ -51,6 +62,12 @@ pub(super) struct Undone {
 impl Owed {
     /// Takes in a step's calls.
     pub(super) fn after_step(&mut self, calls: Calls) {
+        self.excused |= calls.excused;
+        for done in &calls.done {
+            if !self.done.contains(done) {
+                self.done.push(done.clone());
+            }
+        }
         // A failed call is made good by the same call (or any change, for
         // a change) working since.
         if self
@@ -106,7 +123,7 @@ impl Owed {
         if let Some(first) = self.deferred.first() {
             return Some(Undone {
                 note: format!(
-                    "The task is not done: `{first}` was not run (it was written before the results it needs were seen) and you have not called it since. Call `{first}` now, in a <tool_call> block, using the results above."
+                    "The task is not done: `{first}` was not run (it was written before the results it needs were seen) and you have not called it since. Call `{first}` now, the way you wrote it, using the results above."
                 ),
                 what: "a change or command it held back and never made",
             });
@@ -135,11 +152,19 @@ impl Owed {
         }
         if !tools.is_empty() && promised(text) {
             return Some(Undone {
-                note: "You said what you will do next but made no call, so nothing was done. Make the call now, in a <tool_call> block; if the task is already done, say what was done.".to_owned(),
+                note: "You said what you will do next but made no call, so nothing was done. Make the call now; if the task is already done, say what was done.".to_owned(),
                 what: "a promise to act and no call",
             });
         }
         None
+    }
+}
+
+/// A task that asked for a change, ending with no file changed.
+pub(super) fn nothing_changed() -> Undone {
+    Undone {
+        note: "The task is not done: it asks for a change, and no file has changed yet. Make the change now with a tool call (write, edit or bash); if it cannot be done, say why.".to_owned(),
+        what: "no file changed, though the task asks for a change",
     }
 }
 

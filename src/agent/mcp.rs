@@ -55,7 +55,8 @@ impl AgentState {
             self.mcp_generation = generation;
             let profile = self.agent.clone();
             let tools = self.offered_tools(&profile);
-            self.request.set_agent(&profile.prompt, tools);
+            let compact = self.compact();
+            self.request.set_agent(&profile.prompt, tools, compact);
         }
     }
 

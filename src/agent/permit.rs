@@ -1,6 +1,8 @@
 //! Permission for each tool call: the policy's decision, the doom-loop
 //! check, the question to the front end, and the record in the session.
 
+use std::hash::{DefaultHasher, Hash, Hasher};
+
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -31,7 +33,19 @@ pub(super) struct Permits {
     /// The last call asked for and how many times in a row.
     last_call: Option<(String, String)>,
     repeats: u32,
+    /// The last call that ran, its result's hash, and how many times in a
+    /// row it ran with that same result.
+    answered: Option<((String, String), u64, u32)>,
 }
+
+/// Runs of one call with one result after which the same call is refused:
+/// it would only give the same again (a small model reading one file six
+/// times, each approved by `--yes`).
+const SAME_ANSWERS: u32 = 2;
+
+/// The id prefix of offcode's own validation runs, which are not the
+/// model's calls and never count as its repeats.
+pub(super) const VALIDATION_ID: &str = "validate_";
 
 impl Permits {
     /// `allowed` are the session's earlier "allow for this session" rules.
@@ -50,6 +64,7 @@ impl Permits {
             agent: AgentRules::default(),
             last_call: None,
             repeats: 0,
+            answered: None,
         }
     }
 
@@ -72,6 +87,37 @@ impl Permits {
     /// command the user ran): the run of identical calls is broken.
     pub(super) fn break_repeats(&mut self) {
         self.last_call = None;
+        self.answered = None;
+    }
+
+    /// Takes in the result of a call that ran; only results that worked
+    /// count (a failure may be worth trying again: a server restarted).
+    pub(super) fn answered(&mut self, call: &ToolCall, output: &ToolOutput) {
+        if !output.ok {
+            self.answered = None;
+            return;
+        }
+        let output = &output.output;
+        let mut hasher = DefaultHasher::new();
+        output.hash(&mut hasher);
+        let hash = hasher.finish();
+        let key = (call.name.clone(), call.arguments.clone());
+        match &mut self.answered {
+            Some((last, last_hash, times)) if *last == key && *last_hash == hash => *times += 1,
+            _ => self.answered = Some((key, hash, 1)),
+        }
+    }
+
+    /// The refusal of `call` when it ran [`SAME_ANSWERS`] times in a row
+    /// with the same result: whoever answers questions, it is not run.
+    fn answered_again(&self, call: &ToolCall) -> Option<ToolOutput> {
+        let (key, _, times) = self.answered.as_ref()?;
+        (*times >= SAME_ANSWERS && key.0 == call.name && key.1 == call.arguments).then(|| {
+            ToolOutput::error(format!(
+                "Not run: you made this exact `{}` call {times} times in a row and got the same result each time (above); it would give the same again. Use that result and go on with the task, or say why it cannot be done.",
+                call.name
+            ))
+        })
     }
 
     /// How many times in a row this exact call has now been asked for.
@@ -89,6 +135,10 @@ impl Permits {
     /// The same call asked for again and again is matched as `doom_loop`
     /// too, and the stricter answer stands.
     fn doom_loop(&mut self, policy: &Policy, call: &ToolCall, decision: &mut Decision) {
+        // offcode's own validation runs are not the model's repeats.
+        if call.id.starts_with(VALIDATION_ID) {
+            return;
+        }
         let repeats = self.count_repeat(call);
         if repeats < DOOM_LOOP_REPEATS {
             return;
@@ -113,6 +163,23 @@ impl Permits {
 }
 
 impl AgentState {
+    /// The refusal of a call that already ran [`SAME_ANSWERS`] times with
+    /// the same result, said to the user.
+    fn refused_repeat(&mut self, id: SubmissionId, call: &ToolCall) -> Option<ToolOutput> {
+        if call.id.starts_with(VALIDATION_ID) {
+            return None;
+        }
+        let refusal = self.permits.answered_again(call)?;
+        self.warn(
+            id,
+            &format!(
+                "The model asked for the same `{}` call again after the same result; offcode refused it",
+                call.name
+            ),
+        );
+        Some(refusal)
+    }
+
     /// A call refused because the policy could not be loaded: said,
     /// recorded, and what the model is told.
     fn policy_unloaded(
@@ -165,6 +232,9 @@ impl AgentState {
             Ok(policy) => policy,
             Err(problem) => return Err(self.policy_unloaded(id, call, &arguments, &problem)),
         };
+        if let Some(refusal) = self.refused_repeat(id, call) {
+            return Err(refusal);
+        }
         let mut decision = policy.decide_as(
             &call.name,
             &arguments,

@@ -7,6 +7,7 @@ use crate::agents::Profile;
 use crate::config::Config;
 use crate::policy::AgentRules;
 use crate::protocol::{AgentSummary, EventMsg, SubmissionId};
+use crate::sampling::Sampling;
 use crate::session::EntryBody;
 
 impl AgentState {
@@ -36,8 +37,40 @@ impl AgentState {
         if let Some(mcp) = &self.mcp {
             tools.extend(mcp.specs(profile.reads_only()));
         }
-        tools.retain(|spec| profile.offers(&spec.function.name));
+        let compact = self.compact();
+        tools.retain(|spec| {
+            let name = spec.function.name.as_str();
+            profile.offers(name)
+                && !(compact
+                    && crate::agents::LEFT_OUT_WHEN_COMPACT.contains(&name)
+                    && profile.tools.get(name) != Some(&true))
+        });
         tools
+    }
+
+    /// Whether the agent can change files: it is offered a tool that
+    /// writes them (`plan` is not).
+    pub(super) fn can_change(&self) -> bool {
+        self.request.tools().iter().any(|spec| {
+            crate::tools::effect(&spec.function.name) == crate::tools::Effect::ChangesFiles
+        })
+    }
+
+    /// Whether the compact prompt and tool set are used: the config's
+    /// `compact`, or on `auto` a small model or a short context.
+    pub(super) fn compact(&self) -> bool {
+        crate::agents::compact_choice(
+            self.config.compact.forced(),
+            self.model(),
+            self.known_limit(),
+        )
+        .0
+    }
+
+    /// The agent adopted again, after what decides its tools changed (the
+    /// model).
+    pub(super) fn refit_agent(&mut self) {
+        let _ = self.adopt_agent(self.agent.clone());
     }
 
     /// Makes `profile` the agent: its prompt, tools, rules and sampling.
@@ -49,11 +82,12 @@ impl AgentState {
             profile.project_permission.as_ref(),
         )
         .map_err(|e| e.to_string())?;
-        let tools = self.offered_tools(&profile);
-        self.request.set_agent(&profile.prompt, tools);
         self.permits.set_agent(rules);
         self.config = with_profile(&self.base_config, &profile);
         self.agent = profile;
+        let tools = self.offered_tools(&self.agent);
+        let compact = self.compact();
+        self.request.set_agent(&self.agent.prompt, tools, compact);
         Ok(())
     }
 
@@ -167,8 +201,21 @@ impl AgentState {
 /// `config` with the profile's sampling and step limit.
 fn with_profile(config: &Config, profile: &Profile) -> Config {
     let mut config = config.clone();
-    config.temperature = profile.temperature.or(config.temperature);
-    config.top_p = profile.top_p.or(config.top_p);
+    sampled(profile, &mut config);
     config.max_steps = profile.max_steps.unwrap_or(config.max_steps);
     config
+}
+
+/// `config`'s sampling for `profile`: its own setting, else the config's,
+/// else the agent's default (`"server"` in either sends none).
+pub(super) fn sampled(profile: &Profile, config: &mut Config) {
+    let (temperature, top_p) = profile.default_sampling;
+    config.temperature = profile
+        .temperature
+        .or(config.temperature)
+        .or(temperature.map(Sampling::Value));
+    config.top_p = profile
+        .top_p
+        .or(config.top_p)
+        .or(top_p.map(Sampling::Value));
 }

@@ -19,6 +19,12 @@ const ROUNDS: usize = 5;
 /// `"id": "1"`, `"id": "2"`… in a block it repeats), with at least one
 /// line the same in every round, before it is taken for a loop.
 const COUNTING_ROUNDS: usize = 8;
+/// Lines of a counting block with no line the same in every round (each
+/// line counts: `"old_string": "line 5"`…) before it is taken for a loop:
+/// far more than a numbered list or a table a person asks for. Only JSON
+/// lines (calls, their arguments) are taken so: a model writing numbered
+/// words or rows of data is not looping.
+const COUNTING_LINES: usize = 96;
 /// The longest block, in lines, looked for.
 const MAX_PERIOD: usize = 16;
 /// Characters a block needs, so that short lines repeated by design
@@ -33,6 +39,8 @@ struct Seen {
     form: u64,
     chars: usize,
     start: usize,
+    /// It holds a quoted key (`"path":`): a call's JSON.
+    json: bool,
 }
 
 /// Watches streamed text for a loop.
@@ -73,6 +81,7 @@ impl Repetition {
                 form: form(&line),
                 chars: line.trim().chars().count(),
                 start,
+                json: line.contains("\":"),
             });
             if found.is_none() {
                 found = self.looping();
@@ -92,6 +101,16 @@ impl Repetition {
                 (2..=MAX_PERIOD).find_map(|period| {
                     let found = self.rounds(period, COUNTING_ROUNDS, counting)?;
                     self.anchored(period, COUNTING_ROUNDS).then_some(found)
+                })
+            })
+            .or_else(|| {
+                (1..=MAX_PERIOD).find_map(|period| {
+                    let rounds = COUNTING_ROUNDS.max(COUNTING_LINES.div_ceil(period));
+                    let first = self.lines.len().checked_sub(period * rounds)?;
+                    if !self.lines[first..].iter().all(|line| line.json) {
+                        return None;
+                    }
+                    self.rounds(period, rounds, counting)
                 })
             })
     }
@@ -275,5 +294,24 @@ mod tests {
         // One round short is not yet a loop.
         let short: String = (1..COUNTING_ROUNDS).map(round).collect();
         assert_eq!(feed(&short, 13), None);
+        // The 0.5B model's 4096-token reply: edits whose every line counts,
+        // cut after COUNTING_LINES lines, not at `max_tokens`.
+        let edit = |n: usize| {
+            format!(
+                "{{\"old_string\": \"line {n} of the file\", \"new_string\": \"LINE {n} OF THE FILE\"}},\n"
+            )
+        };
+        let text: String = (1..=400).map(edit).collect();
+        let found = feed(&text, 17).expect("a loop");
+        assert_eq!((found.lines, found.rounds), (1, COUNTING_LINES));
+        assert_eq!(&text[..found.keep], edit(1));
+        let fewer: String = (1..COUNTING_LINES).map(edit).collect();
+        assert_eq!(feed(&fewer, 17), None);
+        // Numbered words or rows of data are not calls: never cut.
+        let mut words = String::new();
+        for n in 0..2_000 {
+            let _ = write!(words, "w{n:05}{}", if n % 12 == 11 { '\n' } else { ' ' });
+        }
+        assert_eq!(feed(&words, 31), None);
     }
 }

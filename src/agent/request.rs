@@ -60,7 +60,9 @@ impl Request {
     }
 
     /// An agent's prompt after offcode's, and the tools it is offered.
-    pub(super) fn set_agent(&mut self, prompt: &str, tools: Vec<ToolSpec>) {
+    /// `compact`: the compact base prompt.
+    pub(super) fn set_agent(&mut self, prompt: &str, tools: Vec<ToolSpec>, compact: bool) {
+        self.context.set_compact(compact);
         self.base_system = self.context.system_prompt();
         if !prompt.is_empty() {
             self.base_system.push_str("\n\n");

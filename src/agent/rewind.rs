@@ -135,6 +135,9 @@ impl AgentState {
         let Some(after) = self.checkpoint(id).await else {
             return;
         };
+        if after != before {
+            self.changing_steps += 1;
+        }
         let _ = self.record(
             id,
             EntryBody::Checkpoint {

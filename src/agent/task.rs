@@ -38,15 +38,15 @@ pub(super) fn spec(agents: &crate::agents::Agents) -> Option<ToolSpec> {
         function: FunctionSpec {
             name: NAME.to_owned(),
             description: format!(
-                "Start a subagent on a self-contained part of the task. It sees only your prompt (not this conversation), works with its own tools, and its final answer comes back as the result. Several task calls in one message run at the same time. The subagents:\n{}",
+                "Hand a self-contained part of the task to a subagent; it sees only your prompt. Subagents:\n{}",
                 subagents.join("\n")
             ),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "agent": {"type": "string", "description": "Which subagent"},
-                    "prompt": {"type": "string", "description": "The whole task for it: what to do, what to report back"},
-                    "description": {"type": "string", "description": "A few words for the user"}
+                    "agent": {"type": "string"},
+                    "prompt": {"type": "string"},
+                    "description": {"type": "string"}
                 },
                 "required": ["agent", "prompt"]
             }),

@@ -71,8 +71,7 @@ impl AgentState {
             .clone()
             .unwrap_or_else(|| self.model().to_owned());
         let mut config = self.base_config.clone();
-        config.temperature = agent.temperature.or(config.temperature);
-        config.top_p = agent.top_p.or(config.top_p);
+        super::profile::sampled(&agent, &mut config);
         let client = Arc::clone(&self.client);
         let sender = self.titles.sender.clone();
         tokio::spawn(async move {

@@ -1,8 +1,6 @@
 //! The agent's todo list in the core: each new version is recorded in the
 //! session and shown, and a task that changes files gets one.
 
-use std::fmt::Write as _;
-
 use super::turn::AgentState;
 use crate::client;
 use crate::protocol::{EventMsg, SubmissionId, TodoStatus};
@@ -14,31 +12,25 @@ use crate::tools::ToolOutput;
 
 impl AgentState {
     /// Keeps the todo list: a new version is recorded and shown; the first
-    /// file change of a task with no list starts one, and the model is
-    /// told so in the tool's result. Returns the output and whether the
-    /// list changed.
-    pub(super) fn after_call(&mut self, tool: &str, mut output: ToolOutput) -> (ToolOutput, bool) {
+    /// file change of a task with no list starts one, shown to the person
+    /// and completed when the turn ends well. The model is not told: a
+    /// note inviting it to keep the list took every small model measured
+    /// off its task. Returns whether the list changed.
+    pub(super) fn after_call(&mut self, tool: &str, output: &ToolOutput) -> bool {
         if !output.ok {
-            return (output, false);
+            return false;
         }
         if tool == "todowrite" {
-            return (output, true);
+            return true;
         } else if self.tools.changes_files(tool) && self.tools.todos().is_empty() {
-            let item = crate::protocol::TodoItem {
+            self.tools.set_todos(vec![crate::protocol::TodoItem {
                 id: AUTOMATIC.to_owned(),
                 content: self.task_line(),
                 status: TodoStatus::InProgress,
-            };
-            let line = crate::tools::todo::checklist(std::slice::from_ref(&item));
-            self.tools.set_todos(vec![item]);
-            let _ = write!(
-                output.output,
-                "\n\noffcode started a todo list for this task:\n{line}\nKeep it current with \
-                 `todowrite`: list the steps, mark each completed when done."
-            );
-            return (output, true);
+            }]);
+            return true;
         }
-        (output, false)
+        false
     }
 
     /// The task as the one item of a list offcode starts: the first line

@@ -81,6 +81,11 @@ pub(super) struct AgentState {
     pub(super) mcp_generation: u64,
     /// The workspace's checkpoints (none: off).
     pub(super) checkpoints: Option<Arc<crate::checkpoint::Shared>>,
+    /// Steps whose checkpoints before and after differ: steps that
+    /// changed files.
+    pub(super) changing_steps: u64,
+    /// Commands that ran confined: only these may ask to run unconfined.
+    pub(super) ran_confined: std::collections::HashSet<String>,
 }
 
 impl AgentState {
@@ -102,6 +107,8 @@ impl AgentState {
             mcp: setup.mcp,
             mcp_generation: 0,
             checkpoints: setup.checkpoints.filter(|_| setup.depth == 0),
+            changing_steps: 0,
+            ran_confined: std::collections::HashSet::new(),
             request: Request::new(setup.context, setup.tools.specs()),
             budget: Budget::default(),
             permits: Permits::new(setup.policy, &setup.session.allowed, setup.approver),
@@ -237,6 +244,7 @@ impl AgentState {
                         .is_ok()
                     {
                         self.adopt_server_facts(id);
+                        self.refit_agent();
                         let limit = self.known_limit();
                         self.emit(id, EventMsg::ModelChanged { model, limit });
                     }
@@ -327,6 +335,8 @@ impl AgentState {
             self.fail(id, message, ErrorKind::TooBig);
             return (TurnStatus::Failed, None);
         }
+        let asks_change = super::intent::asks_for_change(&text) && self.can_change();
+        let prompt: String = text.chars().take(200).collect();
         let user = EntryBody::Message {
             message: Message::User { content: text },
         };
@@ -336,17 +346,36 @@ impl AgentState {
         let mut told = false;
         let mut owed = Owed::default();
         let mut validation = Validation::new();
+        let changing_at_start = self.changing_steps;
         for _ in 0..self.config.max_steps {
             match self.step(id, cancel).await {
                 Step::Final(text) => {
                     let withheld = self.withheld_tools();
-                    let Some(undone) = owed.undone(&text, self.request.tools(), &withheld) else {
+                    // What the checkpoints saw; without them, a command
+                    // that ran may have changed files.
+                    let changed = if self.checkpoints.is_some() {
+                        self.changing_steps > changing_at_start
+                    } else {
+                        validation.changed || validation.ran_command
+                    };
+                    let undone =
+                        owed.undone(&text, self.request.tools(), &withheld)
+                            .or_else(|| {
+                                (asks_change && !changed && !owed.excused)
+                                    .then(super::finish::nothing_changed)
+                            });
+                    let Some(undone) = undone else {
                         match self.validate(id, &mut validation, cancel).await {
                             Verdict::NotRun if cancel.is_cancelled() => {
                                 return (TurnStatus::Aborted, Some(text));
                             }
                             // Refused: the user knows it was not checked.
                             Verdict::Done | Verdict::NotRun => {
+                                let text = if asks_change {
+                                    self.reported(id, text, &owed.done, &prompt)
+                                } else {
+                                    text
+                                };
                                 return (TurnStatus::Done, Some(text));
                             }
                             Verdict::GaveUp(why) => {
@@ -394,6 +423,39 @@ impl AgentState {
         );
         self.fail(id, message, ErrorKind::StepLimit);
         (TurnStatus::Failed, None)
+    }
+
+    /// A final answer that does not say what the turn did, with offcode's
+    /// report of it after, shown as the answer's end.
+    fn reported(
+        &self,
+        id: SubmissionId,
+        text: String,
+        done: &[super::intent::Done],
+        prompt: &str,
+    ) -> String {
+        let Some(report) = super::intent::report(&text, done, prompt) else {
+            return text;
+        };
+        let delta = if text.trim().is_empty() {
+            report
+        } else {
+            format!("\n\n{report}")
+        };
+        self.emit(
+            id,
+            EventMsg::AssistantDelta {
+                delta: delta.clone(),
+            },
+        );
+        self.emit(
+            id,
+            EventMsg::AssistantMessage(crate::protocol::AssistantMessageEvent {
+                text: delta.clone(),
+                tool_calls: 0,
+            }),
+        );
+        text.trim_end().to_owned() + &delta
     }
 
     async fn step(&mut self, id: SubmissionId, cancel: &Cancel) -> Step {

@@ -263,7 +263,11 @@ impl AgentState {
         let timeout = (self.config.validate.timeout_ms / 1000).clamp(1, 600);
         let arguments = json!({ "command": command, "timeout": timeout });
         let call = ToolCall {
-            id: format!("validate_{}_{attempt}", self.session.messages.len()),
+            id: format!(
+                "{}{}_{attempt}",
+                super::permit::VALIDATION_ID,
+                self.session.messages.len()
+            ),
             name: "bash".to_owned(),
             arguments: arguments.to_string(),
         };

@@ -63,7 +63,10 @@ fn the_config_adds_agents_and_changes_built_ins() {
     let agents = Agents::load(&[global], None, None).unwrap();
     let review = agents.get("review").unwrap();
     assert_eq!(review.model.as_deref(), Some("big"));
-    assert_eq!(review.temperature, Some(0.1));
+    assert_eq!(
+        review.temperature,
+        Some(crate::sampling::Sampling::Value(0.1))
+    );
     assert!(!review.offers("bash") && review.offers("read"));
     assert_eq!(review.permission, Some(json!({"edit": "deny"})));
     assert_eq!(review.prompt, "Review.");
@@ -168,7 +171,7 @@ fn a_markdown_file_gives_its_name_frontmatter_and_prompt() {
     let reviewer = agents.get("reviewer").unwrap();
     assert_eq!(reviewer.description, "Reviews diffs");
     assert_eq!(reviewer.model.as_deref(), Some("qwen-big"));
-    assert_eq!(reviewer.top_p, Some(0.9));
+    assert_eq!(reviewer.top_p, Some(crate::sampling::Sampling::Value(0.9)));
     assert!(!reviewer.offers("write"));
     assert_eq!(
         reviewer.permission,

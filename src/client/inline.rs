@@ -203,7 +203,7 @@ impl InlineParser {
             return (out, found);
         }
         self.drain(true, &mut out);
-        if !self.text_mode && !self.visible.trim().is_empty() {
+        if !self.text_mode && !self.alone_with_tentative() {
             // Native tool calls work: a bare object after prose is an
             // example the answer shows.
             let held: String = self.tentative.drain(..).map(|(_, raw)| raw).collect();

@@ -49,8 +49,10 @@ impl<'a> ChatRequest<'a> {
             },
             tools,
             max_tokens: config.max_tokens,
-            temperature: config.temperature,
-            top_p: config.top_p,
+            temperature: config
+                .temperature
+                .and_then(crate::sampling::Sampling::value),
+            top_p: config.top_p.and_then(crate::sampling::Sampling::value),
         }
     }
 }

@@ -182,23 +182,8 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
         base_url: &config.base_url,
         model: &model,
     };
-    if let Some(limit) = config.context_limit {
-        report.ok(&format!(
-            "context {limit} tokens (`context_limit` in the config)"
-        ))?;
-    } else {
-        match card.context().or_else(|| client.props_context()) {
-            Some(limit) => {
-                if card.context().is_none() {
-                    report.ok(&format!("context {limit} tokens (from /props)"))?;
-                }
-                remember.set(|known| known.max_model_len = Some(limit));
-            }
-            None => report.note(
-                "the server does not say its context length: set `context_limit` in the config",
-            )?,
-        }
-    }
+    let context = report_context(config, card, &client, &remember, &mut report)?;
+    report_compact(config, &model, context, &mut report)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -213,6 +198,51 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
     report_reasoning(&probe, &mut report, &remember, fixes)?;
     tokenize(&client, &model, &mut report, fixes)?;
     Ok(finish(&report))
+}
+
+/// The model's context length and where it comes from; the server's is
+/// kept for the next session.
+fn report_context(
+    config: &crate::config::Config,
+    card: &crate::client::wire::ModelCard,
+    client: &Client,
+    remember: &Memory<'_>,
+    report: &mut Report,
+) -> Result<Option<u64>, Failure> {
+    if let Some(limit) = config.context_limit {
+        report.ok(&format!(
+            "context {limit} tokens (`context_limit` in the config)"
+        ))?;
+        return Ok(Some(limit));
+    }
+    let found = card.context().or_else(|| client.props_context());
+    match found {
+        Some(limit) => {
+            if card.context().is_none() {
+                report.ok(&format!("context {limit} tokens (from /props)"))?;
+            }
+            remember.set(|known| known.max_model_len = Some(limit));
+        }
+        None => report.note(
+            "the server does not say its context length: set `context_limit` in the config",
+        )?,
+    }
+    Ok(found)
+}
+
+/// Which prompt and tool set a session with `model` gets, and why.
+fn report_compact(
+    config: &crate::config::Config,
+    model: &str,
+    context: Option<u64>,
+    report: &mut Report,
+) -> Result<(), Failure> {
+    let (compact, why) = crate::agents::compact_choice(config.compact.forced(), model, context);
+    report.note(&if compact {
+        format!("prompt and tools: compact ({why}): no `task`, `patch` or todo tools; set `\"compact\": \"off\"` for all")
+    } else {
+        format!("prompt and tools: full ({why}); `\"compact\": \"on\"` gives a small model fewer tools and a shorter prompt")
+    })
 }
 
 /// The models the server lists, with their context lengths.

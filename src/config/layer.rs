@@ -49,8 +49,9 @@ pub struct FileLayer {
     model: Option<NonEmpty>,
     api_key: Option<String>,
     max_tokens: Option<Positive>,
-    temperature: Option<Ranged<0, 2>>,
-    top_p: Option<Ranged<0, 1>>,
+    temperature: Option<SamplingLayer<0, 2>>,
+    top_p: Option<SamplingLayer<0, 1>>,
+    compact: Option<crate::config::Compact>,
     max_steps: Option<Positive>,
     instructions: Option<Vec<NonEmpty>>,
     skills: Option<Vec<NonEmpty>>,
@@ -107,6 +108,31 @@ struct ValidateKeys {
     commands: Option<Vec<NonEmpty>>,
     attempts: Option<Positive>,
     timeout_ms: Option<Positive>,
+}
+
+/// A sampling value from `LOW` to `HIGH`, or `"server"`.
+#[derive(Debug)]
+struct SamplingLayer<const LOW: u8, const HIGH: u8>;
+
+impl<'de, const LOW: u8, const HIGH: u8> Deserialize<'de> for SamplingLayer<LOW, HIGH> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match Value::deserialize(deserializer)? {
+            Value::String(word) if word == "server" => Ok(Self),
+            Value::Number(number) => {
+                let value = number.as_f64().unwrap_or(f64::NAN);
+                if (f64::from(LOW)..=f64::from(HIGH)).contains(&value) {
+                    Ok(Self)
+                } else {
+                    Err(de::Error::custom(format!(
+                        "{value} is outside {LOW} to {HIGH}"
+                    )))
+                }
+            }
+            other => Err(de::Error::custom(format!(
+                "expected a number from {LOW} to {HIGH}, or \"server\" to send none, not {other}"
+            ))),
+        }
+    }
 }
 
 /// `"sandbox": "off"` or the object form.

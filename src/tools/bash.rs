@@ -43,8 +43,7 @@ pub struct Arguments {
 impl Tool for Bash {
     const NAME: &'static str = "bash";
 
-    const DESCRIPTION: &'static str =
-        "Run a bash command in the workspace. Returns combined stdout/stderr and the exit code.";
+    const DESCRIPTION: &'static str = "Run a bash command in the workspace.";
     const SUBJECT: Option<&'static str> = Some("command");
     const EFFECT: Effect = Effect::RunsCommands;
     type Arguments = Arguments;
@@ -54,9 +53,8 @@ impl Tool for Bash {
             "type": "object",
             "properties": {
                 "command": {"type": "string"},
-                "timeout": {"type": "integer", "description": "Seconds (default 120, max 600)"},
-                "description": {"type": "string", "description": "Why you run it, in a few words"},
-                "unconfined": {"type": "boolean", "description": "Only if the command failed because the sandbox refused a write outside the workspace or the network: run it outside the sandbox (a person must approve)"}
+                "timeout": {"type": "integer"},
+                "unconfined": {"type": "boolean", "description": "After the sandbox refused: run outside it (a person approves)"}
             },
             "required": ["command"]
         })

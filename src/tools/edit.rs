@@ -25,7 +25,7 @@ pub struct Arguments {
 impl Tool for Edit {
     const NAME: &'static str = "edit";
 
-    const DESCRIPTION: &'static str = "Replace old_string with new_string in a file. old_string must match exactly (with indentation) and be unique unless replace_all is true.";
+    const DESCRIPTION: &'static str = "Replace old_string (exact, with indentation; once unless replace_all) with new_string in a file.";
     const SUBJECT: Option<&'static str> = Some("path");
     const EFFECT: Effect = Effect::ChangesFiles;
     type Arguments = Arguments;
@@ -35,9 +35,9 @@ impl Tool for Edit {
             "type": "object",
             "properties": {
                 "path": {"type": "string"},
-                "old_string": {"type": "string", "description": "Exact text to replace"},
+                "old_string": {"type": "string"},
                 "new_string": {"type": "string"},
-                "replace_all": {"type": "boolean", "description": "Replace every occurrence"}
+                "replace_all": {"type": "boolean"}
             },
             "required": ["path", "old_string", "new_string"]
         })

@@ -34,7 +34,7 @@ pub struct Arguments {
 impl Tool for Glob {
     const NAME: &'static str = "glob";
 
-    const DESCRIPTION: &'static str = "Find files by glob pattern (e.g. **/*.rs, src/**/mod.rs; a pattern without / matches file names). Newest first unless sort is \"path\".";
+    const DESCRIPTION: &'static str = "Find files by glob, e.g. **/*.rs; newest first.";
     const SUBJECT: Option<&'static str> = Some("pattern");
     const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;
@@ -44,8 +44,7 @@ impl Tool for Glob {
             "type": "object",
             "properties": {
                 "pattern": {"type": "string"},
-                "path": {"type": "string", "description": "Directory to search (default: workspace root)"},
-                "sort": {"type": "string", "enum": ["modified", "path"]},
+                "path": {"type": "string"},
                 "limit": {"type": "integer"}
             },
             "required": ["pattern"]

@@ -48,7 +48,7 @@ pub struct Arguments {
 impl Tool for Grep {
     const NAME: &'static str = "grep";
 
-    const DESCRIPTION: &'static str = "Search file contents with a regex (Rust syntax). Output path:line:text. Honours .gitignore; skips hidden and binary files.";
+    const DESCRIPTION: &'static str = "Search files for a regex; gives path:line:text.";
     const SUBJECT: Option<&'static str> = Some("pattern");
     const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;
@@ -58,12 +58,11 @@ impl Tool for Grep {
             "type": "object",
             "properties": {
                 "pattern": {"type": "string"},
-                "path": {"type": "string", "description": "File or directory (default: workspace root)"},
-                "include": {"type": "string", "description": "Only files matching this glob, e.g. *.rs"},
+                "path": {"type": "string"},
+                "include": {"type": "string", "description": "File glob, e.g. *.rs"},
                 "case_insensitive": {"type": "boolean"},
-                "context": {"type": "integer", "description": "Lines of context around matches"},
-                "max_results": {"type": "integer"},
-                "hidden": {"type": "boolean", "description": "Also search hidden files"}
+                "context": {"type": "integer"},
+                "hidden": {"type": "boolean"}
             },
             "required": ["pattern"]
         })

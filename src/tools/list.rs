@@ -29,8 +29,7 @@ pub struct Arguments {
 impl Tool for List {
     const NAME: &'static str = "list";
 
-    const DESCRIPTION: &'static str =
-        "List a directory's entries (dirs end in /, files show their size). Honours .gitignore.";
+    const DESCRIPTION: &'static str = "List a folder's entries.";
     const SUBJECT: Option<&'static str> = Some("path");
     const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;
@@ -38,7 +37,7 @@ impl Tool for List {
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "Directory (default: the workspace root)"}}
+            "properties": {"path": {"type": "string"}}
         })
     }
 

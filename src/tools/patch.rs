@@ -30,14 +30,14 @@ pub struct Arguments {
 impl Tool for Patch {
     const NAME: &'static str = "patch";
 
-    const DESCRIPTION: &'static str = "Apply a unified diff (---/+++ headers, @@ hunks with context) to one or more files. Use /dev/null to create or delete a file. All or nothing.";
+    const DESCRIPTION: &'static str = "Apply a unified diff to files, all or nothing.";
     const EFFECT: Effect = Effect::ChangesFiles;
     type Arguments = Arguments;
 
     fn parameters(&self) -> Value {
         json!({
             "type": "object",
-            "properties": {"patch": {"type": "string", "description": "The unified diff"}},
+            "properties": {"patch": {"type": "string"}},
             "required": ["patch"]
         })
     }

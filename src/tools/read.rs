@@ -29,7 +29,8 @@ pub struct Arguments {
 impl Tool for Read {
     const NAME: &'static str = "read";
 
-    const DESCRIPTION: &'static str = "Read a text file. Returns numbered lines; use offset (1-based line) and limit for large files.";
+    const DESCRIPTION: &'static str =
+        "Read a text file as numbered lines; offset (1-based) and limit pick lines.";
     const SUBJECT: Option<&'static str> = Some("path");
     const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;
@@ -38,9 +39,9 @@ impl Tool for Read {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace"},
-                "offset": {"type": "integer", "description": "First line to read (1-based)"},
-                "limit": {"type": "integer", "description": "Number of lines to read"}
+                "path": {"type": "string"},
+                "offset": {"type": "integer"},
+                "limit": {"type": "integer"}
             },
             "required": ["path"]
         })

@@ -119,8 +119,16 @@ async fn unknown_tool_and_bad_json_are_results_for_the_model() {
     assert_eq!(
         registry.call("rm_rf", "{}", &context).await,
         ToolOutput::error(
-            "Unknown tool `rm_rf`. Available tools: read, write, edit, patch, list, grep, glob, bash, todowrite, todoread"
+            "There is no `rm_rf` tool, so nothing was run. The tools are: read, write, edit, patch, list, grep, glob, bash, todowrite, todoread."
         )
+    );
+    // A made-up name points at the tool meant.
+    assert!(
+        registry
+            .call("rename", "{}", &context)
+            .await
+            .output
+            .contains("There is no `rename` tool, so nothing was run. Did you mean `edit`?")
     );
     let output = registry.call("read", "{\"path\": ", &context).await;
     assert!(!output.ok);

@@ -71,9 +71,7 @@ pub struct WriteArguments {
 impl Tool for TodoWrite {
     const NAME: &'static str = "todowrite";
 
-    const DESCRIPTION: &'static str = "Replace your todo list for this task with `todos`. Use it \
-for any task of more than one step: list the steps, keep exactly one in_progress, mark each \
-completed as soon as it is done.";
+    const DESCRIPTION: &'static str = "Replace your todo list: the task's steps, one in_progress.";
 
     type Arguments = WriteArguments;
 
@@ -83,7 +81,6 @@ completed as soon as it is done.";
             "properties": {"todos": {"type": "array", "items": {
                 "type": "object",
                 "properties": {
-                    "id": {"type": "string"},
                     "content": {"type": "string"},
                     "status": {"type": "string", "enum": ["pending", "in_progress", "completed"]}
                 },
@@ -163,7 +160,7 @@ pub struct ReadArguments {}
 impl Tool for TodoRead {
     const NAME: &'static str = "todoread";
 
-    const DESCRIPTION: &'static str = "Read your todo list for this task.";
+    const DESCRIPTION: &'static str = "Read your todo list.";
 
     type Arguments = ReadArguments;
 

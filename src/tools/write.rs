@@ -21,7 +21,7 @@ pub struct Arguments {
 impl Tool for Write {
     const NAME: &'static str = "write";
 
-    const DESCRIPTION: &'static str = "Create or overwrite a file with the given content. Parent directories are created. Read an existing file before you overwrite it.";
+    const DESCRIPTION: &'static str = "Create or overwrite a file with content (folders are made).";
     const SUBJECT: Option<&'static str> = Some("path");
     const EFFECT: Effect = Effect::ChangesFiles;
     type Arguments = Arguments;
@@ -30,8 +30,8 @@ impl Tool for Write {
         json!({
             "type": "object",
             "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace"},
-                "content": {"type": "string", "description": "The complete new content"}
+                "path": {"type": "string"},
+                "content": {"type": "string"}
             },
             "required": ["path", "content"]
         })

@@ -54,18 +54,52 @@ pub(super) fn parse_tagged(body: &str, schemas: &HashMap<String, Value>) -> Opti
     Some(call(name, &arguments))
 }
 
-/// The body of a `<tools>` block: calls as JSON ([`parse_bare`]), or as
-/// `<function name="NAME" arguments='{…}'/>` or
+/// The body of a `<tools>` block: calls as JSON (an object, several, or
+/// an array), or as `<function name="NAME" arguments='{…}'/>` or
 /// `<function><name>NAME</name><arguments>{…}</arguments></function>`
-/// elements. Each must be a call a bare object would be (a known tool,
-/// arguments that fit), since the template's own `<tools>` block lists
-/// schemas; if one is not, none is.
+/// elements. Each is judged on its own: a call that fits an offered tool
+/// runs; one that names an offered tool but does not fit (arguments that
+/// are not JSON, a field missing) goes to the tool as written, which says
+/// what is wrong with it; anything else (the template's own `<tools>`
+/// block lists schemas, not calls) is not a call. `None` when no element
+/// is one.
 pub(super) fn parse_tools(body: &str, schemas: &HashMap<String, Value>) -> Option<Vec<TextCall>> {
     let body = strip_fence(body.trim());
-    if !body.starts_with('<') {
-        return parse_bare(body, schemas);
+    let elements = if body.starts_with('<') {
+        function_elements(body)?
+    } else {
+        json_elements(body)?
+    };
+    let calls: Vec<TextCall> = elements
+        .into_iter()
+        .filter_map(|(name, arguments)| judged(&name, &arguments, schemas))
+        .collect();
+    (!calls.is_empty()).then_some(calls)
+}
+
+/// One element of a `<tools>` block as a call: fitting, or an offered
+/// tool's call that does not fit, kept as written for the tool to refuse.
+fn judged(name: &str, arguments: &str, schemas: &HashMap<String, Value>) -> Option<TextCall> {
+    let name = name.trim().to_owned();
+    schemas.get(&name)?;
+    if let Some(value) = repaired(arguments.trim())
+        && let Some(call) = bare_call(
+            &serde_json::json!({"name": name, "arguments": value}),
+            schemas,
+        )
+    {
+        return Some(call);
     }
-    let mut calls = Vec::new();
+    Some(TextCall {
+        name,
+        arguments: arguments.trim().to_owned(),
+    })
+}
+
+/// The `(name, arguments)` of each `<function …>` element; `None` when
+/// the body holds anything else.
+fn function_elements(body: &str) -> Option<Vec<(String, String)>> {
+    let mut elements = Vec::new();
     let mut rest = body;
     while let Some(start) = rest.find("<function") {
         if !rest[..start].trim().is_empty() {
@@ -83,18 +117,67 @@ pub(super) fn parse_tools(body: &str, schemas: &HashMap<String, Value>) -> Optio
                 "<function>".len() + end + "</function>".len(),
             )
         } else {
-            let end = element.find("/>")?;
-            let attributes = &element["<function".len()..end];
+            // `<function name=… arguments=…/>`, or with a body (a result
+            // the model imagined), which is not read.
+            let end = tag_end(element)?;
+            let attributes = element["<function".len()..end].trim_end_matches('/');
             let name = attribute(attributes, "name")?;
             let arguments = attribute(attributes, "arguments").unwrap_or("{}");
-            (name, arguments, end + 2)
+            let used = if element[..end].ends_with('/') {
+                end + 1
+            } else {
+                end + element[end..].find("</function>")? + "</function>".len()
+            };
+            (name, arguments, used)
         };
-        let value =
-            serde_json::json!({"name": name.trim(), "arguments": repaired(arguments.trim())?});
-        calls.push(bare_call(&value, schemas)?);
+        elements.push((name.to_owned(), arguments.to_owned()));
         rest = &element[used..];
     }
-    (rest.trim().is_empty() && !calls.is_empty()).then_some(calls)
+    rest.trim().is_empty().then_some(elements)
+}
+
+/// The `(name, arguments)` of each call-shaped object of a JSON body.
+fn json_elements(body: &str) -> Option<Vec<(String, String)>> {
+    let values = match repaired(body) {
+        Some(Value::Array(items)) => items,
+        Some(value) => vec![value],
+        None => objects(body)?.into_iter().filter_map(repaired).collect(),
+    };
+    Some(
+        values
+            .iter()
+            .filter(|value| {
+                // Schemas have a description; calls do not.
+                let described = |v: &Value| v.get("description").is_some();
+                value.is_object()
+                    && !described(value)
+                    && !value.get("function").is_some_and(described)
+            })
+            .filter_map(name_and_arguments)
+            .map(|(name, arguments)| {
+                let text = match arguments {
+                    Value::String(text) => text,
+                    other => other.to_string(),
+                };
+                (name, text)
+            })
+            .collect(),
+    )
+}
+
+/// Where the opening tag `element` starts with ends: its first `>` outside
+/// quoted attribute values.
+fn tag_end(element: &str) -> Option<usize> {
+    let mut quote = None;
+    for (at, c) in element.char_indices() {
+        match (quote, c) {
+            (None, '"' | '\'') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, '>') => return Some(at),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// The text between `open` and the next `close`.
@@ -182,6 +265,23 @@ pub(super) fn parse_mistral(raw: &str) -> Option<Vec<TextCall>> {
     (!calls.is_empty()).then_some(calls)
 }
 
+/// `inner`, an arguments object, as a call of `name`, when `name` is an
+/// offered tool and the arguments fit it (a tool's name written on a line
+/// of its own before them).
+pub(super) fn parse_arguments_of(
+    name: &str,
+    inner: &str,
+    schemas: &HashMap<String, Value>,
+) -> Option<TextCall> {
+    schemas.get(name)?;
+    let arguments = repaired(inner.trim())?;
+    arguments.as_object()?;
+    bare_call(
+        &serde_json::json!({"name": name, "arguments": arguments}),
+        schemas,
+    )
+}
+
 /// Bare JSON, fenced or on lines of its own: one object, several in a row
 /// (a model that writes its calls together), or an array of them. Each
 /// must be a call ([`bare_call`]); if one is not, none is.
@@ -242,10 +342,17 @@ fn object_end(text: &str) -> Option<usize> {
 
 /// `text` as JSON, repaired where the repair is unambiguous: control
 /// characters written raw inside strings (a TAB, a newline), a comma
-/// before a closing bracket, closing brackets missing at the end, and the
-/// doubled braces of a template's example (`{{"name": …}}`).
+/// before a closing bracket, closing brackets missing at the end, the
+/// doubled braces of a template's example (`{{"name": …}}`), Python's
+/// `"""` strings, and closing brackets past the end of a whole value.
 pub(super) fn repaired(text: &str) -> Option<Value> {
     if let Ok(value) = serde_json::from_str(text) {
+        return Some(value);
+    }
+    if let Some(quoted) = triple_quoted(text) {
+        return repaired(&quoted);
+    }
+    if let Some(value) = extra_closers(text) {
         return Some(value);
     }
     let undoubled;
@@ -310,22 +417,78 @@ pub(super) fn repaired(text: &str) -> Option<Value> {
     serde_json::from_str(&out).ok()
 }
 
+/// Python's `"""…"""` strings, outside JSON strings, as JSON strings.
+fn triple_quoted(text: &str) -> Option<String> {
+    const TRIPLE: &str = "\"\"\"";
+    let mut out = String::with_capacity(text.len() + 16);
+    let (mut quotes, mut changed) = (Quotes::default(), false);
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if !quotes.in_string && rest.starts_with(TRIPLE) {
+            let body = &rest[TRIPLE.len()..];
+            let end = body.find(TRIPLE)?;
+            out.push_str(&serde_json::to_string(&body[..end]).ok()?);
+            rest = &body[end + TRIPLE.len()..];
+            changed = true;
+            continue;
+        }
+        quotes.outside(c);
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    changed.then_some(out)
+}
+
+/// Where a scan of JSON text stands: in a string or not.
+#[derive(Default)]
+struct Quotes {
+    in_string: bool,
+    escaped: bool,
+}
+
+impl Quotes {
+    /// Takes in `c`; whether it stands outside every string (an opening
+    /// or closing quote does not).
+    fn outside(&mut self, c: char) -> bool {
+        if self.in_string {
+            match c {
+                _ if self.escaped => self.escaped = false,
+                '\\' => self.escaped = true,
+                '"' => self.in_string = false,
+                _ => {}
+            }
+            false
+        } else {
+            self.in_string = c == '"';
+            !self.in_string
+        }
+    }
+}
+
+/// A whole value followed by nothing but stray closing brackets (`{…}}`,
+/// a small model's extra brace): the value.
+fn extra_closers(text: &str) -> Option<Value> {
+    let text = text.trim();
+    if !text.starts_with('{') {
+        return None;
+    }
+    let end = object_end(text)?;
+    let tail = &text[end..];
+    (!tail.is_empty()
+        && tail
+            .chars()
+            .all(|c| matches!(c, '}' | ']') || c.is_whitespace()))
+    .then(|| repaired(&text[..end]))
+    .flatten()
+}
+
 /// `{{` and `}}` outside strings made single.
 fn undouble(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut chars = text.chars().peekable();
-    let (mut in_string, mut escaped) = (false, false);
+    let mut quotes = Quotes::default();
     while let Some(c) = chars.next() {
-        if in_string {
-            match c {
-                _ if escaped => escaped = false,
-                '\\' => escaped = true,
-                '"' => in_string = false,
-                _ => {}
-            }
-        } else if c == '"' {
-            in_string = true;
-        } else if matches!(c, '{' | '}') && chars.peek() == Some(&c) {
+        if quotes.outside(c) && matches!(c, '{' | '}') && chars.peek() == Some(&c) {
             chars.next();
         }
         out.push(c);
@@ -345,6 +508,8 @@ fn bare_call(value: &Value, schemas: &HashMap<String, Value>) -> Option<TextCall
     }
     let (name, arguments) = name_and_arguments(value)?;
     let schema = schemas.get(&name)?;
+    // Plain mistypes and other agents' field names are the call's own.
+    let arguments = crate::tools::coerce::coerce(arguments, schema, false);
     let fit = Fit::of(arguments.as_object()?, schema);
     (fit.fits() && fit.unknown.is_empty()).then(|| call(name, &arguments))
 }
@@ -494,20 +659,57 @@ pub fn unrun_call_as(text: &str, tools: &[ToolSpec], withheld: &[String]) -> Opt
         (Some(_), Some(misfit)) if only_objects => return Some(misfit),
         (Some(name), _) => {
             return Some(format!(
-                "Your last message has a `{name}` call written with words around it, so it was taken as an example and not run, and nothing was done for it. To run a tool, send the call on its own in a <tool_call> block, with nothing after it, and wait for the result."
+                "Your last message has a `{name}` call with words after it, so it was read as an example and not run: nothing was done for it. To run it, write the same call again with nothing after it, and wait for the result."
             ));
         }
         (None, Some(misfit)) => return Some(misfit),
         (None, None) => {}
     }
-    let block = text.find(super::CALL_OPEN)?;
-    text[block + super::CALL_OPEN.len()..]
-        .trim_start()
-        .starts_with('{')
-        .then(|| {
-            "Your last message has a <tool_call> block that is not a valid call, so nothing was run. Write it again as <tool_call>\n{\"name\": \"TOOL\", \"arguments\": {...}}\n</tool_call> with valid JSON, naming one of the tools."
+    unrun_markup(text, &schemas)
+}
+
+/// Call markup left in a final answer: a `<tool_call>`, `<tools>` or
+/// `<function` that held no call offcode could run.
+fn unrun_markup(text: &str, schemas: &HashMap<String, Value>) -> Option<String> {
+    if let Some(block) = text.find(super::CALL_OPEN) {
+        return Some(
+            if text[block + super::CALL_OPEN.len()..]
+                .trim_start()
+                .starts_with('{')
+            {
+                "Your last message has a <tool_call> block whose JSON is not valid, so nothing was run. Write it again as <tool_call>\n{\"name\": \"TOOL\", \"arguments\": {...}}\n</tool_call> with valid JSON, naming one of the tools."
                 .to_owned()
-        })
+            } else {
+                "Your last message has a <tool_call> tag with no call in it, so nothing was run. Put the call inside it: <tool_call>\n{\"name\": \"TOOL\", \"arguments\": {...}}\n</tool_call>.".to_owned()
+            },
+        );
+    }
+    let mut names: Vec<&str> = schemas.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let example = names.first().copied().unwrap_or("TOOL");
+    if let Some(at) = text.find(super::TOOLS_OPEN) {
+        let body = text[at + super::TOOLS_OPEN.len()..]
+            .split(super::TOOLS_CLOSE)
+            .next()
+            .unwrap_or_default();
+        return Some(if body.trim().is_empty() {
+            format!(
+                "Your last message has an empty <tools> block: no call was in it, so nothing was run. To call a tool, put the call inside the block, e.g. <tools>{{\"name\": \"{example}\", \"arguments\": {{...}}}}</tools>, naming one of: {}.",
+                names.join(", ")
+            )
+        } else {
+            format!(
+                "Your last message has a <tools> block, but nothing in it is a call to one of the tools ({}), so nothing was run. Write each call as {{\"name\": \"TOOL\", \"arguments\": {{...}}}} inside the block, with the arguments the tool takes.",
+                names.join(", ")
+            )
+        });
+    }
+    text.contains("<function").then(|| {
+        format!(
+            "Your last message has a <function> element that is not a call offcode can run, so nothing was run. Write it as <function name=\"TOOL\" arguments='{{...}}'/> with valid JSON arguments, naming one of: {}.",
+            names.join(", ")
+        )
+    })
 }
 
 /// Whether `text` is one or more objects and nothing else.
@@ -542,17 +744,14 @@ fn misfit_call(
         }
         let mut names: Vec<&str> = schemas.keys().map(String::as_str).collect();
         names.sort_unstable();
-        return Some(format!(
-            "Your last message calls `{name}`, but there is no tool by that name, so nothing was run. The tools are: {}. Send a call to one of them in a <tool_call> block and wait for the result.",
-            names.join(", ")
-        ));
+        return Some(crate::tools::names::no_such_tool(&name, &names));
     };
     let problems = match arguments.as_object() {
         Some(arguments) => Fit::of(arguments, schema).problems(),
         None => vec!["`arguments` is not an object".to_owned()],
     };
     Some(format!(
-        "Your last message has a `{name}` call whose arguments do not fit the tool, so nothing was run: {}. Send it again in a <tool_call> block with the arguments the tool takes, and wait for the result.",
+        "Your last message has a `{name}` call whose arguments do not fit the tool, so nothing was run: {}. Write the same call again with that fixed, and wait for the result.",
         problems.join("; ")
     ))
 }

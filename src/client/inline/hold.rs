@@ -2,7 +2,7 @@
 //! `<tools>` block, Mistral calls, a JSON object, a code fence. Each push searches
 //! only what is new ([`Hold`]), so a long call stays linear.
 
-use super::calls::{parse_bare, parse_mistral, parse_tagged, parse_tools};
+use super::calls::{parse_arguments_of, parse_bare, parse_mistral, parse_tagged, parse_tools};
 use super::{FENCE, InlineParser, MAX_HOLD, MISTRAL, Mode, Out, Tag};
 
 /// How far held text was searched, so each push scans only what is new.
@@ -205,13 +205,17 @@ impl InlineParser {
             }
             return false;
         };
-        // The object must end its line.
+        // The object must end its line; stray closing brackets after it go
+        // with it (a small model's extra brace), for the repair to judge.
         let after = &self.buf[close..];
         let line_rest = after.split('\n').next().unwrap_or("");
-        if !line_rest.trim().is_empty() {
+        let stray = line_rest.len() - line_rest.trim_start_matches(['}', ']', ' ', '\t']).len();
+        if !line_rest[stray..].trim().is_empty() {
             self.give_up_at(close, out);
             return true;
         }
+        let close = close + stray;
+        let after = &self.buf[close..];
         if !after.contains('\n') && !end {
             return false;
         }
@@ -287,7 +291,15 @@ impl InlineParser {
     /// they turn out to be an example.
     fn bare_with(&mut self, raw: String, inner: &str, out: &mut Vec<Out>) {
         let alone = self.text_mode || self.visible.trim().is_empty();
-        match parse_bare(inner, &self.schemas).filter(|_| alone) {
+        // A tool's name alone on the line before, then its arguments.
+        let named = || {
+            let name = name_line(&self.visible)?;
+            parse_arguments_of(name, inner, &self.schemas).map(|call| vec![call])
+        };
+        match parse_bare(inner, &self.schemas)
+            .filter(|_| alone)
+            .or_else(named)
+        {
             Some(mut calls) => {
                 self.line_start = true;
                 let last = calls.pop();
@@ -297,6 +309,13 @@ impl InlineParser {
             }
             None => self.content(&raw, out),
         }
+    }
+
+    /// Whether the text shown so far leaves the held calls alone: nothing
+    /// but whitespace, or the one held call's name on a line of its own.
+    pub(super) fn alone_with_tentative(&self) -> bool {
+        self.visible.trim().is_empty()
+            || matches!(self.tentative.as_slice(), [(call, _)] if name_line(&self.visible) == Some(call.name.as_str()))
     }
 
     /// Held text turned out to be text.
@@ -323,4 +342,18 @@ impl InlineParser {
         self.calls
             .extend(tentative.into_iter().map(|(call, _)| call));
     }
+}
+
+/// The text, when it is nothing but one word on a line (a tool's name,
+/// maybe in backticks or bold, maybe with a colon): `read`, `**bash**:`.
+fn name_line(visible: &str) -> Option<&str> {
+    let name = visible
+        .trim()
+        .trim_end_matches([':', '：'])
+        .trim_matches(|c| matches!(c, '`' | '*' | '#' | ' '));
+    (!name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.')))
+    .then_some(name)
 }

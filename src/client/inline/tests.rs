@@ -499,12 +499,38 @@ fn calls_in_a_tools_block_are_read_and_its_schemas_are_not() {
         false,
         &expect("", "", std::slice::from_ref(&read)),
     );
+    // Each call is judged on its own: one whose arguments are not JSON does
+    // not sink the good one beside it, and goes to its tool as written,
+    // which says what is wrong (the 1.5B model's block, issue 28).
+    sweep(
+        "<tools>\n<function name=\"read\" arguments='{\"path\": \"hello.txt\"}'/>\n<function name=\"bash\" arguments='{\"command\": ls -l}'/>\n</tools>",
+        false,
+        &expect(
+            "",
+            "",
+            &[read.clone(), ("bash", json!("{\"command\": ls -l}"))],
+        ),
+    );
+    // With a result the model imagined inside, and a `>` in a value.
+    sweep(
+        "<tools>\n  <function name=\"read\" arguments='{\"path\": \"hello.txt\"}'>\n    <result>\n      hello\n    </result>\n  </function>\n  <function name=\"bash\" arguments='{\"command\": \"ls > out.txt\"}'/>\n</tools>",
+        false,
+        &expect(
+            "",
+            "",
+            &[read.clone(), ("bash", json!({"command": "ls > out.txt"}))],
+        ),
+    );
+    sweep(
+        "<tools>\n<function name=\"read\" arguments='{\"path\": 3}'/>\n</tools>",
+        false,
+        &expect("", "", &[("read", json!({"path": 3}))]),
+    );
     let not_calls = [
         // The template's own block: schemas, not calls.
         "<tools>\n{\"type\": \"function\", \"function\": {\"name\": \"read\", \"description\": \"read tool\", \"parameters\": {\"type\": \"object\", \"properties\": {\"path\": {\"type\": \"string\"}}}}}\n</tools>",
         // An unknown tool, arguments that do not fit, prose inside.
         "<tools>\n<function name=\"rm_all\" arguments='{}'/>\n</tools>",
-        "<tools>\n<function name=\"read\" arguments='{\"path\": 3}'/>\n</tools>",
         "<tools>\nFirst <function name=\"read\" arguments='{\"path\": \"a\"}'/>\n</tools>",
         "Wrap calls in `<tools>` tags.",
         "The <tools> tag lists tools.",
@@ -565,7 +591,7 @@ fn a_call_to_a_tool_the_agent_lacks_is_told_as_such() {
     assert!(
         unrun_call(text, &tools)
             .unwrap()
-            .contains("there is no tool by that name")
+            .contains("There is no `write` tool")
     );
 }
 
@@ -596,7 +622,7 @@ fn a_call_that_cannot_be_run_says_what_is_wrong() {
     )
     .expect("told");
     assert!(
-        told.starts_with("Your last message calls `write_file`, but there is no tool by that name")
+        told.starts_with("There is no `write_file` tool, so nothing was run.")
             && told.contains("The tools are: bash, read."),
         "{told}"
     );
@@ -612,4 +638,88 @@ fn a_call_that_cannot_be_run_says_what_is_wrong() {
         unrun_call("{\"name\": \"api\", \"port\": 7341}", &tools),
         None
     );
+}
+
+#[test]
+fn a_tool_name_on_its_own_line_then_its_arguments_is_a_call() {
+    let read = ("read", json!({"path": "hello.txt"}));
+    for text_mode in [true, false] {
+        for input in [
+            "read\n```json\n{\"path\": \"hello.txt\"}\n```",
+            "`read`:\n```\n{\"path\": \"hello.txt\"}\n```\n",
+            "**read**\n{\"path\": \"hello.txt\"}",
+        ] {
+            let name_line = input.split('\n').next().unwrap_or_default().to_owned() + "\n";
+            sweep_as(
+                input,
+                text_mode,
+                false,
+                &expect(&name_line, "", std::slice::from_ref(&read)),
+            );
+        }
+        // Prose before, an unknown name, arguments that do not fit, or
+        // words after: text.
+        for input in [
+            "I will use read\n```json\n{\"path\": \"hello.txt\"}\n```",
+            "cat\n```json\n{\"path\": \"hello.txt\"}\n```",
+            "read\n```json\n{\"file\": \"hello.txt\"}\n```",
+            "read\n```json\n{\"path\": \"hello.txt\"}\n```\nThat is how you call it.",
+        ] {
+            let got = run_as(&[input], false, text_mode, false);
+            assert!(got.calls.is_empty(), "{input:?}: {got:?}");
+        }
+    }
+}
+
+#[test]
+fn call_markup_left_in_an_answer_is_named() {
+    let tools = tools();
+    let told = unrun_call("<tools></tools>", &tools).expect("told");
+    assert!(
+        told.starts_with("Your last message has an empty <tools> block"),
+        "{told}"
+    );
+    assert!(told.contains("naming one of: bash, read."), "{told}");
+    let told = unrun_call("<tools>\ntodos = [\"read\"]\n</tools>", &tools).expect("told");
+    assert!(
+        told.contains("nothing in it is a call to one of the tools (bash, read)"),
+        "{told}"
+    );
+    let told = unrun_call("<function name=read>hello.txt</function>", &tools).expect("told");
+    assert!(
+        told.starts_with("Your last message has a <function> element"),
+        "{told}"
+    );
+    let told = unrun_call("Done.\n<tool_call>\n</tool_call>", &tools).expect("told");
+    assert!(told.contains("with no call in it"), "{told}");
+    // Plain answers are not markup.
+    assert_eq!(unrun_call("The port is 7341.", &tools), None);
+}
+
+#[test]
+fn python_strings_and_a_stray_closing_brace_are_repaired() {
+    let ls = ("bash", json!({"command": "ls -l\n"}));
+    for text_mode in [true, false] {
+        // The 1.5B model's patch call, with a `"""` string.
+        sweep_as(
+            "```json\n{\n  \"name\": \"bash\",\n  \"arguments\": {\n    \"command\": \"\"\"ls -l\n\"\"\"\n  }\n}\n```",
+            text_mode,
+            false,
+            &expect("", "", std::slice::from_ref(&ls)),
+        );
+        sweep_as(
+            "{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\"}}}",
+            text_mode,
+            false,
+            &expect("", "", &[("read", json!({"path": "a.txt"}))]),
+        );
+    }
+    // Text after the stray brace is not a repair.
+    let got = run_as(
+        &["{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\"}}} and more"],
+        false,
+        false,
+        false,
+    );
+    assert!(got.calls.is_empty(), "{got:?}");
 }

@@ -1,0 +1,263 @@
+//! What a prompt asks for, read from its words: whether the person asked
+//! for a change (so a turn that changed nothing did not do it) or only
+//! asked a question. English and Chinese; when in doubt, not a change.
+#![deny(clippy::print_stdout, clippy::print_stderr)]
+
+/// English verbs that ask for files to change, as whole words.
+const ENGLISH: [&str; 24] = [
+    "write",
+    "change",
+    "fix",
+    "rename",
+    "replace",
+    "edit",
+    "create",
+    "add",
+    "remove",
+    "delete",
+    "update",
+    "modify",
+    "refactor",
+    "implement",
+    "move",
+    "convert",
+    "save",
+    "append",
+    "insert",
+    "format",
+    "make",
+    "generate",
+    "patch",
+    "rewrite",
+];
+/// Chinese verbs that ask for files to change.
+const CHINESE: [&str; 22] = [
+    "写入",
+    "写到",
+    "写进",
+    "保存",
+    "修改",
+    "改成",
+    "改为",
+    "改名",
+    "重命名",
+    "修复",
+    "创建",
+    "新建",
+    "添加",
+    "增加",
+    "删除",
+    "删掉",
+    "替换",
+    "更新",
+    "转换",
+    "实现",
+    "重构",
+    "生成",
+];
+/// Words that open an English question.
+const QUESTION_WORDS: [&str; 18] = [
+    "what", "why", "how", "where", "which", "who", "when", "is", "are", "does", "do", "did", "can",
+    "could", "should", "would", "will", "explain",
+];
+/// Marks of a Chinese question.
+const CHINESE_QUESTION: [&str; 8] = ["什么", "为什么", "怎么", "哪", "多少", "吗", "呢", "解释"];
+
+/// Whether `prompt` asks for a change of files: a change verb, and not a
+/// question (it ends with a question mark, opens with a question word or
+/// holds a Chinese question mark of speech).
+pub(super) fn asks_for_change(prompt: &str) -> bool {
+    let text = prompt.trim();
+    if text.ends_with('?') || text.ends_with('？') {
+        return false;
+    }
+    let lower = text.to_lowercase();
+    let words: Vec<&str> = lower
+        .split(|c: char| !c.is_alphanumeric() && c != '_')
+        .filter(|w| !w.is_empty())
+        .collect();
+    if words.first().is_some_and(|w| QUESTION_WORDS.contains(w)) {
+        return false;
+    }
+    if CHINESE_QUESTION.iter().any(|q| text.contains(q)) {
+        return false;
+    }
+    words.iter().any(|w| ENGLISH.contains(w)) || CHINESE.iter().any(|v| text.contains(v))
+}
+
+/// Something a turn did that changes things, for the report a final
+/// answer that does not say it gets.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum Done {
+    /// A file written, edited or patched.
+    Changed(String),
+    /// A command that ran and succeeded.
+    Ran(String),
+}
+
+impl Done {
+    /// What a call that worked did, from its arguments (JSON text).
+    pub(super) fn of(tool: &str, arguments: &str) -> Vec<Self> {
+        let arguments: serde_json::Value = serde_json::from_str(arguments).unwrap_or_default();
+        let text = |key: &str| arguments.get(key).and_then(serde_json::Value::as_str);
+        match tool {
+            "write" | "edit" => text("path")
+                .map(|p| Self::Changed(p.to_owned()))
+                .into_iter()
+                .collect(),
+            "patch" => text("patch")
+                .unwrap_or_default()
+                .lines()
+                .filter_map(|line| line.strip_prefix("+++ "))
+                .map(|path| path.trim().trim_start_matches("b/"))
+                .filter(|path| *path != "/dev/null")
+                .map(|path| Self::Changed(path.to_owned()))
+                .collect(),
+            "bash" => text("command")
+                .map(|c| Self::Ran(c.trim().to_owned()))
+                .into_iter()
+                .collect(),
+            _ => Vec::new(),
+        }
+    }
+}
+
+/// The report added to a final answer that does not say what was done:
+/// `None` when it names a file the turn changed, or nothing was done.
+/// In Chinese when the prompt is.
+pub(super) fn report(answer: &str, done: &[Done], prompt: &str) -> Option<String> {
+    let changed: Vec<&str> = done
+        .iter()
+        .filter_map(|d| match d {
+            Done::Changed(path) => Some(path.as_str()),
+            Done::Ran(_) => None,
+        })
+        .collect();
+    let ran: Vec<String> = done
+        .iter()
+        .filter_map(|d| match d {
+            Done::Ran(command) => Some(format!("`{}`", first_line(command))),
+            Done::Changed(_) => None,
+        })
+        .collect();
+    let names = |path: &str| {
+        let name = path.rsplit('/').next().unwrap_or(path);
+        answer.contains(name)
+    };
+    if done.is_empty() || changed.iter().any(|p| names(p)) {
+        return None;
+    }
+    // A long answer that names no file may still say what was done.
+    if changed.is_empty() && answer.trim().chars().count() > 40 {
+        return None;
+    }
+    let chinese = prompt
+        .chars()
+        .any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c));
+    let mut parts = Vec::new();
+    if !changed.is_empty() {
+        parts.push(if chinese {
+            format!("已修改 {}", changed.join("、"))
+        } else {
+            format!("Changed {}", changed.join(", "))
+        });
+    }
+    // Commands are named when no file was: what the turn did was run them.
+    if changed.is_empty() && !ran.is_empty() {
+        parts.push(if chinese {
+            format!("已运行 {}", ran.join("、"))
+        } else {
+            format!("Ran {}", ran.join(", "))
+        });
+    }
+    let joined = parts.join(if chinese { "；" } else { "; " });
+    Some(if chinese {
+        format!("{joined}。")
+    } else {
+        format!("{joined}.")
+    })
+}
+
+/// A command's first line, cut to 80 characters.
+fn first_line(command: &str) -> String {
+    let line = command.lines().next().unwrap_or_default();
+    let mut cut: String = line.chars().take(80).collect();
+    if line.chars().count() > 80 || command.trim_end().lines().count() > 1 {
+        cut.push('…');
+    }
+    cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Done, asks_for_change, report};
+
+    #[test]
+    fn an_answer_that_does_not_say_what_was_done_gets_a_report() {
+        let done = [
+            Done::Changed("out.txt".into()),
+            Done::Ran("python3 -m unittest test_calc".into()),
+        ];
+        assert_eq!(
+            report(
+                "I'm off.",
+                &done,
+                "read hello.txt and write it in upper case to out.txt"
+            )
+            .as_deref(),
+            Some("Changed out.txt.")
+        );
+        assert_eq!(
+            report("Done.", &done[1..], "run the tests").as_deref(),
+            Some("Ran `python3 -m unittest test_calc`.")
+        );
+        assert_eq!(
+            report("", &done[..1], "读取 hello.txt，写入 out.txt").as_deref(),
+            Some("已修改 out.txt。")
+        );
+        // An answer that names the file says it already.
+        assert_eq!(report("Wrote HELLO WORLD to out.txt.", &done, "p"), None);
+        // Nothing done, nothing to report.
+        assert_eq!(report("", &[], "p"), None);
+        assert_eq!(
+            Done::of("patch", "{\"patch\": \"--- a/x.py\\n+++ b/x.py\\n@@\"}"),
+            [Done::Changed("x.py".into())]
+        );
+        assert_eq!(
+            Done::of(
+                "bash",
+                "{\"command\": \"grep -c ERROR app.log > count.txt\"}"
+            ),
+            [Done::Ran("grep -c ERROR app.log > count.txt".into())]
+        );
+    }
+
+    #[test]
+    fn a_change_is_told_from_a_question() {
+        for change in [
+            "read hello.txt and write it in upper case to out.txt",
+            "In greet.py, change the greeting from Hello to Goodbye.",
+            "The test fails. Fix the bug in calc.py so that the tests pass.",
+            "Rename the function compute_total to total_price in shop.py and main.py.",
+            "Count the ERROR lines of app.log and write the number to count.txt.",
+            "读取 hello.txt，把内容转换成大写后写入 out.txt",
+            "把 greet.py 里的问候语 Hello 改成 Goodbye。",
+            "修复 calc.py 里的错误，让测试通过。",
+            "add a README",
+        ] {
+            assert!(asks_for_change(change), "{change}");
+        }
+        for question in [
+            "What is the port in config.json?",
+            "config.json 里的 port 是多少？",
+            "How would you fix the bug in calc.py",
+            "Explain how the write path works",
+            "list the files",
+            "hello",
+            "这个函数是做什么的",
+            "Does make test pass",
+        ] {
+            assert!(!asks_for_change(question), "{question}");
+        }
+    }
+}

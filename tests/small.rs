@@ -1,0 +1,348 @@
+//! What small local models meet (issue 28): the first request's size, the
+//! compact prompt and tools, the sampling sent, answers that leave the task
+//! undone ending with exit 3, repeated calls refused, the forms small
+//! models write calls in, and the report of what was done. Each test checks
+//! the real effect: files on disk, requests on the wire, exit codes.
+
+use serde_json::{Value, json};
+
+use crate::support::{Workspace, chunks, mock, notes, offered as names, run, sse, system_prompt};
+
+/// A small model's name, as llama.cpp lists it.
+const SMALL: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
+
+/// `Workspace::new`'s config with `extra` keys.
+fn config(ws: &Workspace, extra: &str) {
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        format!(
+            "{{ retry: {{ initial_delay_ms: 10, max_delay_ms: 40, max_retries: 2 }}, {extra} }}"
+        ),
+    )
+    .unwrap();
+}
+
+/// `offcode run --yes --model MODEL PROMPT`.
+fn task(ws: &Workspace, base_url: &str, model: &str, prompt: &str) -> crate::support::Output {
+    run(ws.offcode(base_url, &["run", "--yes", "--model", model, prompt]))
+}
+
+#[test]
+fn the_first_request_with_every_built_in_tool_is_under_4_kb() {
+    let ws = Workspace::new();
+    config(&ws, r#""compact": "off""#);
+    let server = mock();
+    server.push(sse(&chunks::text_answer("The port is 7341.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        "mock-model",
+        "Read config.json and tell me which port the api listens on.",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let first = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path.ends_with("/chat/completions"))
+        .unwrap();
+    let body = first.json();
+    for tool in [
+        "read",
+        "write",
+        "edit",
+        "patch",
+        "list",
+        "grep",
+        "glob",
+        "bash",
+        "todowrite",
+        "todoread",
+        "task",
+    ] {
+        assert!(names(&body).iter().any(|n| n == tool), "{tool}");
+    }
+    assert!(first.body.len() < 4096, "{} bytes", first.body.len());
+}
+
+#[test]
+fn a_small_model_gets_the_compact_prompt_and_tools_unless_the_config_says_otherwise() {
+    let cases = [
+        // (config, model, compact)
+        ("", SMALL, true),
+        ("", "Qwen/Qwen2.5-Coder-32B-Instruct", false),
+        // An MoE's active size is not its size.
+        ("", "Qwen3-Coder-30B-A3B-Instruct", false),
+        (r#""compact": "off""#, SMALL, false),
+        (
+            r#""compact": "on""#,
+            "Qwen/Qwen2.5-Coder-32B-Instruct",
+            true,
+        ),
+        // A short context.
+        (r#""context_limit": 8192"#, "mock-model", true),
+    ];
+    for (extra, model, compact) in cases {
+        let ws = Workspace::new();
+        config(&ws, extra);
+        let server = mock();
+        server.push(sse(&chunks::text_answer("The port is 7341.")));
+        let output = task(
+            &ws,
+            &server.base_url(),
+            model,
+            "Which port does the api use?",
+        );
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        let body = &server.chat_bodies()[0];
+        let tools = names(body);
+        let left_out = ["task", "todowrite", "todoread", "patch"];
+        assert_eq!(
+            left_out.iter().any(|t| tools.iter().any(|n| n == t)),
+            !compact,
+            "{extra} {model}: {tools:?}"
+        );
+        for kept in ["read", "write", "edit", "bash", "grep", "glob", "list"] {
+            assert!(tools.iter().any(|n| n == kept), "{kept}: {tools:?}");
+        }
+        // The compact prompt does not push the todo list.
+        assert_eq!(
+            system_prompt(body).contains("todowrite"),
+            !compact,
+            "{extra} {model}"
+        );
+        // `offcode context` shows which prompt is in use.
+        let shown = run(ws.offcode(&server.base_url(), &["context"]));
+        if extra.is_empty() {
+            continue;
+        }
+        assert_eq!(
+            shown.stdout.contains("built in, compact"),
+            compact,
+            "{extra}: {}",
+            shown.stdout
+        );
+    }
+}
+
+#[test]
+fn the_agents_sampling_is_sent_unless_the_config_says_server() {
+    let cases = [
+        ("", Some(0.2), Some(0.9)),
+        (r#""temperature": 0.7"#, Some(0.7), Some(0.9)),
+        (r#""temperature": "server", "top_p": "server""#, None, None),
+    ];
+    for (extra, temperature, top_p) in cases {
+        let ws = Workspace::new();
+        config(&ws, extra);
+        let server = mock();
+        server.push(sse(&chunks::text_answer("Hi.")));
+        let output = task(&ws, &server.base_url(), "mock-model", "hello");
+        assert_eq!(output.code, 0, "{}", output.stderr);
+        let body = &server.chat_bodies()[0];
+        assert_eq!(body["temperature"].as_f64(), temperature, "{extra}");
+        assert_eq!(body["top_p"].as_f64(), top_p, "{extra}");
+    }
+    // A word other than "server" is an error naming the key.
+    let ws = Workspace::new();
+    config(&ws, r#""temperature": "low""#);
+    let output = task(&ws, "http://127.0.0.1:9/v1", "mock-model", "hello");
+    assert_eq!(output.code, 2, "{}", output.stderr);
+    assert!(
+        output.stderr.contains("\"server\" to send none"),
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn a_change_asked_for_and_never_made_is_repaired_once_then_exit_3() {
+    for prompt in [
+        "In greet.py, change the greeting from Hello to Goodbye.",
+        "把 greet.py 里的问候语 Hello 改成 Goodbye。",
+    ] {
+        let ws = Workspace::new();
+        std::fs::write(ws.root.join("greet.py"), "print('Hello')\n").unwrap();
+        let server = mock();
+        // The small model reports the change it never made, twice.
+        server.push(sse(&chunks::text_answer("I changed Hello to Goodbye.")));
+        server.push(sse(&chunks::text_answer("Done: Goodbye.")));
+        let output = task(&ws, &server.base_url(), "mock-model", prompt);
+        assert_eq!(output.code, 3, "{}", output.stderr);
+        assert!(
+            output
+                .stderr
+                .contains("no file changed, though the task asks for a change"),
+            "{}",
+            output.stderr
+        );
+        let bodies = server.chat_bodies();
+        assert_eq!(bodies.len(), 2);
+        assert!(notes(&bodies[1])[0].contains("no file has changed yet"));
+        assert_eq!(
+            std::fs::read_to_string(ws.root.join("greet.py")).unwrap(),
+            "print('Hello')\n"
+        );
+    }
+    // A question is not a change: answered, exit 0, one request.
+    let ws = Workspace::new();
+    let server = mock();
+    server.push(sse(&chunks::text_answer("It prints Hello.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        "mock-model",
+        "What does greet.py print?",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(server.chat_bodies().len(), 1);
+}
+
+#[test]
+fn call_markup_left_in_the_answer_is_told_then_exit_3() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("hello.txt"), "hello world\n").unwrap();
+    let server = mock();
+    server.push(sse(&chunks::text_answer("<tools></tools>")));
+    server.push(sse(&chunks::text_answer("<tools>\n</tools>")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        "mock-model",
+        "What is in hello.txt?",
+    );
+    assert_eq!(output.code, 3, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 2);
+    assert!(
+        notes(&bodies[1])[0].contains("an empty <tools> block"),
+        "{:?}",
+        notes(&bodies[1])
+    );
+}
+
+#[test]
+fn the_same_call_answered_the_same_is_refused_even_under_yes() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("hello.txt"), "hello world\n").unwrap();
+    let server = mock();
+    for n in 0..3 {
+        server.push(sse(&chunks::tool_answer(
+            "",
+            &[(&format!("r{n}"), "read", json!({"path": "hello.txt"}))],
+        )));
+    }
+    server.push(sse(&chunks::text_answer("It says hello world.")));
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "--yes",
+            "--json",
+            "--model",
+            "mock-model",
+            "What is in hello.txt?",
+        ],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let ends: Vec<Value> = output
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["type"] == "tool_call_end")
+        .collect();
+    let outcomes: Vec<&str> = ends
+        .iter()
+        .map(|e| e["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["ok", "ok", "refused"], "{}", output.stdout);
+    let bodies = server.chat_bodies();
+    let last = crate::support::tool_results(&bodies[3]);
+    assert!(
+        last.last()
+            .unwrap()
+            .contains("Not run: you made this exact `read` call 2 times"),
+        "{last:?}"
+    );
+}
+
+#[test]
+fn calls_in_the_forms_small_models_write_them_do_the_work() {
+    let forms = [
+        // `<tools>` with attribute arguments, a result it imagined inside,
+        // beside a call whose arguments are not JSON.
+        "<tools>\n  <function name=\"write\" arguments='{\"path\": \"out.txt\", \"content\": \"HELLO WORLD\\n\"}'>\n    <result>ok</result>\n  </function>\n  <function name=\"read\" arguments='{\"path\": hello.txt}'/>\n</tools>",
+        // The tool's name on its own line, then its arguments, fenced.
+        "write\n```json\n{\"path\": \"out.txt\", \"content\": \"HELLO WORLD\\n\"}\n```",
+        // A Python string and a stray closing brace.
+        "{\"name\": \"write\", \"arguments\": {\"path\": \"out.txt\", \"content\": \"\"\"HELLO WORLD\n\"\"\"}}}",
+        // Another agent's field name.
+        "{\"name\": \"write\", \"arguments\": {\"file_path\": \"out.txt\", \"content\": \"HELLO WORLD\\n\"}}",
+    ];
+    for form in forms {
+        for model in ["mock-model", SMALL] {
+            let ws = Workspace::new();
+            std::fs::write(ws.root.join("hello.txt"), "hello world\n").unwrap();
+            let server = mock();
+            server.push(sse(&chunks::text_answer(form)));
+            server.push(sse(&chunks::text_answer("Wrote HELLO WORLD to out.txt.")));
+            let output = task(
+                &ws,
+                &server.base_url(),
+                model,
+                "write hello.txt in upper case to out.txt",
+            );
+            assert_eq!(output.code, 0, "{form}\n{}", output.stderr);
+            assert_eq!(
+                std::fs::read_to_string(ws.root.join("out.txt")).unwrap(),
+                "HELLO WORLD\n",
+                "{form}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_first_request_to_run_unconfined_runs_in_the_sandbox() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("app.log"),
+        "INFO a\nERROR b\nINFO c\nERROR d\n",
+    )
+    .unwrap();
+    let server = mock();
+    // The small model's count: `unconfined` and `timeout` as a string.
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "b1",
+            "bash",
+            json!({"command": "grep -c ERROR app.log > count.txt", "unconfined": true, "timeout": "120"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("I'm off.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        "mock-model",
+        "Count the ERROR lines of app.log and write the number to count.txt.",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("count.txt")).unwrap(),
+        "2\n"
+    );
+    let result = crate::support::first_tool_result(&server.chat_bodies()[1]);
+    assert!(
+        result.contains("`unconfined` is only for a command that failed there first"),
+        "{result}"
+    );
+    // The answer said nothing; offcode says what was done.
+    assert!(
+        output
+            .stdout
+            .trim_end()
+            .ends_with("Ran `grep -c ERROR app.log > count.txt`."),
+        "{}",
+        output.stdout
+    );
+}
