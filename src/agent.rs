@@ -10,6 +10,7 @@
 
 mod call;
 mod compact;
+mod ending;
 mod failed;
 mod finish;
 mod intent;

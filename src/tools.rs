@@ -486,10 +486,18 @@ impl Registry {
     /// changes or the tool is not offcode's. A call is made like this
     /// before the gate judges it, so the gate and the tool see the same
     /// arguments.
-    pub fn normalized(&self, name: &str, arguments: &str) -> Option<String> {
+    /// A `path` that lies beside the workspace, in a folder above it,
+    /// is taken as the workspace's ([`coerce::into_workspace`]).
+    pub fn normalized(
+        &self,
+        name: &str,
+        arguments: &str,
+        root: &std::path::Path,
+    ) -> Option<String> {
         let tool = self.get(name)?;
         let parsed = parse_argument_text(arguments).ok()?;
-        let coerced = coerce::coerce(parsed.clone(), &tool.parameters(), true);
+        let mut coerced = coerce::coerce(parsed.clone(), &tool.parameters(), true);
+        coerce::into_workspace(&mut coerced, root);
         (coerced != parsed).then(|| coerced.to_string())
     }
 }

@@ -1286,7 +1286,10 @@ async fn a_held_back_call_never_made_again_leaves_the_task_incomplete() {
         .unwrap()
         .to_owned();
     assert!(
-        told.starts_with("(offcode) The task is not done: `write` was not run"),
+        told.starts_with("(offcode) The task is not done: your `write` call was not run")
+            && told.ends_with(
+                "alone in your message:\n{\"name\":\"write\",\"arguments\":{\"path\":\"out.txt\",\"content\":\"GUESSED\"}}"
+            ),
         "{told}"
     );
     assert!(!harness.root.join("out.txt").exists());

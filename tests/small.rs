@@ -177,7 +177,12 @@ fn a_change_asked_for_and_never_made_is_repaired_once_then_exit_3() {
         );
         let bodies = server.chat_bodies();
         assert_eq!(bodies.len(), 2);
-        assert!(notes(&bodies[1])[0].contains("no file has changed yet"));
+        assert!(
+            notes(&bodies[1])[0]
+                .contains(&format!("no file has changed yet. The task: \"{prompt}\"")),
+            "{:?}",
+            notes(&bodies[1])
+        );
         assert_eq!(
             std::fs::read_to_string(ws.root.join("greet.py")).unwrap(),
             "print('Hello')\n"
@@ -345,4 +350,109 @@ fn a_first_request_to_run_unconfined_runs_in_the_sandbox() {
         "{}",
         output.stdout
     );
+}
+
+#[test]
+fn a_file_the_task_names_that_never_appears_leaves_it_undone() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("app.log"), "ERROR a\nINFO b\n").unwrap();
+    let server = mock();
+    // It counts into another file, and says it wrote count.txt, twice.
+    for n in 0..2 {
+        server.push(sse(&chunks::tool_answer(
+            "",
+            &[(
+                "b",
+                "bash",
+                json!({"command": format!("grep -c ERROR app.log > counted{n}.txt")}),
+            )],
+        )));
+        server.push(sse(&chunks::text_answer("I wrote 1 to count.txt.")));
+    }
+    let output = task(
+        &ws,
+        &server.base_url(),
+        "mock-model",
+        "Count the ERROR lines of app.log and write the number to count.txt.",
+    );
+    assert_eq!(output.code, 3, "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains("a file the task names still missing"),
+        "{}",
+        output.stderr
+    );
+    assert!(!ws.root.join("count.txt").exists());
+    assert!(ws.root.join("counted1.txt").exists());
+}
+
+#[test]
+fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("shop.py"),
+        "def compute_total(p):\n    return sum(p)\n",
+    )
+    .unwrap();
+    std::fs::write(ws.root.join("main.py"), "from shop import compute_total\n").unwrap();
+    let edit = |id: &str, path: &str| {
+        sse(&chunks::tool_answer(
+            "",
+            &[(
+                id,
+                "edit",
+                json!({"path": path, "old_string": "compute_total", "new_string": "total_price"}),
+            )],
+        ))
+    };
+    let server = mock();
+    server.push(edit("e1", "shop.py"));
+    server.push(sse(&chunks::text_answer("Renamed.")));
+    server.push(edit("e2", "main.py"));
+    server.push(sse(&chunks::text_answer("Renamed in both.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "Rename the function compute_total to total_price in shop.py and in main.py.",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert!(
+        notes(&bodies[2])[0]
+            .contains("`main.py`, which the task names, still has `compute_total`, which you replaced in `shop.py`"),
+        "{:?}",
+        notes(&bodies[2])
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("main.py")).unwrap(),
+        "from shop import total_price\n"
+    );
+}
+
+#[test]
+fn a_path_beside_the_workspace_and_words_before_a_call_still_do_the_work() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("greet.py"), "print('Hello')\n").unwrap();
+    // The small model drops the workspace's last folder and explains first.
+    let beside = ws.root.parent().unwrap().join("greet.py");
+    let call = json!({"name": "edit", "arguments": {"path": beside, "old_string": "Hello", "new_string": "Goodbye"}});
+    let server = mock();
+    server.push(sse(&chunks::text_answer(&format!(
+        "I will use the edit tool:\n```json\n{call}\n```"
+    ))));
+    server.push(sse(&chunks::text_answer("Changed greet.py.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "In greet.py, change the greeting from Hello to Goodbye.",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("greet.py")).unwrap(),
+        "print('Goodbye')\n"
+    );
+    assert!(!beside.exists());
 }

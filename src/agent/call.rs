@@ -35,7 +35,9 @@ impl AgentState {
             let output = if cancel.is_cancelled() {
                 ToolOutput::error("not run: the turn was aborted")
             } else if let Some(first) = waiting.filter(|&first| index >= first) {
-                calls.deferred.push(call.name.clone());
+                calls
+                    .deferred
+                    .push((call.name.clone(), call.arguments.clone()));
                 self.not_yet(id, call, &tool_calls[..first])
             } else if call.name == super::task::NAME {
                 if tasks.is_none() {
@@ -60,11 +62,14 @@ impl AgentState {
                 if outcome == CallOutcome::Ok {
                     let arguments = self
                         .tools
-                        .normalized(&call.name, &call.arguments)
+                        .normalized(&call.name, &call.arguments, self.sandbox.root())
                         .unwrap_or_else(|| call.arguments.clone());
                     calls
                         .done
                         .extend(super::intent::Done::of(&call.name, &arguments));
+                    calls
+                        .replaced
+                        .extend(super::intent::replaced(&call.name, &arguments));
                 }
                 match crate::tools::effect(&call.name) {
                     crate::tools::Effect::ChangesFiles => {
@@ -115,7 +120,10 @@ impl AgentState {
         // Brought to the schema first: the gate judges what will run.
         let normalized;
         let (arguments, kept_confined) = self.confined_first(call);
-        let call = match arguments.or_else(|| self.tools.normalized(&call.name, &call.arguments)) {
+        let call = match arguments.or_else(|| {
+            self.tools
+                .normalized(&call.name, &call.arguments, self.sandbox.root())
+        }) {
             Some(arguments) => {
                 normalized = ToolCall {
                     arguments,
@@ -245,7 +253,7 @@ impl AgentState {
         }
         let arguments = self
             .tools
-            .normalized(&call.name, &call.arguments)
+            .normalized(&call.name, &call.arguments, self.sandbox.root())
             .unwrap_or_else(|| call.arguments.clone());
         let Ok(Value::Object(mut object)) = serde_json::from_str::<Value>(&arguments) else {
             return (None, false);
@@ -388,7 +396,7 @@ impl AgentState {
         self.announce(id, call, true);
         let names: Vec<String> = earlier.iter().map(|c| format!("`{}`", c.name)).collect();
         let mut output = ToolOutput::error(format!(
-            "Not run yet: it was written before the result of {} was seen. That result is above now. Next, call `{}` again with the real data from it.",
+            "Not run yet: it was written before the result of {} was seen, which is above now. Next, send this `{}` call again, alone in your message, with the real data from that result (unchanged if it was right).",
             names.join(", "),
             call.name
         ));

@@ -14,8 +14,9 @@ use crate::tools::{Effect, effect};
 pub(super) struct Calls {
     /// Calls that ran and did not fail (refusals included: the user knows).
     pub(super) ran: Vec<String>,
-    /// Calls held back for the results of earlier ones.
-    pub(super) deferred: Vec<String>,
+    /// Calls held back for the results of earlier ones: the name and
+    /// the arguments as written.
+    pub(super) deferred: Vec<(String, String)>,
     /// Calls that ran and failed: the name and the error.
     pub(super) failed: Vec<(String, String)>,
     /// A write, edit or patch worked.
@@ -24,6 +25,8 @@ pub(super) struct Calls {
     pub(super) ran_command: bool,
     /// What worked that changes things: files written, commands run.
     pub(super) done: Vec<super::intent::Done>,
+    /// Text edits that worked replaced: the old text and the file.
+    pub(super) replaced: Vec<(String, String)>,
     /// A change or a command was refused (by a rule or a person), or a
     /// subagent did its part (with the same check of its own).
     pub(super) excused: bool,
@@ -34,7 +37,7 @@ pub(super) struct Calls {
 pub(super) struct Owed {
     /// Changes and commands held back for earlier results and not made
     /// since.
-    deferred: Vec<String>,
+    deferred: Vec<(String, String)>,
     /// The last call that failed and has not worked since.
     failure: Option<(String, String)>,
     /// The last change of files that failed, when no change and no
@@ -43,6 +46,8 @@ pub(super) struct Owed {
     change_failed: Option<(String, String)>,
     /// What the turn did, in order, once each.
     pub(super) done: Vec<super::intent::Done>,
+    /// Text the turn's edits replaced, and where.
+    pub(super) replaced: Vec<(String, String)>,
     /// A change or a command was refused (whoever refused it knows why
     /// nothing changed), or a subagent finished its part, which it checked
     /// the same way.
@@ -63,6 +68,7 @@ impl Owed {
     /// Takes in a step's calls.
     pub(super) fn after_step(&mut self, calls: Calls) {
         self.excused |= calls.excused;
+        self.replaced.extend(calls.replaced);
         for done in &calls.done {
             if !self.done.contains(done) {
                 self.done.push(done.clone());
@@ -97,13 +103,21 @@ impl Owed {
         // does the same kind of thing, with the results seen; anything else
         // leaves it owed.
         self.deferred
-            .retain(|owed| !calls.ran.iter().any(|name| effect(name) == effect(owed)));
-        self.deferred.extend(
-            calls
-                .deferred
-                .into_iter()
-                .filter(|name| matches!(effect(name), Effect::ChangesFiles | Effect::RunsCommands)),
-        );
+            .retain(|(owed, _)| !calls.ran.iter().any(|name| effect(name) == effect(owed)));
+        self.deferred
+            .extend(calls.deferred.into_iter().filter(|(name, _)| {
+                matches!(effect(name), Effect::ChangesFiles | Effect::RunsCommands)
+            }));
+    }
+
+    /// Whether the turn changed the file `name` (by its path's end).
+    pub(super) fn changed_path(&self, name: &str) -> bool {
+        self.done.iter().any(|done| match done {
+            super::intent::Done::Changed(path) => {
+                path == name || path.ends_with(&format!("/{name}"))
+            }
+            super::intent::Done::Ran(command) => command.contains(name),
+        })
     }
 
     /// What `text`, a final answer, leaves undone, if anything.
@@ -120,10 +134,15 @@ impl Owed {
                 what: "a call it wrote but did not send in a form offcode can run",
             });
         }
-        if let Some(first) = self.deferred.first() {
+        if let Some((first, arguments)) = self.deferred.first() {
+            // The call as written: a small model told only to call it again
+            // says it did.
+            let arguments: serde_json::Value = serde_json::from_str(arguments)
+                .unwrap_or_else(|_| serde_json::Value::String(arguments.clone()));
+            let call = serde_json::json!({"name": first, "arguments": arguments});
             return Some(Undone {
                 note: format!(
-                    "The task is not done: `{first}` was not run (it was written before the results it needs were seen) and you have not called it since. Call `{first}` now, the way you wrote it, using the results above."
+                    "The task is not done: your `{first}` call was not run (it was written before the results it needs were seen) and you have not made it since. Send it now, with what the results above show; if it is right as it was, send it again unchanged, alone in your message:\n{call}"
                 ),
                 what: "a change or command it held back and never made",
             });
@@ -160,10 +179,15 @@ impl Owed {
     }
 }
 
-/// A task that asked for a change, ending with no file changed.
-pub(super) fn nothing_changed() -> Undone {
+/// A task that asked for a change (`task`, the prompt), ending with no
+/// file changed. The task is repeated: a small model told only that
+/// nothing changed answers that no file was named.
+pub(super) fn nothing_changed(task: &str) -> Undone {
+    let task = first_line(task);
     Undone {
-        note: "The task is not done: it asks for a change, and no file has changed yet. Make the change now with a tool call (write, edit or bash); if it cannot be done, say why.".to_owned(),
+        note: format!(
+            "The task is not done: no file has changed yet. The task: \"{task}\". Make the change now: reply with only the tool call (write, edit or bash) that does it. If it cannot be done, say why."
+        ),
         what: "no file changed, though the task asks for a change",
     }
 }
@@ -304,16 +328,19 @@ mod tests {
         let mut owed = Owed::default();
         owed.after_step(Calls {
             ran: vec!["read".into()],
-            deferred: vec!["write".into(), "todowrite".into()],
+            deferred: vec![
+                ("write".into(), "{}".into()),
+                ("todowrite".into(), "{}".into()),
+            ],
             ..Calls::default()
         });
         // The todo list held back is not owed; the write is.
-        assert_eq!(owed.deferred, ["write"]);
+        assert_eq!(owed.deferred, [("write".to_owned(), "{}".to_owned())]);
         owed.after_step(Calls {
             ran: vec!["todowrite".into(), "grep".into()],
             ..Calls::default()
         });
-        assert_eq!(owed.deferred, ["write"]);
+        assert_eq!(owed.deferred, [("write".to_owned(), "{}".to_owned())]);
         owed.after_step(Calls {
             ran: vec!["edit".into()],
             ..Calls::default()

@@ -4,7 +4,8 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 /// English verbs that ask for files to change, as whole words.
-const ENGLISH: [&str; 24] = [
+// Not `make` or `format`: "make a plan", "format the answer as a table".
+const ENGLISH: [&str; 22] = [
     "write",
     "change",
     "fix",
@@ -24,8 +25,6 @@ const ENGLISH: [&str; 24] = [
     "save",
     "append",
     "insert",
-    "format",
-    "make",
     "generate",
     "patch",
     "rewrite",
@@ -120,6 +119,45 @@ impl Done {
             _ => Vec::new(),
         }
     }
+}
+
+/// What an `edit` that worked replaced: its old text and the file.
+pub(super) fn replaced(tool: &str, arguments: &str) -> Option<(String, String)> {
+    if tool != "edit" {
+        return None;
+    }
+    let arguments: serde_json::Value = serde_json::from_str(arguments).ok()?;
+    let old = arguments.get("old_string")?.as_str()?;
+    let path = arguments.get("path")?.as_str()?;
+    Some((old.to_owned(), path.to_owned()))
+}
+
+/// Extensions of the files a prompt may name.
+const EXTENSIONS: [&str; 40] = [
+    "txt", "md", "py", "rs", "go", "js", "ts", "tsx", "jsx", "json", "jsonc", "yaml", "yml",
+    "toml", "ini", "cfg", "conf", "log", "csv", "tsv", "html", "css", "sh", "c", "h", "cpp", "hpp",
+    "java", "kt", "rb", "php", "sql", "xml", "env", "proto", "swift", "lua", "vue", "mod", "lock",
+];
+
+/// The workspace files a prompt names: relative paths ending in a known
+/// extension (`out.txt`, `src/app.py`), once each, in order.
+pub(super) fn named_files(prompt: &str) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    let path_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '/');
+    for word in prompt.split(|c: char| !path_char(c)) {
+        let word = word.trim_end_matches('.').trim_start_matches("./");
+        let Some((stem, extension)) = word.rsplit_once('.') else {
+            continue;
+        };
+        let plain = !stem.is_empty()
+            && !word.starts_with('/')
+            && !word.split('/').any(|part| part == ".." || part.is_empty())
+            && EXTENSIONS.contains(&extension.to_ascii_lowercase().as_str());
+        if plain && !found.iter().any(|f| f == word) {
+            found.push(word.to_owned());
+        }
+    }
+    found
 }
 
 /// The report added to a final answer that does not say what was done:
@@ -233,6 +271,24 @@ mod tests {
     }
 
     #[test]
+    fn the_files_a_prompt_names_are_found() {
+        assert_eq!(
+            super::named_files("read hello.txt and write it in upper case to out.txt."),
+            ["hello.txt", "out.txt"]
+        );
+        assert_eq!(
+            super::named_files("把 shop.py 和 main.py 里的函数改名，写入 ./src/a.rs。"),
+            ["shop.py", "main.py", "src/a.rs"]
+        );
+        assert!(
+            super::named_files(
+                "use python3 -m unittest, see example.com, /etc/passwd, ../x.py, 0.5b"
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
     fn a_change_is_told_from_a_question() {
         for change in [
             "read hello.txt and write it in upper case to out.txt",
@@ -256,6 +312,7 @@ mod tests {
             "hello",
             "这个函数是做什么的",
             "Does make test pass",
+            "make a plan",
         ] {
             assert!(!asks_for_change(question), "{question}");
         }

@@ -35,6 +35,10 @@ pub(super) struct Request {
     shape: Shape,
     /// Text calls are wanted (they are used when there are tools).
     text_wanted: bool,
+    /// The model writes its calls as text even when they could go
+    /// natively (a small model, or one whose calls so far all came from
+    /// its text): words before a call do not make it an example.
+    text_caller: bool,
 }
 
 impl Request {
@@ -46,6 +50,7 @@ impl Request {
             tools,
             shape: Shape::default(),
             text_wanted: false,
+            text_caller: false,
         }
     }
 
@@ -60,9 +65,11 @@ impl Request {
     }
 
     /// An agent's prompt after offcode's, and the tools it is offered.
-    /// `compact`: the compact base prompt.
+    /// `compact`: the compact base prompt, for a small model, which
+    /// writes its calls as text.
     pub(super) fn set_agent(&mut self, prompt: &str, tools: Vec<ToolSpec>, compact: bool) {
         self.context.set_compact(compact);
+        self.text_caller |= compact;
         self.base_system = self.context.system_prompt();
         if !prompt.is_empty() {
             self.base_system.push_str("\n\n");
@@ -122,9 +129,19 @@ impl Request {
         with_workspace(messages, &self.workspace)
     }
 
+    /// The model wrote a call as text: it is read as a text caller's from
+    /// now on.
+    pub(super) fn wrote_call_as_text(&mut self) {
+        self.text_caller = true;
+    }
+
     /// A parser for the next response's text.
     pub(super) fn inline_parser(&self) -> InlineParser {
-        InlineParser::new(&self.tools, self.shape.think_open, self.shape.text_tools)
+        InlineParser::new(
+            &self.tools,
+            self.shape.think_open,
+            self.shape.text_tools || self.text_caller,
+        )
     }
 }
 

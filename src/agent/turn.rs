@@ -10,7 +10,8 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use super::compact::Budget;
-use super::finish::{Calls, Owed};
+use super::ending::Judged;
+use super::finish::Calls;
 use super::mcp::mcp_changed;
 use super::permit::Permits;
 use super::repeat::Repetition;
@@ -335,47 +336,27 @@ impl AgentState {
             self.fail(id, message, ErrorKind::TooBig);
             return (TurnStatus::Failed, None);
         }
-        let asks_change = super::intent::asks_for_change(&text) && self.can_change();
-        let prompt: String = text.chars().take(200).collect();
+        let mut ending = self.ending(&text);
         let user = EntryBody::Message {
             message: Message::User { content: text },
         };
         if let Err(status) = self.record(id, user) {
             return (status, None);
         }
-        let mut told = false;
-        let mut owed = Owed::default();
         let mut validation = Validation::new();
-        let changing_at_start = self.changing_steps;
         for _ in 0..self.config.max_steps {
             match self.step(id, cancel).await {
                 Step::Final(text) => {
-                    let withheld = self.withheld_tools();
-                    // What the checkpoints saw; without them, a command
-                    // that ran may have changed files.
-                    let changed = if self.checkpoints.is_some() {
-                        self.changing_steps > changing_at_start
-                    } else {
-                        validation.changed || validation.ran_command
-                    };
-                    let undone =
-                        owed.undone(&text, self.request.tools(), &withheld)
-                            .or_else(|| {
-                                (asks_change && !changed && !owed.excused)
-                                    .then(super::finish::nothing_changed)
-                            });
-                    let Some(undone) = undone else {
-                        match self.validate(id, &mut validation, cancel).await {
+                    let note = match self.judge(id, &mut ending, &text, &validation) {
+                        Judged::Tell(note) => note,
+                        Judged::Undone => return (TurnStatus::Incomplete, Some(text)),
+                        Judged::Done => match self.validate(id, &mut validation, cancel).await {
                             Verdict::NotRun if cancel.is_cancelled() => {
                                 return (TurnStatus::Aborted, Some(text));
                             }
                             // Refused: the user knows it was not checked.
                             Verdict::Done | Verdict::NotRun => {
-                                let text = if asks_change {
-                                    self.reported(id, text, &owed.done, &prompt)
-                                } else {
-                                    text
-                                };
+                                let text = self.reported(id, text, &ending);
                                 return (TurnStatus::Done, Some(text));
                             }
                             Verdict::GaveUp(why) => {
@@ -388,31 +369,16 @@ impl AgentState {
                                 }
                                 continue;
                             }
-                        }
+                        },
                     };
-                    let what = undone.what;
-                    // Told once what went wrong, the model tries again;
-                    // twice, the turn says it did not do what it said.
-                    if told {
-                        self.warn(
-                            id,
-                            &format!("The task is not done: the model ended again with {what}"),
-                        );
-                        return (TurnStatus::Incomplete, Some(text));
-                    }
-                    told = true;
-                    self.warn(
-                        id,
-                        &format!("The model ended with {what}; offcode told it what is wrong and lets it try again"),
-                    );
-                    if let Err(status) = self.tell_model(id, &undone.note) {
+                    if let Err(status) = self.tell_model(id, &note) {
                         return (status, None);
                     }
                 }
                 Step::Continue(calls) => {
                     validation.changed |= calls.changed;
                     validation.ran_command |= calls.ran_command;
-                    owed.after_step(calls);
+                    ending.owed.after_step(calls);
                 }
                 Step::End(status) => return (status, None),
             }
@@ -423,39 +389,6 @@ impl AgentState {
         );
         self.fail(id, message, ErrorKind::StepLimit);
         (TurnStatus::Failed, None)
-    }
-
-    /// A final answer that does not say what the turn did, with offcode's
-    /// report of it after, shown as the answer's end.
-    fn reported(
-        &self,
-        id: SubmissionId,
-        text: String,
-        done: &[super::intent::Done],
-        prompt: &str,
-    ) -> String {
-        let Some(report) = super::intent::report(&text, done, prompt) else {
-            return text;
-        };
-        let delta = if text.trim().is_empty() {
-            report
-        } else {
-            format!("\n\n{report}")
-        };
-        self.emit(
-            id,
-            EventMsg::AssistantDelta {
-                delta: delta.clone(),
-            },
-        );
-        self.emit(
-            id,
-            EventMsg::AssistantMessage(crate::protocol::AssistantMessageEvent {
-                text: delta.clone(),
-                tool_calls: 0,
-            }),
-        );
-        text.trim_end().to_owned() + &delta
     }
 
     async fn step(&mut self, id: SubmissionId, cancel: &Cancel) -> Step {
@@ -610,6 +543,9 @@ impl AgentState {
         }
         // Calls written as text all at once may guess what an earlier one
         // returns: those run next step, with the results seen.
+        if recovered {
+            self.request.wrote_call_as_text();
+        }
         let waiting = if recovered {
             super::call::first_dependent(&tool_calls, &self.seen_reads())
         } else {

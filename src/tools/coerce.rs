@@ -4,6 +4,8 @@
 //! field (`file_path`, `oldString`). Nothing else is guessed: a value that
 //! does not convert stays as it was and the tool says what is wrong.
 
+use std::path::Path;
+
 use serde_json::{Map, Value};
 
 /// Other agents' names for a field, and ours.
@@ -51,6 +53,33 @@ pub fn coerce(arguments: Value, schema: &Value, numbers_as_text: bool) -> Value 
     Value::Object(out)
 }
 
+/// A `path` argument that is absolute, outside `root`, and in a folder
+/// above it (`/w/task/greet.py` for the workspace `/w/task/project`: a
+/// small model drops the last part of the workspace's path) made the
+/// workspace's, when that file is there or goes straight in it. Nothing
+/// else moves: `/etc/hosts` stays, for the gate and the tool to refuse.
+pub fn into_workspace(arguments: &mut Value, root: &Path) {
+    let Some(Value::String(path)) = arguments.get_mut("path") else {
+        return;
+    };
+    let given = Path::new(path.as_str());
+    let Some(above) = root.parent().filter(|p| p.parent().is_some()) else {
+        return;
+    };
+    if !given.is_absolute() || given.starts_with(root) {
+        return;
+    }
+    let Ok(rest) = given.strip_prefix(above) else {
+        return;
+    };
+    let plain = rest
+        .components()
+        .all(|c| matches!(c, std::path::Component::Normal(_)));
+    if plain && (root.join(rest).exists() || rest.components().count() == 1) {
+        *path = rest.display().to_string();
+    }
+}
+
 /// `value` as `kind`, when it is plainly that written another way.
 fn convert(value: Value, kind: &str) -> Value {
     match (kind, &value) {
@@ -90,8 +119,39 @@ fn convert(value: Value, kind: &str) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use super::coerce;
+    use super::{coerce, into_workspace};
     use serde_json::json;
+
+    #[test]
+    fn a_path_beside_the_workspace_is_the_workspaces_and_no_other_moves() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("task").join("project");
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::write(root.join("greet.py"), "").unwrap();
+        std::fs::write(root.join("src/a.rs"), "").unwrap();
+        let above = dir.path().join("task");
+        let moved = |path: String| {
+            let mut arguments = json!({ "path": path });
+            into_workspace(&mut arguments, &root);
+            arguments["path"].as_str().unwrap().to_owned()
+        };
+        let at = |p: &str| above.join(p).display().to_string();
+        assert_eq!(moved(at("greet.py")), "greet.py");
+        assert_eq!(moved(at("src/a.rs")), "src/a.rs");
+        // A new file straight in the workspace.
+        assert_eq!(moved(at("out.txt")), "out.txt");
+        // A new file deeper, a file elsewhere, and the workspace's own
+        // paths stay.
+        for stays in [
+            at("new/out.txt"),
+            "/etc/hosts".to_owned(),
+            root.join("greet.py").display().to_string(),
+            "greet.py".to_owned(),
+            format!("{}/../x", root.display()),
+        ] {
+            assert_eq!(moved(stays.clone()), stays);
+        }
+    }
 
     #[test]
     fn plain_mistypes_and_other_agents_names_are_brought_to_the_schema() {

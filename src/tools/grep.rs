@@ -129,7 +129,9 @@ fn search(sandbox: &Sandbox, arguments: &Arguments) -> Result<ToolOutput, Error>
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            if let Some(include) = &include {
+            // A file named as the path is searched whatever `include` says
+            // (a small model adds `"include": "*.rs"` to a search of a log).
+            if let Some(include) = include.as_ref().filter(|_| entry.depth() > 0) {
                 let candidate = entry.path().strip_prefix(start).unwrap_or(entry.path());
                 let by_name = entry
                     .file_name()
@@ -279,6 +281,14 @@ mod tests {
         );
         assert_eq!(
             run(json!({"pattern": "let", "case_insensitive": true, "include": "*.md"}))
+                .await
+                .unwrap()
+                .output,
+            "notes.md:1:LET it be"
+        );
+        // A file named as the path is searched whatever `include` says.
+        assert_eq!(
+            run(json!({"pattern": "LET", "path": "notes.md", "include": "*.rs"}))
                 .await
                 .unwrap()
                 .output,

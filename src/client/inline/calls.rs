@@ -648,7 +648,7 @@ pub fn unrun_call_as(text: &str, tools: &[ToolSpec], withheld: &[String]) -> Opt
             continue;
         };
         if let Some(call) = bare_call(&value, &schemas) {
-            well_formed.get_or_insert(call.name);
+            well_formed.get_or_insert(call);
         } else if misfit.is_none() {
             misfit = misfit_call(&value, &schemas, only_objects, withheld);
         }
@@ -657,9 +657,13 @@ pub fn unrun_call_as(text: &str, tools: &[ToolSpec], withheld: &[String]) -> Opt
     // none ran; elsewhere a well-formed call among words is the example.
     match (well_formed, misfit) {
         (Some(_), Some(misfit)) if only_objects => return Some(misfit),
-        (Some(name), _) => {
+        (Some(call), _) => {
+            let name = &call.name;
+            let arguments: Value =
+                serde_json::from_str(&call.arguments).unwrap_or(Value::String(call.arguments));
+            let alone = serde_json::json!({"name": name, "arguments": arguments});
             return Some(format!(
-                "Your last message has a `{name}` call with words after it, so it was read as an example and not run: nothing was done for it. To run it, write the same call again with nothing after it, and wait for the result."
+                "Your last message has a `{name}` call with words around it, so it was read as an example and not run: nothing was done for it. To run it, send a message of nothing but the call, no words before or after it:\n{alone}"
             ));
         }
         (None, Some(misfit)) => return Some(misfit),
