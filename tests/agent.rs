@@ -1248,10 +1248,11 @@ async fn a_call_written_as_an_example_is_pointed_out_once_then_the_turn_is_incom
     });
     assert_eq!(todo.as_deref(), Some("write HI to out.txt"));
 
-    // Twice: the turn ends incomplete, and nothing was written.
+    // Twice, and another call the second time: the turn ends incomplete,
+    // and nothing was written.
     let server = mock();
     server.push(sse(&chunks::text_answer(example)));
-    server.push(sse(&chunks::text_answer(example)));
+    server.push(sse(&chunks::text_answer(&example.replace("HI", "HELLO"))));
     let mut harness = start(&server, 6);
     let events = harness
         .turn("write HI to out.txt", Some(ApprovalDecision::AllowOnce))
@@ -1259,6 +1260,20 @@ async fn a_call_written_as_an_example_is_pointed_out_once_then_the_turn_is_incom
     assert_eq!(status(&events), TurnStatus::Incomplete, "{events:#?}");
     assert_eq!(server.chat_bodies().len(), 2);
     assert!(!harness.root.join("out.txt").exists());
+    // The same call again, told to send it alone: it is meant, and runs.
+    let server = mock();
+    server.push(sse(&chunks::text_answer(example)));
+    server.push(sse(&chunks::text_answer(example)));
+    server.push(sse(&chunks::text_answer("Wrote HI to out.txt.")));
+    let mut harness = start(&server, 6);
+    let events = harness
+        .turn("write HI to out.txt", Some(ApprovalDecision::AllowOnce))
+        .await;
+    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    assert_eq!(
+        std::fs::read_to_string(harness.root.join("out.txt")).unwrap(),
+        "HI"
+    );
     // An answer that only talks about tools is done, not incomplete.
     let server = mock();
     server.push(sse(&chunks::text_answer(

@@ -862,7 +862,7 @@ fn a_task_whose_call_was_never_sent_exits_3() {
     let server = mock();
     let example = "```json\n{\"name\": \"write\", \"arguments\": {\"path\": \"out.txt\", \"content\": \"HI\"}}\n```\nDone: out.txt says HI.";
     server.push(sse(&chunks::text_answer(example)));
-    server.push(sse(&chunks::text_answer(example)));
+    server.push(sse(&chunks::text_answer(&example.replace("HI", "HELLO"))));
     let ws = Workspace::new();
     let out = run(ws.offcode(
         &server.base_url(),

@@ -178,8 +178,9 @@ fn a_change_asked_for_and_never_made_is_repaired_once_then_exit_3() {
         let bodies = server.chat_bodies();
         assert_eq!(bodies.len(), 2);
         assert!(
-            notes(&bodies[1])[0]
-                .contains(&format!("no file has changed yet. The task: \"{prompt}\"")),
+            notes(&bodies[1])[0].ends_with(&format!(
+                "Nothing has changed yet, so the task is not done. Do it now: {prompt}"
+            )),
             "{:?}",
             notes(&bodies[1])
         );
@@ -455,4 +456,38 @@ fn a_path_beside_the_workspace_and_words_before_a_call_still_do_the_work() {
         "print('Goodbye')\n"
     );
     assert!(!beside.exists());
+}
+
+#[test]
+fn a_call_among_words_sent_again_after_the_note_runs() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
+    let call = json!({"name": "read", "arguments": {"path": "config.json"}});
+    let server = mock();
+    for _ in 0..2 {
+        server.push(sse(&chunks::text_answer(&format!(
+            "I'll read it:\n```json\n{call}\n```\nThis reads the file."
+        ))));
+    }
+    server.push(sse(&chunks::text_answer("The port is 7341.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "What is the port in config.json?",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 3);
+    assert!(
+        notes(&bodies[1])[0].ends_with(&format!("no words before or after it:\n{call}")),
+        "{:?}",
+        notes(&bodies[1])
+    );
+    assert!(
+        crate::support::first_tool_result(&bodies[2]).contains("\"port\": 7341"),
+        "{:?}",
+        bodies[2]
+    );
+    assert_eq!(output.stdout.trim(), "The port is 7341.");
 }

@@ -78,6 +78,8 @@ impl AgentState {
         validation: &Validation,
     ) -> Judged {
         let withheld = self.withheld_tools();
+        // What the model was told to send alone held for one response.
+        self.request.set_meant(Vec::new());
         // What the checkpoints saw; without them, a command that ran may
         // have changed files.
         let changed = if self.checkpoints.is_some() {
@@ -111,6 +113,11 @@ impl AgentState {
                 return Judged::Undone;
             }
             ending.told = true;
+            // A call among words, told to be sent alone: written again,
+            // it is meant, whatever words come with it.
+            if let Some(call) = crate::client::inline::example_call(text, self.request.tools()) {
+                self.request.set_meant(vec![call]);
+            }
             self.warn(
                 id,
                 &format!("The model ended with {what}; offcode told it what is wrong and lets it try again"),
@@ -137,7 +144,20 @@ impl AgentState {
         if !ending.asks_change {
             return text;
         }
-        let Some(report) = intent::report(&text, &ending.owed.done, &ending.prompt) else {
+        // Paths as the workspace has them, not as the model wrote them.
+        let root = format!("{}/", self.sandbox.root().display());
+        let done: Vec<intent::Done> = ending
+            .owed
+            .done
+            .iter()
+            .map(|done| match done {
+                intent::Done::Changed(path) => {
+                    intent::Done::Changed(path.strip_prefix(&root).unwrap_or(path).to_owned())
+                }
+                ran @ intent::Done::Ran(_) => ran.clone(),
+            })
+            .collect();
+        let Some(report) = intent::report(&text, &done, &ending.prompt) else {
             return text;
         };
         let delta = if text.trim().is_empty() {

@@ -175,6 +175,17 @@ impl Owed {
                 what: "a promise to act and no call",
             });
         }
+        // "The result is:" and nothing after: the answer was never given.
+        let last = text.trim_end();
+        if last.ends_with([':', '：']) {
+            let line = first_line(last.lines().last().unwrap_or_default().trim());
+            return Some(Undone {
+                note: format!(
+                    "Your answer stops at \"{line}\" and says nothing after it. Write the answer itself, with what the results above show."
+                ),
+                what: "an answer that stops before it says anything",
+            });
+        }
         None
     }
 }
@@ -185,9 +196,7 @@ impl Owed {
 pub(super) fn nothing_changed(task: &str) -> Undone {
     let task = first_line(task);
     Undone {
-        note: format!(
-            "The task is not done: no file has changed yet. The task: \"{task}\". Make the change now: reply with only the tool call (write, edit or bash) that does it. If it cannot be done, say why."
-        ),
+        note: format!("Nothing has changed yet, so the task is not done. Do it now: {task}"),
         what: "no file changed, though the task asks for a change",
     }
 }
@@ -359,6 +368,19 @@ mod tests {
             ..Calls::default()
         });
         assert!(owed.undone("", &[], &[]).is_none());
+    }
+
+    #[test]
+    fn an_answer_that_stops_at_a_colon_is_undone() {
+        let owed = Owed::default();
+        for stopped in ["I used grep. The result is:\n\n", "端口是："] {
+            let undone = owed.undone(stopped, &[], &[]).expect(stopped);
+            assert_eq!(undone.what, "an answer that stops before it says anything");
+        }
+        assert!(
+            owed.undone("The result is: 7341.", &[], &[]).is_none()
+                && owed.undone("Files:\n- a.py", &[], &[]).is_none()
+        );
     }
 
     #[test]

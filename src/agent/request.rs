@@ -39,6 +39,9 @@ pub(super) struct Request {
     /// natively (a small model, or one whose calls so far all came from
     /// its text): words before a call do not make it an example.
     text_caller: bool,
+    /// Calls the model was just told to send alone: for the next
+    /// response only.
+    meant: Vec<crate::client::inline::TextCall>,
 }
 
 impl Request {
@@ -51,6 +54,7 @@ impl Request {
             shape: Shape::default(),
             text_wanted: false,
             text_caller: false,
+            meant: Vec::new(),
         }
     }
 
@@ -135,6 +139,12 @@ impl Request {
         self.text_caller = true;
     }
 
+    /// The calls the next response may send among words (the model was
+    /// told to send them alone); none after it.
+    pub(super) fn set_meant(&mut self, meant: Vec<crate::client::inline::TextCall>) {
+        self.meant = meant;
+    }
+
     /// A parser for the next response's text.
     pub(super) fn inline_parser(&self) -> InlineParser {
         InlineParser::new(
@@ -142,6 +152,7 @@ impl Request {
             self.shape.think_open,
             self.shape.text_tools || self.text_caller,
         )
+        .with_meant(self.meant.clone())
     }
 }
 

@@ -109,6 +109,9 @@ pub struct InlineParser {
     hold: Hold,
     /// Bytes of content taken in.
     taken: usize,
+    /// Calls the model was told it wrote as examples and to send alone:
+    /// written again, words or not, they are meant.
+    meant: Vec<TextCall>,
 }
 
 impl InlineParser {
@@ -139,7 +142,29 @@ impl InlineParser {
             text_mode,
             hold: Hold::default(),
             taken: 0,
+            meant: Vec::new(),
         }
+    }
+
+    /// Calls the model was told to send alone, after writing them among
+    /// words: written again (the same tool and arguments), they run
+    /// whatever words come with them; they are no longer a mention.
+    #[must_use]
+    pub fn with_meant(mut self, meant: Vec<TextCall>) -> Self {
+        self.meant = meant;
+        self
+    }
+
+    /// Whether every one of `calls` is one the model was told to send.
+    fn all_meant(&self, calls: &[TextCall]) -> bool {
+        !calls.is_empty()
+            && calls.iter().all(|call| {
+                self.meant.iter().any(|m| {
+                    m.name == call.name
+                        && serde_json::from_str::<Value>(&m.arguments).ok()
+                            == serde_json::from_str::<Value>(&call.arguments).ok()
+                })
+            })
     }
 
     /// Whether a lone `</think>` was seen: later responses of this model
@@ -206,8 +231,7 @@ impl InlineParser {
         if !self.text_mode && !self.alone_with_tentative() {
             // Native tool calls work: a bare object after prose is an
             // example the answer shows.
-            let held: String = self.tentative.drain(..).map(|(_, raw)| raw).collect();
-            self.emit(&held, &mut out);
+            self.flush_tentative(&mut out);
         }
         let found = self.take_calls();
         (out, found)
@@ -238,11 +262,24 @@ impl InlineParser {
             raw.push_str(text);
             return;
         }
-        if !self.tentative.is_empty() {
-            let held: String = self.tentative.drain(..).map(|(_, raw)| raw).collect();
-            self.emit(&held, out);
-        }
+        self.flush_tentative(out);
         self.emit(text, out);
+    }
+
+    /// Held bare calls with words after them: an example, shown as text,
+    /// unless the model was told to send them and did.
+    fn flush_tentative(&mut self, out: &mut Vec<Out>) {
+        if self.tentative.is_empty() {
+            return;
+        }
+        let calls: Vec<TextCall> = self.tentative.iter().map(|(c, _)| c.clone()).collect();
+        if self.all_meant(&calls) {
+            self.tentative.clear();
+            self.calls.extend(calls);
+            return;
+        }
+        let held: String = self.tentative.drain(..).map(|(_, raw)| raw).collect();
+        self.emit(&held, out);
     }
 
     fn emit(&mut self, text: &str, out: &mut Vec<Out>) {
@@ -528,5 +565,5 @@ mod hold;
 #[cfg(test)]
 mod tests;
 
-pub use calls::{describe_tools, unrun_call, unrun_call_as};
+pub use calls::{describe_tools, example_call, unrun_call, unrun_call_as};
 use hold::Hold;

@@ -627,6 +627,19 @@ pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
     unrun_call_as(text, tools, &[])
 }
 
+/// The first well-formed call to an offered tool in `text` (a final
+/// answer), taken as an example because words came with it.
+pub fn example_call(text: &str, tools: &[ToolSpec]) -> Option<TextCall> {
+    let schemas: HashMap<String, Value> = tools
+        .iter()
+        .map(|t| (t.function.name.clone(), t.function.parameters.clone()))
+        .collect();
+    text.match_indices('{').take(64).find_map(|(at, _)| {
+        let end = object_end(&text[at..])?;
+        bare_call(&repaired(&text[at..at + end])?, &schemas)
+    })
+}
+
 /// [`unrun_call`], where `withheld` are tools that exist but are not this
 /// agent's (`plan` has no `write`): a call to one is told as such.
 pub fn unrun_call_as(text: &str, tools: &[ToolSpec], withheld: &[String]) -> Option<String> {

@@ -296,10 +296,14 @@ impl InlineParser {
             let name = name_line(&self.visible)?;
             parse_arguments_of(name, inner, &self.schemas).map(|call| vec![call])
         };
-        match parse_bare(inner, &self.schemas)
-            .filter(|_| alone)
-            .or_else(named)
-        {
+        let parsed = parse_bare(inner, &self.schemas);
+        // A call the model was told to send alone, sent among words.
+        if !alone && let Some(calls) = parsed.as_ref().filter(|c| self.all_meant(c)) {
+            self.line_start = true;
+            self.calls.extend(calls.iter().cloned());
+            return;
+        }
+        match parsed.filter(|_| alone).or_else(named) {
             Some(mut calls) => {
                 self.line_start = true;
                 let last = calls.pop();

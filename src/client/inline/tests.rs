@@ -723,3 +723,30 @@ fn python_strings_and_a_stray_closing_brace_are_repaired() {
     );
     assert!(got.calls.is_empty(), "{got:?}");
 }
+
+#[test]
+fn a_call_the_model_was_told_to_send_alone_runs_among_words() {
+    let call = "```json\n{\"name\": \"read\", \"arguments\": {\"path\": \"a.txt\"}}\n```";
+    let text = format!("I will read it:\n{call}\nThis reads the file.");
+    let meant = || {
+        vec![TextCall {
+            name: "read".into(),
+            arguments: "{\"path\":\"a.txt\"}".into(),
+        }]
+    };
+    for text_mode in [true, false] {
+        // Not told: an example.
+        let mut parser = InlineParser::new(&tools(), false, text_mode);
+        let _ = parser.push(&text);
+        assert!(parser.finish(false).1.is_empty());
+        // Told, and written again: meant.
+        let mut parser = InlineParser::new(&tools(), false, text_mode).with_meant(meant());
+        let _ = parser.push(&text);
+        assert_eq!(parser.finish(false).1, meant());
+        // Another call is still an example.
+        let other = text.replace("a.txt", "b.txt");
+        let mut parser = InlineParser::new(&tools(), false, text_mode).with_meant(meant());
+        let _ = parser.push(&other);
+        assert!(parser.finish(false).1.is_empty());
+    }
+}
