@@ -422,7 +422,8 @@ fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
     let bodies = server.chat_bodies();
     assert!(
         notes(&bodies[2])[0]
-            .contains("`main.py`, which the task names, still has `compute_total`, which you replaced in `shop.py`"),
+            .contains("`main.py`, which the task names, still has `compute_total`, which you replaced in `shop.py`")
+            && notes(&bodies[2])[0].contains(r#"{"name":"edit","arguments":{"path":"main.py","old_string":"compute_total","new_string":"total_price","replace_all":false}}"#),
         "{:?}",
         notes(&bodies[2])
     );

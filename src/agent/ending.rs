@@ -207,14 +207,22 @@ fn left_alone(root: &std::path::Path, named: &[String], owed: &Owed) -> Option<S
         let Some(content) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
             continue;
         };
-        if let Some((old, file)) = owed
+        if let Some(edit) = owed
             .replaced
             .iter()
-            .find(|(old, _)| old.trim().chars().count() >= 3 && content.contains(old.trim()))
+            .find(|r| r.old.trim().chars().count() >= 3 && content.contains(&r.old))
         {
+            // The same edit there, for the model to send or not.
+            let call = serde_json::json!({"name": "edit", "arguments": {
+                "path": name,
+                "old_string": edit.old,
+                "new_string": edit.new,
+                "replace_all": content.matches(&edit.old).count() > 1,
+            }});
             return Some(format!(
-                "`{name}`, which the task names, still has `{}`, which you replaced in `{file}`. If the task asks for the change there too, make it now; if not, say so.",
-                old.trim()
+                "`{name}`, which the task names, still has `{}`, which you replaced in `{}`. If the task asks for the change there too, make it now, for example with this call alone in your message:\n{call}\nIf not, say so.",
+                edit.old.trim(),
+                edit.path
             ));
         }
     }

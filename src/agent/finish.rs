@@ -25,8 +25,8 @@ pub(super) struct Calls {
     pub(super) ran_command: bool,
     /// What worked that changes things: files written, commands run.
     pub(super) done: Vec<super::intent::Done>,
-    /// Text edits that worked replaced: the old text and the file.
-    pub(super) replaced: Vec<(String, String)>,
+    /// What edits that worked replaced.
+    pub(super) replaced: Vec<super::intent::Replaced>,
     /// A change or a command was refused (by a rule or a person), or a
     /// subagent did its part (with the same check of its own).
     pub(super) excused: bool,
@@ -46,8 +46,8 @@ pub(super) struct Owed {
     change_failed: Option<(String, String)>,
     /// What the turn did, in order, once each.
     pub(super) done: Vec<super::intent::Done>,
-    /// Text the turn's edits replaced, and where.
-    pub(super) replaced: Vec<(String, String)>,
+    /// What the turn's edits replaced, and where.
+    pub(super) replaced: Vec<super::intent::Replaced>,
     /// A change or a command was refused (whoever refused it knows why
     /// nothing changed), or a subagent finished its part, which it checked
     /// the same way.

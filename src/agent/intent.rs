@@ -121,15 +121,29 @@ impl Done {
     }
 }
 
-/// What an `edit` that worked replaced: its old text and the file.
-pub(super) fn replaced(tool: &str, arguments: &str) -> Option<(String, String)> {
+/// What an `edit` that worked replaced.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Replaced {
+    /// The text replaced.
+    pub(super) old: String,
+    /// What replaced it.
+    pub(super) new: String,
+    /// The file, as the model named it.
+    pub(super) path: String,
+}
+
+/// What an `edit` call that worked replaced.
+pub(super) fn replaced(tool: &str, arguments: &str) -> Option<Replaced> {
     if tool != "edit" {
         return None;
     }
     let arguments: serde_json::Value = serde_json::from_str(arguments).ok()?;
-    let old = arguments.get("old_string")?.as_str()?;
-    let path = arguments.get("path")?.as_str()?;
-    Some((old.to_owned(), path.to_owned()))
+    let text = |key: &str| arguments.get(key)?.as_str().map(str::to_owned);
+    Some(Replaced {
+        old: text("old_string")?,
+        new: text("new_string")?,
+        path: text("path")?,
+    })
 }
 
 /// Extensions of the files a prompt may name.

@@ -54,8 +54,14 @@ impl Tool for Read {
             Text::Utf8(text) => (text, None),
             Text::Decoded { text, encoding } => (text, Some(encoding)),
         };
+        // A short file is read to its end whatever `limit` says: small
+        // models ask for one line of a four-line file and guess the rest.
         let offset = arguments.offset.unwrap_or(1).max(1);
-        let limit = arguments.limit.unwrap_or(DEFAULT_LIMIT).max(1);
+        let limit = if text.lines().count() <= SHORT_FILE_LINES {
+            DEFAULT_LIMIT
+        } else {
+            arguments.limit.unwrap_or(DEFAULT_LIMIT).max(1)
+        };
         let mut output = number_lines(&text, offset, limit, &arguments.path);
         if let Some(encoding) = encoding {
             // Said to the model and to the user: the text is decoded, and
@@ -70,6 +76,9 @@ impl Tool for Read {
         Ok(output)
     }
 }
+
+/// Lines up to which a file is read to its end, whatever `limit` says.
+const SHORT_FILE_LINES: usize = 50;
 
 /// Lines `offset..offset+limit` of `text`, numbered, within the byte budget,
 /// with a marker saying how to read on when anything was left out.
@@ -142,6 +151,7 @@ pub const NUMBERED_AS_READ: &str = "every line starts with a line number and a T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tools::DynTool;
     use pretty_assertions::assert_eq;
 
     #[test]
@@ -160,6 +170,36 @@ mod tests {
     fn cjk_text_is_exact() {
         let output = number_lines("你好，世界\n", 1, 10, "中文.txt");
         assert_eq!(output.output, "     1\t你好，世界\n");
+    }
+
+    #[tokio::test]
+    async fn a_short_file_is_read_to_its_end_whatever_limit_is_asked() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("config.json"),
+            "{\n  \"name\": \"api\",\n  \"port\": 7341\n}\n",
+        )
+        .unwrap();
+        let mut many = String::new();
+        for n in 1..=60 {
+            let _ = writeln!(many, "line {n}");
+        }
+        std::fs::write(dir.path().join("long.txt"), many).unwrap();
+        let (_dir, mut context) = crate::tools::tests::context();
+        context.sandbox = std::sync::Arc::new(crate::sandbox::Sandbox::new(dir.path()).unwrap());
+        let read = |args: serde_json::Value| Read.call(args, &context);
+        let short = read(serde_json::json!({"path": "config.json", "offset": 1, "limit": 1}))
+            .await
+            .unwrap();
+        assert!(short.output.contains("\"port\": 7341"), "{}", short.output);
+        let long = read(serde_json::json!({"path": "long.txt", "offset": 2, "limit": 1}))
+            .await
+            .unwrap();
+        assert!(
+            long.output.starts_with("     2\tline 2\n[..."),
+            "{}",
+            long.output
+        );
     }
 
     #[test]
