@@ -395,11 +395,15 @@ impl AgentState {
     ) -> ToolOutput {
         self.announce(id, call, true);
         let names: Vec<String> = earlier.iter().map(|c| format!("`{}`", c.name)).collect();
-        let mut output = ToolOutput::error(format!(
-            "Not run yet: it was written before the result of {} was seen, which is above now. Next, send this `{}` call again, alone in your message, with the real data from that result (unchanged if it was right).",
+        let text = format!(
+            "Held back, not run yet: this `{}` was written before the result of {} was seen; that result is above now. If this `{}` is still right, send it again unchanged, alone in your message; if not, send it with what the result shows.",
+            call.name,
             names.join(", "),
             call.name
-        ));
+        );
+        // Not "Error:": told its call failed, a small model gives up on it.
+        let mut output = ToolOutput::error(&text);
+        output.output = text;
         "not run yet: it may depend on the calls before it".clone_into(&mut output.summary);
         self.ended(id, call, &output, CallOutcome::Failed);
         output
