@@ -79,13 +79,17 @@ pub struct Assembly {
 
 impl Assembly {
     /// Uses the compact base prompt (`true`) or the full one; the base
-    /// part's source says which, for `/context`.
+    /// part's name says which (`compact prompt`), for `/context`.
     pub fn set_compact(&mut self, compact: bool) {
-        if let Some(base) = self.parts.iter_mut().find(|p| p.name == "system prompt") {
-            (base.text, base.source) = if compact {
-                (COMPACT_PROMPT.to_owned(), "built in, compact".to_owned())
+        let base = self
+            .parts
+            .iter_mut()
+            .find(|p| matches!(p.name, "system prompt" | "compact prompt"));
+        if let Some(base) = base {
+            (base.name, base.text) = if compact {
+                ("compact prompt", COMPACT_PROMPT.to_owned())
             } else {
-                (SYSTEM_PROMPT.to_owned(), "built in".to_owned())
+                ("system prompt", SYSTEM_PROMPT.to_owned())
             };
         }
     }

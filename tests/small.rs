@@ -116,7 +116,7 @@ fn a_small_model_gets_the_compact_prompt_and_tools_unless_the_config_says_otherw
             continue;
         }
         assert_eq!(
-            shown.stdout.contains("built in, compact"),
+            shown.stdout.contains("compact prompt"),
             compact,
             "{extra}: {}",
             shown.stdout
