@@ -33,10 +33,17 @@ pub fn coerce(arguments: Value, schema: &Value, numbers_as_text: bool) -> Value 
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return Value::Object(arguments);
     };
+    let given: Vec<String> = arguments.keys().cloned().collect();
     let mut out = Map::new();
     for (key, value) in arguments {
+        // An alias stands for our field only when the call lacks that
+        // field; otherwise it stays an unknown key, whatever the order.
         let key = match ALIASES.iter().find(|(alias, _)| *alias == key) {
-            Some((_, ours)) if properties.contains_key(*ours) && !properties.contains_key(&key) => {
+            Some((_, ours))
+                if properties.contains_key(*ours)
+                    && !properties.contains_key(&key)
+                    && !given.iter().any(|k| k == ours) =>
+            {
                 (*ours).to_owned()
             }
             _ => key,
@@ -184,10 +191,14 @@ mod tests {
             coerce(json!({"content": 7341}), &schema, false),
             json!({"content": 7341})
         );
-        // The call's own field wins over an alias.
+        // The call's own field wins over an alias, whatever the order.
         assert_eq!(
             coerce(json!({"path": "a", "file_path": "b"}), &schema, true),
-            json!({"path": "a"})
+            json!({"path": "a", "file_path": "b"})
+        );
+        assert_eq!(
+            coerce(json!({"file_path": "b", "path": "a"}), &schema, true)["path"],
+            "a"
         );
     }
 }
