@@ -492,3 +492,87 @@ fn a_call_among_words_sent_again_after_the_note_runs() {
     );
     assert_eq!(output.stdout.trim(), "The port is 7341.");
 }
+
+#[test]
+fn a_question_about_a_file_answered_without_reading_it_is_not_an_answer() {
+    for (replies, code) in [
+        // Told, it reads and answers from the file.
+        (
+            vec![
+                chunks::text_answer("The port is 3000."),
+                chunks::tool_answer("", &[("r", "read", json!({"path": "config.json"}))]),
+                chunks::text_answer("The port is 7341."),
+            ],
+            0,
+        ),
+        // Guessing twice.
+        (
+            vec![
+                chunks::text_answer("The port is 3000."),
+                chunks::text_answer("The port is 8080."),
+            ],
+            3,
+        ),
+    ] {
+        let ws = Workspace::new();
+        std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
+        let server = mock();
+        for reply in &replies {
+            server.push(sse(reply));
+        }
+        let output = task(
+            &ws,
+            &server.base_url(),
+            SMALL,
+            "What is the port in config.json?",
+        );
+        assert_eq!(output.code, code, "{}", output.stderr);
+        let bodies = server.chat_bodies();
+        assert!(
+            notes(&bodies[1])[0].contains("You answered without reading `config.json`"),
+            "{:?}",
+            notes(&bodies[1])
+        );
+    }
+}
+
+#[test]
+fn a_rename_left_half_done_after_the_note_exits_3() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("shop.py"),
+        "def compute_total(p):\n    return sum(p)\n",
+    )
+    .unwrap();
+    std::fs::write(ws.root.join("main.py"), "from shop import compute_total\n").unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "e1",
+            "edit",
+            json!({"path": "shop.py", "old_string": "compute_total", "new_string": "total_price"}),
+        )],
+    )));
+    // It says it changed main.py too, and never does.
+    server.push(sse(&chunks::text_answer("Renamed.")));
+    server.push(sse(&chunks::text_answer("I renamed it in main.py too.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "Rename the function compute_total to total_price in shop.py and in main.py.",
+    );
+    assert_eq!(output.code, 3, "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains("a file the task names still holding what it replaced elsewhere"),
+        "{}",
+        output.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("main.py")).unwrap(),
+        "from shop import compute_total\n"
+    );
+}

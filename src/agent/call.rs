@@ -70,6 +70,7 @@ impl AgentState {
                     calls
                         .replaced
                         .extend(super::intent::replaced(&call.name, &arguments));
+                    calls.touched.push(arguments);
                 }
                 match crate::tools::effect(&call.name) {
                     crate::tools::Effect::ChangesFiles => {

@@ -23,12 +23,24 @@ pub(super) enum Judged {
     Undone,
 }
 
+/// What a prompt asks for, as far as its end is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asks {
+    /// A change of files.
+    Change,
+    /// Something about the files it names: they are read (or searched)
+    /// before it is answered.
+    About,
+    /// Anything else.
+    Other,
+}
+
 /// What one turn's final answers are judged against.
 pub(super) struct Ending {
     /// What the turn still owes, step by step.
     pub(super) owed: Owed,
-    /// The prompt asks for a change of files.
-    asks_change: bool,
+    /// What the prompt asks for.
+    asks: Asks,
     /// The prompt's start, for notes and the report's language.
     prompt: String,
     /// Steps that had changed files when the turn began.
@@ -41,7 +53,8 @@ pub(super) struct Ending {
     /// The model was told once what is undone; a second time ends the
     /// turn incomplete.
     told: bool,
-    /// The model was pointed once at a named file its edit left alone.
+    /// The model was pointed once at a named file its edit left alone
+    /// (which counts as its one telling).
     nudged: bool,
 }
 
@@ -50,16 +63,21 @@ impl AgentState {
     pub(super) fn ending(&self, prompt: &str) -> Ending {
         let asks_change = intent::asks_for_change(prompt) && self.can_change();
         let root = self.sandbox.root();
-        let (missing, named) = if asks_change {
-            intent::named_files(prompt)
-                .into_iter()
-                .partition(|name| !root.join(name).exists())
+        // A file attached with `@path` is in the prompt: read already.
+        let (missing, named): (Vec<String>, Vec<String>) = intent::named_files(prompt)
+            .into_iter()
+            .filter(|name| !prompt.contains(&format!("<file path=\"{name}\"")))
+            .partition(|name| !root.join(name).exists());
+        let asks = if asks_change {
+            Asks::Change
+        } else if !named.is_empty() && !self.request.tools().is_empty() {
+            Asks::About
         } else {
-            (Vec::new(), Vec::new())
+            Asks::Other
         };
         Ending {
             owed: Owed::default(),
-            asks_change,
+            asks,
             prompt: prompt.chars().take(200).collect(),
             changing_at_start: self.changing_steps,
             missing,
@@ -87,7 +105,7 @@ impl AgentState {
         } else {
             validation.changed || validation.ran_command
         };
-        let asked = ending.asks_change && !ending.owed.excused;
+        let asked = ending.asks == Asks::Change && !ending.owed.excused;
         let root = self.sandbox.root().to_owned();
         let undone = ending
             .owed
@@ -100,6 +118,24 @@ impl AgentState {
                     .filter(|name| !root.join(name).exists())
                     .collect();
                 (asked && !absent.is_empty()).then(|| still_missing(&absent))
+            })
+            .or_else(|| {
+                let unread: Vec<&String> = ending
+                    .named
+                    .iter()
+                    .filter(|name| !ending.owed.touched(name))
+                    .collect();
+                (ending.asks == Asks::About && !unread.is_empty()).then(|| answered_unread(&unread))
+            })
+            .or_else(|| {
+                // Pointed at once, the file still holds what was replaced.
+                (asked && ending.nudged)
+                    .then(|| left_alone(&root, &ending.named, &ending.owed))
+                    .flatten()
+                    .map(|_| Undone {
+                        note: String::new(),
+                        what: "a file the task names still holding what it replaced elsewhere",
+                    })
             });
         if let Some(undone) = undone {
             let what = undone.what;
@@ -128,7 +164,8 @@ impl AgentState {
             && !ending.nudged
             && let Some(note) = left_alone(&root, &ending.named, &ending.owed)
         {
-            ending.nudged = true;
+            // One telling a turn: ending so again, it is undone.
+            (ending.nudged, ending.told) = (true, true);
             self.warn(
                 id,
                 "The model left a file the task names with text it replaced elsewhere; offcode pointed it out",
@@ -141,7 +178,7 @@ impl AgentState {
     /// A final answer that does not say what the turn did, with offcode's
     /// report of it after, shown as the answer's end.
     pub(super) fn reported(&self, id: SubmissionId, text: String, ending: &Ending) -> String {
-        if !ending.asks_change {
+        if ending.asks != Asks::Change {
             return text;
         }
         // Paths as the workspace has them, not as the model wrote them.
@@ -179,6 +216,18 @@ impl AgentState {
             }),
         );
         text.trim_end().to_owned() + &delta
+    }
+}
+
+/// A question about files answered without reading them.
+fn answered_unread(unread: &[&String]) -> Undone {
+    let names: Vec<String> = unread.iter().map(|n| format!("`{n}`")).collect();
+    Undone {
+        note: format!(
+            "You answered without reading {}, which the question is about, so the answer may be wrong. Read it with a tool call now, then answer from what it says.",
+            names.join(", ")
+        ),
+        what: "an answer about a file it never read",
     }
 }
 

@@ -27,6 +27,8 @@ pub(super) struct Calls {
     pub(super) done: Vec<super::intent::Done>,
     /// What edits that worked replaced.
     pub(super) replaced: Vec<super::intent::Replaced>,
+    /// The arguments of every call that worked (what it touched).
+    pub(super) touched: Vec<String>,
     /// A change or a command was refused (by a rule or a person), or a
     /// subagent did its part (with the same check of its own).
     pub(super) excused: bool,
@@ -48,6 +50,8 @@ pub(super) struct Owed {
     pub(super) done: Vec<super::intent::Done>,
     /// What the turn's edits replaced, and where.
     pub(super) replaced: Vec<super::intent::Replaced>,
+    /// The arguments of every call of the turn that worked.
+    touched: Vec<String>,
     /// A change or a command was refused (whoever refused it knows why
     /// nothing changed), or a subagent finished its part, which it checked
     /// the same way.
@@ -69,6 +73,7 @@ impl Owed {
     pub(super) fn after_step(&mut self, calls: Calls) {
         self.excused |= calls.excused;
         self.replaced.extend(calls.replaced);
+        self.touched.extend(calls.touched);
         for done in &calls.done {
             if !self.done.contains(done) {
                 self.done.push(done.clone());
@@ -108,6 +113,14 @@ impl Owed {
             .extend(calls.deferred.into_iter().filter(|(name, _)| {
                 matches!(effect(name), Effect::ChangesFiles | Effect::RunsCommands)
             }));
+    }
+
+    /// Whether a call of the turn that worked named the file `name` (a
+    /// read, a search, a command).
+    pub(super) fn touched(&self, name: &str) -> bool {
+        self.touched
+            .iter()
+            .any(|arguments| arguments.contains(name))
     }
 
     /// Whether the turn changed the file `name` (by its path's end).

@@ -397,8 +397,21 @@ impl InlineParser {
                 }
             }
             Marker::Call(tag) => {
+                // A tag inside a sentence (or a quote, or backticks) is a
+                // mention: a call's tag opens its line.
+                let line_so_far = format!("{}{before}", self.visible);
+                let line_so_far = line_so_far.rsplit('\n').next().unwrap_or("");
                 self.content(&before, out);
-                self.enter(Mode::Tagged(tag));
+                if line_so_far.trim().is_empty() {
+                    self.enter(Mode::Tagged(tag));
+                } else {
+                    let open = match tag {
+                        Tag::ToolCall => CALL_OPEN,
+                        Tag::Tools => TOOLS_OPEN,
+                    };
+                    let text: String = self.buf.drain(..open.len()).collect();
+                    self.content(&text, out);
+                }
             }
             Marker::Mistral => {
                 self.content(&before, out);

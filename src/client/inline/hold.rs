@@ -127,6 +127,23 @@ impl InlineParser {
             Some(at) => (at, at + close_tag.len()),
             None => (self.buf.len(), self.buf.len()),
         };
+        // Words after the closing tag on its line make the block a
+        // mention ("<tool_call>…</tool_call> which I will not follow").
+        let after = &self.buf[raw_end..];
+        let line_rest = after.split('\n').next().unwrap_or("");
+        if !after.contains('\n') && !end && line_rest.trim().is_empty() {
+            // The next search finds the same closing tag.
+            self.hold.searched = raw_end;
+            return false;
+        }
+        if !line_rest.trim().is_empty() {
+            let rest = self.buf.split_off(raw_end);
+            let raw = std::mem::replace(&mut self.buf, rest);
+            self.mode = Mode::Text;
+            self.content(&raw, out);
+            self.line_start = false;
+            return true;
+        }
         let body = &self.buf[open.len()..body_end];
         let calls = match tag {
             Tag::ToolCall => parse_tagged(body, &self.schemas).map(|call| vec![call]),

@@ -750,3 +750,29 @@ fn a_call_the_model_was_told_to_send_alone_runs_among_words() {
         assert!(parser.finish(false).1.is_empty());
     }
 }
+
+#[test]
+fn a_tagged_call_inside_a_sentence_is_a_mention() {
+    // An outside tester's finds: a README's call quoted in a sentence ran.
+    for input in [
+        "The README says: <tool_call>{\"name\": \"bash\", \"arguments\": {\"command\": \"touch x\"}}</tool_call> which I will not follow.",
+        "Never do this: <tools>{\"name\": \"bash\", \"arguments\": {\"command\": \"touch x\"}}</tools> it is an example.",
+        "Quote:\n> <tool_call>{\"name\": \"bash\", \"arguments\": {\"command\": \"touch x\"}}</tool_call>\nThat is what the docs say.",
+        "<tool_call>{\"name\": \"bash\", \"arguments\": {\"command\": \"touch x\"}}</tool_call> is the format.",
+    ] {
+        for text_mode in [true, false] {
+            sweep_as(input, text_mode, false, &expect(input, "", &[]));
+        }
+    }
+    // On lines of its own it is a call, words on other lines or not.
+    let touch = ("bash", json!({"command": "touch x"}));
+    sweep(
+        "Sure, I will do that.\n<tool_call>\n{\"name\": \"bash\", \"arguments\": {\"command\": \"touch x\"}}\n</tool_call>  \nThis creates the file.",
+        false,
+        &expect(
+            "Sure, I will do that.\nThis creates the file.",
+            "",
+            &[touch],
+        ),
+    );
+}
