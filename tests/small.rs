@@ -388,8 +388,8 @@ fn a_file_the_task_names_that_never_appears_leaves_it_undone() {
     assert!(ws.root.join("counted1.txt").exists());
 }
 
-#[test]
-fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
+/// A workspace with a function to rename across two files.
+fn shop() -> Workspace {
     let ws = Workspace::new();
     std::fs::write(
         ws.root.join("shop.py"),
@@ -397,6 +397,15 @@ fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
     )
     .unwrap();
     std::fs::write(ws.root.join("main.py"), "from shop import compute_total\n").unwrap();
+    ws
+}
+
+/// The prompt of a rename across two files.
+const RENAME: &str = "Rename the function compute_total to total_price in shop.py and in main.py.";
+
+#[test]
+fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
+    let ws = shop();
     let edit = |id: &str, path: &str| {
         sse(&chunks::tool_answer(
             "",
@@ -412,12 +421,7 @@ fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
     server.push(sse(&chunks::text_answer("Renamed.")));
     server.push(edit("e2", "main.py"));
     server.push(sse(&chunks::text_answer("Renamed in both.")));
-    let output = task(
-        &ws,
-        &server.base_url(),
-        SMALL,
-        "Rename the function compute_total to total_price in shop.py and in main.py.",
-    );
+    let output = task(&ws, &server.base_url(), SMALL, RENAME);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let bodies = server.chat_bodies();
     assert!(
@@ -538,13 +542,7 @@ fn a_question_about_a_file_answered_without_reading_it_is_not_an_answer() {
 
 #[test]
 fn a_rename_left_half_done_after_the_note_exits_3() {
-    let ws = Workspace::new();
-    std::fs::write(
-        ws.root.join("shop.py"),
-        "def compute_total(p):\n    return sum(p)\n",
-    )
-    .unwrap();
-    std::fs::write(ws.root.join("main.py"), "from shop import compute_total\n").unwrap();
+    let ws = shop();
     let server = mock();
     server.push(sse(&chunks::tool_answer(
         "",
@@ -557,12 +555,7 @@ fn a_rename_left_half_done_after_the_note_exits_3() {
     // It says it changed main.py too, and never does.
     server.push(sse(&chunks::text_answer("Renamed.")));
     server.push(sse(&chunks::text_answer("I renamed it in main.py too.")));
-    let output = task(
-        &ws,
-        &server.base_url(),
-        SMALL,
-        "Rename the function compute_total to total_price in shop.py and in main.py.",
-    );
+    let output = task(&ws, &server.base_url(), SMALL, RENAME);
     assert_eq!(output.code, 3, "{}", output.stderr);
     assert!(
         output
