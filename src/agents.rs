@@ -585,7 +585,7 @@ fn built_in() -> Vec<Profile> {
         profile(
             "general",
             Mode::Subagent,
-            "Does a part of a task; changes files, runs commands.",
+            "Changes files, runs commands.",
             "You are a subagent working on one part of a larger task. Do it, then answer with what you did and found, briefly, for the agent that asked.",
         ),
         profile(
@@ -606,7 +606,7 @@ fn built_in() -> Vec<Profile> {
             ..profile(
                 "explore",
                 Mode::Subagent,
-                "Finds, searches and reads code; changes nothing.",
+                "Reads and searches; changes nothing.",
                 "You are a subagent that explores code without changing it. Search and read what the question needs, then answer with what you found: paths, line numbers and the facts asked for.",
             )
         },

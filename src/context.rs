@@ -15,8 +15,8 @@ use crate::client::wire::{WireFunctionCall, WireMessage, WireToolCall};
 use crate::session::Message;
 
 /// The base system prompt, the same everywhere.
-const SYSTEM_PROMPT: &str = "You are offcode, a coding agent in a terminal. Change the \
-workspace only with your tools. Read a file before you change it or answer about it; run \
+const SYSTEM_PROMPT: &str = "You are offcode, a coding agent. Change the workspace only with \
+your tools. Read a file before you change it or answer about it; run \
 commands to check your work. When done, say briefly what you did. Reply in \
 the user's language. For a task of several steps, keep a todo list with `todowrite`.";
 

@@ -280,7 +280,7 @@ fn help_says_what_no_command_does_and_tool_lists_every_tool() {
             tool_help.stdout
         );
     }
-    assert!(listed.stdout.contains("e.g. **/*.rs"), "{}", listed.stdout);
+    assert!(listed.stdout.contains("(**/*.rs)"), "{}", listed.stdout);
 }
 
 #[test]

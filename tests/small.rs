@@ -30,14 +30,29 @@ fn task(ws: &Workspace, base_url: &str, model: &str, prompt: &str) -> crate::sup
 #[test]
 fn the_first_request_with_every_built_in_tool_is_under_4_kb() {
     let ws = Workspace::new();
-    config(&ws, r#""compact": "off""#);
+    config(&ws, r#""compact": "off", "validate": false"#);
+    std::fs::write(
+        ws.root.join("calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    std::fs::write(ws.root.join("test_calc.py"), "from calc import add\n").unwrap();
     let server = mock();
-    server.push(sse(&chunks::text_answer("The port is 7341.")));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w",
+            "write",
+            json!({"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Fixed calc.py.")));
     let output = task(
         &ws,
         &server.base_url(),
         "mock-model",
-        "Read config.json and tell me which port the api listens on.",
+        // The longest prompt of the real-model tier's task set.
+        "test_calc.py 里的测试失败了。修复 calc.py 里的错误，让 python3 -m unittest test_calc 通过。",
     );
     assert_eq!(output.code, 0, "{}", output.stderr);
     let first = server

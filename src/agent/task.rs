@@ -38,7 +38,7 @@ pub(super) fn spec(agents: &crate::agents::Agents) -> Option<ToolSpec> {
         function: FunctionSpec {
             name: NAME.to_owned(),
             description: format!(
-                "Hand a self-contained part of the task to a subagent; it sees only your prompt. Subagents:\n{}",
+                "Give a part of the task to a subagent (it sees only your prompt):\n{}",
                 subagents.join("\n")
             ),
             parameters: json!({

@@ -54,7 +54,7 @@ impl Tool for Bash {
             "properties": {
                 "command": {"type": "string"},
                 "timeout": {"type": "integer"},
-                "unconfined": {"type": "boolean", "description": "After the sandbox refused: run outside it (a person approves)"}
+                "unconfined": {"type": "boolean", "description": "Only after the sandbox refused it; a person approves"}
             },
             "required": ["command"]
         })

@@ -25,7 +25,8 @@ pub struct Arguments {
 impl Tool for Edit {
     const NAME: &'static str = "edit";
 
-    const DESCRIPTION: &'static str = "Replace old_string (exact, with indentation; once unless replace_all) with new_string in a file.";
+    const DESCRIPTION: &'static str =
+        "Replace exact old_string with new_string in a file (once, unless replace_all).";
     const SUBJECT: Option<&'static str> = Some("path");
     const EFFECT: Effect = Effect::ChangesFiles;
     type Arguments = Arguments;

@@ -34,7 +34,7 @@ pub struct Arguments {
 impl Tool for Glob {
     const NAME: &'static str = "glob";
 
-    const DESCRIPTION: &'static str = "Find files by glob, e.g. **/*.rs; newest first.";
+    const DESCRIPTION: &'static str = "Find files by glob (**/*.rs), newest first.";
     const SUBJECT: Option<&'static str> = Some("pattern");
     const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;

@@ -48,7 +48,7 @@ pub struct Arguments {
 impl Tool for Grep {
     const NAME: &'static str = "grep";
 
-    const DESCRIPTION: &'static str = "Search files for a regex; gives path:line:text.";
+    const DESCRIPTION: &'static str = "Search files for a regex.";
     const SUBJECT: Option<&'static str> = Some("pattern");
     const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;
@@ -61,8 +61,7 @@ impl Tool for Grep {
                 "path": {"type": "string"},
                 "include": {"type": "string", "description": "File glob, e.g. *.rs"},
                 "case_insensitive": {"type": "boolean"},
-                "context": {"type": "integer"},
-                "hidden": {"type": "boolean"}
+                "context": {"type": "integer"}
             },
             "required": ["pattern"]
         })

@@ -29,8 +29,7 @@ pub struct Arguments {
 impl Tool for Read {
     const NAME: &'static str = "read";
 
-    const DESCRIPTION: &'static str =
-        "Read a text file as numbered lines; offset (1-based) and limit pick lines.";
+    const DESCRIPTION: &'static str = "Read a file as numbered lines (offset: first line, limit).";
     const SUBJECT: Option<&'static str> = Some("path");
     const EFFECT: Effect = Effect::ReadsFiles;
     type Arguments = Arguments;

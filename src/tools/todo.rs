@@ -71,7 +71,7 @@ pub struct WriteArguments {
 impl Tool for TodoWrite {
     const NAME: &'static str = "todowrite";
 
-    const DESCRIPTION: &'static str = "Replace your todo list: the task's steps, one in_progress.";
+    const DESCRIPTION: &'static str = "Replace your todo list (the task's steps).";
 
     type Arguments = WriteArguments;
 

@@ -21,7 +21,7 @@ pub struct Arguments {
 impl Tool for Write {
     const NAME: &'static str = "write";
 
-    const DESCRIPTION: &'static str = "Create or overwrite a file with content (folders are made).";
+    const DESCRIPTION: &'static str = "Create or overwrite a file.";
     const SUBJECT: Option<&'static str> = Some("path");
     const EFFECT: Effect = Effect::ChangesFiles;
     type Arguments = Arguments;
