@@ -584,3 +584,23 @@ fn a_rename_left_half_done_after_the_note_exits_3() {
         "from shop import compute_total\n"
     );
 }
+
+#[test]
+fn a_search_that_found_the_file_counts_as_reading_it() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("g", "grep", json!({"pattern": "port"}))],
+    )));
+    server.push(sse(&chunks::text_answer("The port is 7341.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "What is the port in config.json?",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(server.chat_bodies().len(), 2);
+}

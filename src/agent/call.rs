@@ -70,7 +70,10 @@ impl AgentState {
                     calls
                         .replaced
                         .extend(super::intent::replaced(&call.name, &arguments));
-                    calls.touched.push(arguments);
+                    // What it named, and what it found (a search of the
+                    // workspace names the files it matched).
+                    let found: String = output.output.chars().take(64 * 1024).collect();
+                    calls.touched.push(format!("{arguments}\n{found}"));
                 }
                 match crate::tools::effect(&call.name) {
                     crate::tools::Effect::ChangesFiles => {
