@@ -403,6 +403,13 @@ fn a_file_the_task_names_that_never_appears_leaves_it_undone() {
     assert!(ws.root.join("counted1.txt").exists());
 }
 
+/// A workspace with a config file to ask about.
+fn port() -> Workspace {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
+    ws
+}
+
 /// A workspace with a function to rename across two files.
 fn shop() -> Workspace {
     let ws = Workspace::new();
@@ -480,8 +487,7 @@ fn a_path_beside_the_workspace_and_words_before_a_call_still_do_the_work() {
 
 #[test]
 fn a_call_among_words_sent_again_after_the_note_runs() {
-    let ws = Workspace::new();
-    std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
+    let ws = port();
     let call = json!({"name": "read", "arguments": {"path": "config.json"}});
     let server = mock();
     for _ in 0..2 {
@@ -533,8 +539,7 @@ fn a_question_about_a_file_answered_without_reading_it_is_not_an_answer() {
             3,
         ),
     ] {
-        let ws = Workspace::new();
-        std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
+        let ws = port();
         let server = mock();
         for reply in &replies {
             server.push(sse(reply));
@@ -587,8 +592,7 @@ fn a_rename_left_half_done_after_the_note_exits_3() {
 
 #[test]
 fn a_search_that_found_the_file_counts_as_reading_it() {
-    let ws = Workspace::new();
-    std::fs::write(ws.root.join("config.json"), "{\"port\": 7341}\n").unwrap();
+    let ws = port();
     let server = mock();
     server.push(sse(&chunks::tool_answer(
         "",
