@@ -91,6 +91,13 @@ impl AgentState {
                     calls
                         .failed
                         .push((call.name.clone(), output.output.clone()));
+                    let arguments = self
+                        .tools
+                        .normalized(&call.name, &call.arguments, self.sandbox.root())
+                        .unwrap_or_else(|| call.arguments.clone());
+                    calls
+                        .failed_edits
+                        .extend(super::intent::replaced(&call.name, &arguments));
                 } else {
                     calls.ran.push(call.name.clone());
                 }

@@ -27,6 +27,8 @@ pub(super) struct Calls {
     pub(super) done: Vec<super::intent::Done>,
     /// What edits that worked replaced.
     pub(super) replaced: Vec<super::intent::Replaced>,
+    /// What edits that failed were to replace.
+    pub(super) failed_edits: Vec<super::intent::Replaced>,
     /// The arguments of every call that worked (what it touched).
     pub(super) touched: Vec<String>,
     /// A change or a command was refused (by a rule or a person), or a
@@ -70,7 +72,15 @@ pub(super) struct Undone {
 
 impl Owed {
     /// Takes in a step's calls.
-    pub(super) fn after_step(&mut self, calls: Calls) {
+    pub(super) fn after_step(&mut self, mut calls: Calls) {
+        // An edit made again after it worked fails (its old text is gone):
+        // the change was made, nothing failed.
+        let made = |edit: &super::intent::Replaced| {
+            self.replaced.contains(edit) || calls.replaced.contains(edit)
+        };
+        if !calls.failed_edits.is_empty() && calls.failed_edits.iter().all(made) {
+            calls.failed.retain(|(name, _)| name != "edit");
+        }
         self.excused |= calls.excused;
         self.replaced.extend(calls.replaced);
         self.touched.extend(calls.touched);
@@ -381,6 +391,42 @@ mod tests {
             ..Calls::default()
         });
         assert!(owed.undone("", &[], &[]).is_none());
+    }
+
+    #[test]
+    fn an_edit_made_again_after_it_worked_is_no_failure() {
+        // The 1.5B model's edit of greet.py, sent three times: the first
+        // worked, the others found no "Hello" left.
+        let edit = super::super::intent::Replaced {
+            old: "Hello".into(),
+            new: "Goodbye".into(),
+            path: "greet.py".into(),
+        };
+        let mut owed = Owed::default();
+        owed.after_step(Calls {
+            ran: vec!["edit".into()],
+            changed: true,
+            replaced: vec![edit.clone()],
+            ..Calls::default()
+        });
+        for _ in 0..2 {
+            owed.after_step(Calls {
+                failed: vec![("edit".into(), "Error: old_string was not found".into())],
+                failed_edits: vec![edit.clone()],
+                ..Calls::default()
+            });
+        }
+        assert!(owed.undone("", &[], &[]).is_none());
+        // Another edit failing is a failure.
+        owed.after_step(Calls {
+            failed: vec![("edit".into(), "Error: old_string was not found".into())],
+            failed_edits: vec![super::super::intent::Replaced {
+                old: "Bye".into(),
+                ..edit
+            }],
+            ..Calls::default()
+        });
+        assert!(owed.undone("Done.", &[], &[]).is_some());
     }
 
     #[test]
