@@ -59,11 +59,12 @@ impl AgentState {
             } else {
                 let (output, outcome) = self.run_call(id, call, recovered, cancel).await;
                 let ran = matches!(outcome, CallOutcome::Ok | CallOutcome::Failed);
+                // As the tool saw them.
+                let arguments = self
+                    .tools
+                    .normalized(&call.name, &call.arguments, self.sandbox.root())
+                    .unwrap_or_else(|| call.arguments.clone());
                 if outcome == CallOutcome::Ok {
-                    let arguments = self
-                        .tools
-                        .normalized(&call.name, &call.arguments, self.sandbox.root())
-                        .unwrap_or_else(|| call.arguments.clone());
                     calls
                         .done
                         .extend(super::intent::Done::of(&call.name, &arguments));
@@ -91,10 +92,6 @@ impl AgentState {
                     calls
                         .failed
                         .push((call.name.clone(), output.output.clone()));
-                    let arguments = self
-                        .tools
-                        .normalized(&call.name, &call.arguments, self.sandbox.root())
-                        .unwrap_or_else(|| call.arguments.clone());
                     calls
                         .failed_edits
                         .extend(super::intent::replaced(&call.name, &arguments));
