@@ -761,7 +761,20 @@ fn misfit_call(
         }
         let mut names: Vec<&str> = schemas.keys().map(String::as_str).collect();
         names.sort_unstable();
-        return Some(crate::tools::names::no_such_tool(&name, &names));
+        let mut told = crate::tools::names::no_such_tool(&name, &names);
+        // No name like it: the arguments may say which tool was meant
+        // (the 0.5B model calls `fix_calc.py` with a `command`).
+        if !told.contains("Did you mean")
+            && let Some(meant) = arguments
+                .as_object()
+                .and_then(|given| by_arguments(given, schemas))
+        {
+            let _ = write!(
+                told,
+                " Its arguments are `{meant}`'s: call `{meant}` with them."
+            );
+        }
+        return Some(told);
     };
     let problems = match arguments.as_object() {
         Some(arguments) => Fit::of(arguments, schema).problems(),
@@ -771,6 +784,26 @@ fn misfit_call(
         "Your last message has a `{name}` call whose arguments do not fit the tool, so nothing was run: {}. Write the same call again with that fixed, and wait for the result.",
         problems.join("; ")
     ))
+}
+
+/// The one tool whose schema has every required key of `given` and the
+/// most of its keys, when it is unambiguous.
+fn by_arguments(given: &Map<String, Value>, schemas: &HashMap<String, Value>) -> Option<String> {
+    let mut best: Vec<(usize, &String)> = schemas
+        .iter()
+        .filter_map(|(name, schema)| {
+            let fit = Fit::of(given, schema);
+            let shared = fit.known.iter().filter(|k| given.contains_key(**k)).count();
+            (fit.missing.is_empty() && shared > 0).then_some((shared, name))
+        })
+        .collect();
+    best.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
+    match best.as_slice() {
+        [(first, name), rest @ ..] if rest.first().is_none_or(|(second, _)| second < first) => {
+            Some((*name).clone())
+        }
+        _ => None,
+    }
 }
 
 /// The tools described for a model that reads them from the prompt.

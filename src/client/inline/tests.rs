@@ -776,3 +776,23 @@ fn a_tagged_call_inside_a_sentence_is_a_mention() {
         ),
     );
 }
+
+#[test]
+fn a_made_up_tool_with_anothers_arguments_is_pointed_at_it() {
+    let tools = tools();
+    // The 0.5B model's call: a file's name as the tool, bash's arguments.
+    let told = unrun_call(
+        "{\"name\": \"fix_calc.py\", \"arguments\": {\"command\": \"python3 -m unittest\", \"timeout\": 10}}",
+        &tools,
+    )
+    .expect("told");
+    assert!(
+        told.starts_with("There is no `fix_calc.py` tool")
+            && told.ends_with("Its arguments are `bash`'s: call `bash` with them."),
+        "{told}"
+    );
+    // Arguments that fit no tool say nothing more.
+    let told =
+        unrun_call("{\"name\": \"do_it\", \"arguments\": {\"x\": 1}}", &tools).expect("told");
+    assert!(!told.contains("Its arguments"), "{told}");
+}
