@@ -25,6 +25,13 @@ const COUNTING_ROUNDS: usize = 8;
 /// lines (calls, their arguments) are taken so: a model writing numbered
 /// words or rows of data is not looping.
 const COUNTING_LINES: usize = 96;
+/// Bytes of one line that must repeat a short unit for it to be a loop:
+/// about a thousand tokens, more than any line a person asks for.
+const LINE_LOOP: usize = 4096;
+/// The longest unit looked for within one line.
+const LINE_PERIOD: usize = 64;
+/// How often (in bytes) a line still arriving is looked at.
+const LINE_CHECK: usize = 512;
 /// The longest block, in lines, looked for.
 const MAX_PERIOD: usize = 16;
 /// Characters a block needs, so that short lines repeated by design
@@ -69,8 +76,14 @@ impl Repetition {
     pub(super) fn push(&mut self, delta: &str) -> Option<Loop> {
         let mut found = None;
         for piece in delta.split_inclusive('\n') {
+            let before = self.current.len();
             self.current.push_str(piece);
             if !piece.ends_with('\n') {
+                // One line that goes round (`ERROR\nERROR\n…` inside a
+                // JSON string), looked at every few hundred bytes.
+                if found.is_none() && before / LINE_CHECK != self.current.len() / LINE_CHECK {
+                    found = self.line_loop();
+                }
                 continue;
             }
             let start = self.len;
@@ -88,6 +101,30 @@ impl Repetition {
             }
         }
         found
+    }
+
+    /// The line still arriving, when its last [`LINE_LOOP`] bytes repeat a
+    /// unit of at most [`LINE_PERIOD`] bytes: kept up to the end of the
+    /// unit's first round.
+    fn line_loop(&self) -> Option<Loop> {
+        let bytes = self.current.as_bytes();
+        let tail = bytes.len().checked_sub(LINE_LOOP)?;
+        let period = (1..=LINE_PERIOD)
+            .find(|&p| (tail + p..bytes.len()).all(|i| bytes[i] == bytes[i - p]))?;
+        // Where the repetition began.
+        let mut begin = tail;
+        while begin > 0 && bytes[begin - 1] == bytes[begin - 1 + period] {
+            begin -= 1;
+        }
+        let mut keep = begin + period;
+        while !self.current.is_char_boundary(keep) {
+            keep += 1;
+        }
+        Some(Loop {
+            keep: self.len + keep,
+            lines: 1,
+            rounds: (bytes.len() - begin) / period,
+        })
     }
 
     /// Whether the last lines are [`ROUNDS`] rounds of one block, or
@@ -305,6 +342,24 @@ mod tests {
         let found = feed(&text, 17).expect("a loop");
         assert_eq!((found.lines, found.rounds), (1, COUNTING_LINES));
         assert_eq!(&text[..found.keep], edit(1));
+        // One line that goes round: the 0.5B model's write of app.log as
+        // `ERROR\nERROR\n…` in a JSON string, 4096 tokens long.
+        let line = format!(
+            "{{\"name\": \"write\", \"arguments\": {{\"content\": \"{}",
+            "ERROR\\n".repeat(2_000)
+        );
+        let found = feed(&line, 23).expect("a loop");
+        assert_eq!(found.lines, 1);
+        assert!(
+            line[..found.keep].ends_with("\"content\": \"ERROR\\n"),
+            "{}",
+            &line[..found.keep]
+        );
+        let mut long_text = String::new();
+        for n in 0..900 {
+            let _ = write!(long_text, "word{n} ");
+        }
+        assert_eq!(feed(&long_text, 31), None);
         let fewer: String = (1..COUNTING_LINES).map(edit).collect();
         assert_eq!(feed(&fewer, 17), None);
         // Numbered words or rows of data are not calls: never cut.
