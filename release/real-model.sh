@@ -180,7 +180,7 @@ EOF
     done
 done
 echo
-echo "sampling: ${RM_TEMPERATURE:-0} (server: the server's own), $runs runs per task"
+echo "sampling: ${RM_TEMPERATURE:-0} (default: offcode's agents' defaults; server: none sent), $runs runs per task"
 printf '%-10s %5s %5s %s\n' TASK RUNS DONE "OFFCODE FAILURES (exit 0 not done, done not 0, hang, runaway)"
 for task in "${tasks[@]}"; do
     name=${task%%|*}
