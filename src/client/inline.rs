@@ -575,8 +575,10 @@ fn partial_suffix(text: &str, tags: &[&str]) -> usize {
 
 mod calls;
 mod hold;
+mod repair;
 #[cfg(test)]
 mod tests;
+mod unrun;
 
-pub use calls::{describe_tools, example_call, unrun_call, unrun_call_as};
 use hold::Hold;
+pub use unrun::{describe_tools, example_call, unrun_call, unrun_call_as};

@@ -3,17 +3,16 @@
 //! must pass against the offered tool's schema.
 
 use std::collections::HashMap;
-use std::fmt::Write as _;
 
 use serde_json::{Map, Value};
 
+use super::repair::repaired;
 use super::{FENCE, MISTRAL, TextCall};
-use crate::client::wire::ToolSpec;
 
 /// `{"name": …, "arguments": …}` (or `parameters`); arguments may be an
 /// object or JSON text (repaired like the call). Returns the name and the
 /// arguments object.
-fn name_and_arguments(value: &Value) -> Option<(String, Value)> {
+pub(super) fn name_and_arguments(value: &Value) -> Option<(String, Value)> {
     let object = value.as_object()?;
     let function = object.get("function").filter(|f| f.is_object());
     let source = function.unwrap_or(value);
@@ -226,7 +225,7 @@ fn parse_xml_call(body: &str, schemas: &HashMap<String, Value>) -> Option<TextCa
     Some(call(name, &Value::Object(arguments)))
 }
 
-fn strip_fence(body: &str) -> &str {
+pub(super) fn strip_fence(body: &str) -> &str {
     let Some(inner) = body.strip_prefix(FENCE) else {
         return body;
     };
@@ -305,7 +304,7 @@ pub(super) fn parse_bare(inner: &str, schemas: &HashMap<String, Value>) -> Optio
 
 /// The top-level objects of `text`, in order, when it holds nothing else
 /// but whitespace and commas between them.
-fn objects(text: &str) -> Option<Vec<&str>> {
+pub(super) fn objects(text: &str) -> Option<Vec<&str>> {
     let mut found = Vec::new();
     let mut rest = text.trim_start();
     while !rest.is_empty() {
@@ -320,7 +319,7 @@ fn objects(text: &str) -> Option<Vec<&str>> {
 }
 
 /// Just past the brace that closes the object `text` starts with.
-fn object_end(text: &str) -> Option<usize> {
+pub(super) fn object_end(text: &str) -> Option<usize> {
     let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
     for (at, c) in text.char_indices() {
         match c {
@@ -340,167 +339,11 @@ fn object_end(text: &str) -> Option<usize> {
     None
 }
 
-/// `text` as JSON, repaired where the repair is unambiguous: control
-/// characters written raw inside strings (a TAB, a newline), a comma
-/// before a closing bracket, closing brackets missing at the end, the
-/// doubled braces of a template's example (`{{"name": …}}`), Python's
-/// `"""` strings, and closing brackets past the end of a whole value.
-pub(super) fn repaired(text: &str) -> Option<Value> {
-    if let Ok(value) = serde_json::from_str(text) {
-        return Some(value);
-    }
-    if let Some(quoted) = triple_quoted(text) {
-        return repaired(&quoted);
-    }
-    if let Some(value) = extra_closers(text) {
-        return Some(value);
-    }
-    let undoubled;
-    let text = if text.starts_with("{{") && text.ends_with("}}") {
-        undoubled = undouble(text);
-        &undoubled
-    } else {
-        text
-    };
-    let mut out = String::with_capacity(text.len() + 8);
-    let mut open = Vec::new();
-    let (mut in_string, mut escaped) = (false, false);
-    for c in text.chars() {
-        if in_string {
-            match c {
-                _ if escaped => {
-                    escaped = false;
-                    out.push(c);
-                }
-                '\\' => {
-                    escaped = true;
-                    out.push(c);
-                }
-                '"' => {
-                    in_string = false;
-                    out.push(c);
-                }
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                '\t' => out.push_str("\\t"),
-                c if c.is_control() => {
-                    let _ = write!(out, "\\u{:04x}", u32::from(c));
-                }
-                c => out.push(c),
-            }
-            continue;
-        }
-        match c {
-            '"' => in_string = true,
-            '{' => open.push('}'),
-            '[' => open.push(']'),
-            '}' | ']' => {
-                if open.pop() != Some(c) {
-                    return None;
-                }
-                // A comma right before a closing bracket goes.
-                let trimmed = out.trim_end().len();
-                if out[..trimmed].ends_with(',') {
-                    out.truncate(trimmed - 1);
-                }
-            }
-            _ => {}
-        }
-        out.push(c);
-    }
-    if in_string {
-        return None;
-    }
-    while let Some(close) = open.pop() {
-        out.push(close);
-    }
-    serde_json::from_str(&out).ok()
-}
-
-/// Python's `"""…"""` strings, outside JSON strings, as JSON strings.
-fn triple_quoted(text: &str) -> Option<String> {
-    const TRIPLE: &str = "\"\"\"";
-    let mut out = String::with_capacity(text.len() + 16);
-    let (mut quotes, mut changed) = (Quotes::default(), false);
-    let mut rest = text;
-    while let Some(c) = rest.chars().next() {
-        if !quotes.in_string && rest.starts_with(TRIPLE) {
-            let body = &rest[TRIPLE.len()..];
-            let end = body.find(TRIPLE)?;
-            out.push_str(&serde_json::to_string(&body[..end]).ok()?);
-            rest = &body[end + TRIPLE.len()..];
-            changed = true;
-            continue;
-        }
-        quotes.outside(c);
-        out.push(c);
-        rest = &rest[c.len_utf8()..];
-    }
-    changed.then_some(out)
-}
-
-/// Where a scan of JSON text stands: in a string or not.
-#[derive(Default)]
-struct Quotes {
-    in_string: bool,
-    escaped: bool,
-}
-
-impl Quotes {
-    /// Takes in `c`; whether it stands outside every string (an opening
-    /// or closing quote does not).
-    fn outside(&mut self, c: char) -> bool {
-        if self.in_string {
-            match c {
-                _ if self.escaped => self.escaped = false,
-                '\\' => self.escaped = true,
-                '"' => self.in_string = false,
-                _ => {}
-            }
-            false
-        } else {
-            self.in_string = c == '"';
-            !self.in_string
-        }
-    }
-}
-
-/// A whole value followed by nothing but stray closing brackets (`{…}}`,
-/// a small model's extra brace): the value.
-fn extra_closers(text: &str) -> Option<Value> {
-    let text = text.trim();
-    if !text.starts_with('{') {
-        return None;
-    }
-    let end = object_end(text)?;
-    let tail = &text[end..];
-    (!tail.is_empty()
-        && tail
-            .chars()
-            .all(|c| matches!(c, '}' | ']') || c.is_whitespace()))
-    .then(|| repaired(&text[..end]))
-    .flatten()
-}
-
-/// `{{` and `}}` outside strings made single.
-fn undouble(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    let mut quotes = Quotes::default();
-    while let Some(c) = chars.next() {
-        if quotes.outside(c) && matches!(c, '{' | '}') && chars.peek() == Some(&c) {
-            chars.next();
-        }
-        out.push(c);
-    }
-    out
-}
-
 /// A bare JSON object is a call only with a known tool, nothing but the
 /// call's keys and arguments that fit the tool's schema, with no key it
 /// does not declare: a key of another tool's (`write` with `edit`'s
 /// `replace_all`) marks a model reciting its tools, not calling one.
-fn bare_call(value: &Value, schemas: &HashMap<String, Value>) -> Option<TextCall> {
+pub(super) fn bare_call(value: &Value, schemas: &HashMap<String, Value>) -> Option<TextCall> {
     let object = value.as_object()?;
     let allowed = ["name", "arguments", "parameters", "id", "type", "function"];
     if object.keys().any(|k| !allowed.contains(&k.as_str())) {
@@ -515,21 +358,21 @@ fn bare_call(value: &Value, schemas: &HashMap<String, Value>) -> Option<TextCall
 }
 
 /// How a call's arguments stand against its tool's schema.
-struct Fit<'a> {
+pub(super) struct Fit<'a> {
     /// Required keys not given.
-    missing: Vec<&'a str>,
+    pub(super) missing: Vec<&'a str>,
     /// Keys given with the wrong type, and the type declared.
     mistyped: Vec<(&'a str, &'a Value)>,
     /// Keys the schema does not declare.
     unknown: Vec<&'a str>,
     /// The keys it declares.
-    known: Vec<&'a str>,
+    pub(super) known: Vec<&'a str>,
     /// Whether undeclared keys are forbidden (`additionalProperties: false`).
     closed: bool,
 }
 
 impl<'a> Fit<'a> {
-    fn of(arguments: &'a Map<String, Value>, schema: &'a Value) -> Self {
+    pub(super) fn of(arguments: &'a Map<String, Value>, schema: &'a Value) -> Self {
         let properties = schema.get("properties").and_then(Value::as_object);
         let mut fit = Self {
             missing: schema
@@ -560,14 +403,14 @@ impl<'a> Fit<'a> {
 
     /// Required keys present, declared types right, no unknown keys when
     /// the schema forbids them.
-    fn fits(&self) -> bool {
+    pub(super) fn fits(&self) -> bool {
         self.missing.is_empty()
             && self.mistyped.is_empty()
             && (!self.closed || self.unknown.is_empty())
     }
 
     /// What is wrong, one finding each, for the model.
-    fn problems(&self) -> Vec<String> {
+    pub(super) fn problems(&self) -> Vec<String> {
         let quoted = |keys: &[&str]| -> String {
             keys.iter()
                 .map(|k| format!("`{k}`"))
@@ -615,214 +458,4 @@ fn has_type(value: &Value, kind: Option<&Value>) -> bool {
         Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).any(one),
         _ => true,
     }
-}
-
-/// A call the model wrote in `text` (its final answer) that was not taken
-/// as one: a well-formed call to an offered tool with words around it (an
-/// example, by the rules above), a call to an offered tool whose
-/// arguments do not fit it, a message of nothing but a call to a tool
-/// that does not exist, or a `<tool_call>` block that did not parse. Says
-/// which, in words the model can act on.
-pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
-    unrun_call_as(text, tools, &[])
-}
-
-/// The first well-formed call to an offered tool in `text` (a final
-/// answer), taken as an example because words came with it.
-pub fn example_call(text: &str, tools: &[ToolSpec]) -> Option<TextCall> {
-    let schemas: HashMap<String, Value> = tools
-        .iter()
-        .map(|t| (t.function.name.clone(), t.function.parameters.clone()))
-        .collect();
-    text.match_indices('{').take(64).find_map(|(at, _)| {
-        let end = object_end(&text[at..])?;
-        bare_call(&repaired(&text[at..at + end])?, &schemas)
-    })
-}
-
-/// [`unrun_call`], where `withheld` are tools that exist but are not this
-/// agent's (`plan` has no `write`): a call to one is told as such.
-pub fn unrun_call_as(text: &str, tools: &[ToolSpec], withheld: &[String]) -> Option<String> {
-    /// Objects looked at; a longer answer is not searched further.
-    const MAX_OBJECTS: usize = 64;
-    let schemas: HashMap<String, Value> = tools
-        .iter()
-        .map(|t| (t.function.name.clone(), t.function.parameters.clone()))
-        .collect();
-    // Nothing but objects (in a fence or bare): meant as calls.
-    let only_objects = objects_only(strip_fence(text.trim()));
-    let mut misfit = None;
-    let mut well_formed = None;
-    for (at, _) in text.match_indices('{').take(MAX_OBJECTS) {
-        let Some(end) = object_end(&text[at..]) else {
-            continue;
-        };
-        let Some(value) = repaired(&text[at..at + end]) else {
-            continue;
-        };
-        if let Some(call) = bare_call(&value, &schemas) {
-            well_formed.get_or_insert(call);
-        } else if misfit.is_none() {
-            misfit = misfit_call(&value, &schemas, only_objects, withheld);
-        }
-    }
-    // In a message of nothing but calls, one that does not fit is why
-    // none ran; elsewhere a well-formed call among words is the example.
-    match (well_formed, misfit) {
-        (Some(_), Some(misfit)) if only_objects => return Some(misfit),
-        (Some(call), _) => {
-            let name = &call.name;
-            let arguments: Value =
-                serde_json::from_str(&call.arguments).unwrap_or(Value::String(call.arguments));
-            let alone = serde_json::json!({"name": name, "arguments": arguments});
-            return Some(format!(
-                "Your last message has a `{name}` call with words around it, so it was read as an example and not run: nothing was done for it. To run it, send a message of nothing but the call, no words before or after it:\n{alone}"
-            ));
-        }
-        (None, Some(misfit)) => return Some(misfit),
-        (None, None) => {}
-    }
-    unrun_markup(text, &schemas)
-}
-
-/// Call markup left in a final answer: a `<tool_call>`, `<tools>` or
-/// `<function` that held no call offcode could run.
-fn unrun_markup(text: &str, schemas: &HashMap<String, Value>) -> Option<String> {
-    if let Some(block) = text.find(super::CALL_OPEN) {
-        return Some(
-            if text[block + super::CALL_OPEN.len()..]
-                .trim_start()
-                .starts_with('{')
-            {
-                "Your last message has a <tool_call> block whose JSON is not valid, so nothing was run. Write it again as <tool_call>\n{\"name\": \"TOOL\", \"arguments\": {...}}\n</tool_call> with valid JSON, naming one of the tools."
-                .to_owned()
-            } else {
-                "Your last message has a <tool_call> tag with no call in it, so nothing was run. Put the call inside it: <tool_call>\n{\"name\": \"TOOL\", \"arguments\": {...}}\n</tool_call>.".to_owned()
-            },
-        );
-    }
-    let mut names: Vec<&str> = schemas.keys().map(String::as_str).collect();
-    names.sort_unstable();
-    let example = names.first().copied().unwrap_or("TOOL");
-    if let Some(at) = text.find(super::TOOLS_OPEN) {
-        let body = text[at + super::TOOLS_OPEN.len()..]
-            .split(super::TOOLS_CLOSE)
-            .next()
-            .unwrap_or_default();
-        return Some(if body.trim().is_empty() {
-            format!(
-                "Your last message has an empty <tools> block: no call was in it, so nothing was run. To call a tool, put the call inside the block, e.g. <tools>{{\"name\": \"{example}\", \"arguments\": {{...}}}}</tools>, naming one of: {}.",
-                names.join(", ")
-            )
-        } else {
-            format!(
-                "Your last message has a <tools> block, but nothing in it is a call to one of the tools ({}), so nothing was run. Write each call as {{\"name\": \"TOOL\", \"arguments\": {{...}}}} inside the block, with the arguments the tool takes.",
-                names.join(", ")
-            )
-        });
-    }
-    text.contains("<function").then(|| {
-        format!(
-            "Your last message has a <function> element that is not a call offcode can run, so nothing was run. Write it as <function name=\"TOOL\" arguments='{{...}}'/> with valid JSON arguments, naming one of: {}.",
-            names.join(", ")
-        )
-    })
-}
-
-/// Whether `text` is one or more objects and nothing else.
-fn objects_only(text: &str) -> bool {
-    text.starts_with('{') && (objects(text).is_some() || object_end(text) == Some(text.len()))
-}
-
-/// A call-shaped object that cannot be run, and why: an offered tool's
-/// arguments that do not fit its schema (anywhere: the name says what was
-/// meant), or a tool that does not exist (only in a message of nothing
-/// but calls, so JSON shown as an example of something else is left
-/// alone).
-fn misfit_call(
-    value: &Value,
-    schemas: &HashMap<String, Value>,
-    only_objects: bool,
-    withheld: &[String],
-) -> Option<String> {
-    let object = value.as_object()?;
-    if !object.contains_key("arguments") && !object.contains_key("parameters") {
-        return None;
-    }
-    let (name, arguments) = name_and_arguments(value)?;
-    let Some(schema) = schemas.get(&name) else {
-        if withheld.contains(&name) {
-            return Some(format!(
-                "Your last message calls `{name}`, which you do not have here, so nothing was run. Do the task with the tools you have; if it needs `{name}`, answer in words with what you would do instead."
-            ));
-        }
-        if !only_objects {
-            return None;
-        }
-        let mut names: Vec<&str> = schemas.keys().map(String::as_str).collect();
-        names.sort_unstable();
-        let mut told = crate::tools::names::no_such_tool(&name, &names);
-        // No name like it: the arguments may say which tool was meant
-        // (the 0.5B model calls `fix_calc.py` with a `command`).
-        if !told.contains("Did you mean")
-            && let Some(meant) = arguments
-                .as_object()
-                .and_then(|given| by_arguments(given, schemas))
-        {
-            let _ = write!(
-                told,
-                " Its arguments are `{meant}`'s: call `{meant}` with them."
-            );
-        }
-        return Some(told);
-    };
-    let problems = match arguments.as_object() {
-        Some(arguments) => Fit::of(arguments, schema).problems(),
-        None => vec!["`arguments` is not an object".to_owned()],
-    };
-    Some(format!(
-        "Your last message has a `{name}` call whose arguments do not fit the tool, so nothing was run: {}. Write the same call again with that fixed, and wait for the result.",
-        problems.join("; ")
-    ))
-}
-
-/// The one tool whose schema has every required key of `given` and the
-/// most of its keys, when it is unambiguous.
-fn by_arguments(given: &Map<String, Value>, schemas: &HashMap<String, Value>) -> Option<String> {
-    let mut best: Vec<(usize, &String)> = schemas
-        .iter()
-        .filter_map(|(name, schema)| {
-            let fit = Fit::of(given, schema);
-            let shared = fit.known.iter().filter(|k| given.contains_key(**k)).count();
-            (fit.missing.is_empty() && shared > 0).then_some((shared, name))
-        })
-        .collect();
-    best.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(b.1)));
-    match best.as_slice() {
-        [(first, name), rest @ ..] if rest.first().is_none_or(|(second, _)| second < first) => {
-            Some((*name).clone())
-        }
-        _ => None,
-    }
-}
-
-/// The tools described for a model that reads them from the prompt.
-pub fn describe_tools(tools: &[ToolSpec]) -> String {
-    let mut text = String::from(
-        "# Tools\n\nYou can call these tools. To call one, write a block like this on its own \
-         (several blocks for several calls), then stop and wait for the results:\n\n\
-         <tool_call>\n{\"name\": \"TOOL\", \"arguments\": {ARGUMENTS}}\n</tool_call>\n\n\
-         The results come back in <tool_response> blocks. Only the blocks run tools; \
-         never write one you do not mean to run.\n\nThe tools, as JSON schemas:\n",
-    );
-    for tool in tools {
-        let function = serde_json::json!({
-            "name": tool.function.name,
-            "description": tool.function.description,
-            "parameters": tool.function.parameters,
-        });
-        text.push('\n');
-        text.push_str(&function.to_string());
-    }
-    text
 }
