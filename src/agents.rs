@@ -554,6 +554,6 @@ fn built_in() -> Vec<Profile> {
 
 mod files;
 mod size;
-pub use size::{LEFT_OUT_WHEN_COMPACT, compact_choice, is_small};
+pub use size::{LEFT_OUT_WHEN_COMPACT, compact_choice};
 #[cfg(test)]
 mod tests;

@@ -11,13 +11,6 @@ const SMALL_PARAMETERS: f64 = 4.0;
 /// A context (in tokens) up to which the compact profile is used.
 const SHORT_CONTEXT: u64 = 8_192;
 
-/// Whether `model` is small (its name says at most 4B parameters:
-/// `qwen2.5-coder-1.5b-instruct-q4_k_m.gguf`, `Llama-3.2-3B`; an `MoE`'s
-/// active size such as `A3B` does not count) or its context short.
-pub fn is_small(model: &str, context: Option<u64>) -> bool {
-    compact_choice(None, model, context).0
-}
-
 /// The sizes a model's name states: a number right before a `b` or `B`,
 /// neither joined to other letters or digits (`1.5b`, `-32B-`, not `a3b`
 /// or `b16`).

@@ -120,10 +120,7 @@ impl InlineParser {
     /// responses open inside a think block (seen earlier in the session).
     pub fn new(tools: &[ToolSpec], starts_in_reasoning: bool, text_mode: bool) -> Self {
         Self {
-            schemas: tools
-                .iter()
-                .map(|t| (t.function.name.clone(), t.function.parameters.clone()))
-                .collect(),
+            schemas: calls::schemas(tools),
             mode: if starts_in_reasoning {
                 Mode::Think { presumed: true }
             } else {

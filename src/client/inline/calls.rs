@@ -8,6 +8,15 @@ use serde_json::{Map, Value};
 
 use super::repair::repaired;
 use super::{FENCE, MISTRAL, TextCall};
+use crate::client::wire::ToolSpec;
+
+/// Each offered tool's parameter schema, by name.
+pub(super) fn schemas(tools: &[ToolSpec]) -> HashMap<String, Value> {
+    tools
+        .iter()
+        .map(|t| (t.function.name.clone(), t.function.parameters.clone()))
+        .collect()
+}
 
 /// `{"name": …, "arguments": …}` (or `parameters`); arguments may be an
 /// object or JSON text (repaired like the call). Returns the name and the

@@ -8,9 +8,12 @@ use std::fmt::Write as _;
 use serde_json::{Map, Value};
 
 use super::TextCall;
-use super::calls::{Fit, bare_call, name_and_arguments, object_end, objects, strip_fence};
+use super::calls::{Fit, bare_call, name_and_arguments, object_end, objects, schemas, strip_fence};
 use super::repair::repaired;
 use crate::client::wire::ToolSpec;
+
+/// Objects of an answer looked at; a longer answer is not searched further.
+const MAX_OBJECTS: usize = 64;
 
 /// A call the model wrote in `text` (its final answer) that was not taken
 /// as one: a well-formed call to an offered tool with words around it (an
@@ -25,25 +28,19 @@ pub fn unrun_call(text: &str, tools: &[ToolSpec]) -> Option<String> {
 /// The first well-formed call to an offered tool in `text` (a final
 /// answer), taken as an example because words came with it.
 pub fn example_call(text: &str, tools: &[ToolSpec]) -> Option<TextCall> {
-    let schemas: HashMap<String, Value> = tools
-        .iter()
-        .map(|t| (t.function.name.clone(), t.function.parameters.clone()))
-        .collect();
-    text.match_indices('{').take(64).find_map(|(at, _)| {
-        let end = object_end(&text[at..])?;
-        bare_call(&repaired(&text[at..at + end])?, &schemas)
-    })
+    let schemas = schemas(tools);
+    text.match_indices('{')
+        .take(MAX_OBJECTS)
+        .find_map(|(at, _)| {
+            let end = object_end(&text[at..])?;
+            bare_call(&repaired(&text[at..at + end])?, &schemas)
+        })
 }
 
 /// [`unrun_call`], where `withheld` are tools that exist but are not this
 /// agent's (`plan` has no `write`): a call to one is told as such.
 pub fn unrun_call_as(text: &str, tools: &[ToolSpec], withheld: &[String]) -> Option<String> {
-    /// Objects looked at; a longer answer is not searched further.
-    const MAX_OBJECTS: usize = 64;
-    let schemas: HashMap<String, Value> = tools
-        .iter()
-        .map(|t| (t.function.name.clone(), t.function.parameters.clone()))
-        .collect();
+    let schemas = schemas(tools);
     // Nothing but objects (in a fence or bare): meant as calls.
     let only_objects = objects_only(strip_fence(text.trim()));
     let mut misfit = None;
