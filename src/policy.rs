@@ -423,18 +423,29 @@ impl Policy {
                     if self.is_own_config(&self.root.join(&path)) {
                         found.dangers.push(protected::own_config_danger(&path));
                     }
-                    found.push(&["edit", tool], path, false);
+                    for spelling in self.spellings(&path) {
+                        found.push(&["edit", tool], spelling, false);
+                    }
                 }
                 if found.subjects.is_empty() {
                     found.push(&["edit", tool], String::new(), false);
                 }
             }
-            "read" | "list" => found.push(
-                &[tool],
-                text_arg("path").unwrap_or_else(|| ".".to_owned()),
-                false,
-            ),
-            "grep" | "glob" => found.push(&[tool], text_arg("pattern").unwrap_or_default(), false),
+            "read" | "list" => {
+                let path = text_arg("path").unwrap_or_else(|| ".".to_owned());
+                for spelling in self.spellings(&path) {
+                    found.push(&[tool], spelling, false);
+                }
+            }
+            "grep" | "glob" => {
+                found.push(&[tool], text_arg("pattern").unwrap_or_default(), false);
+                // A search of one file reads it: `read` rules on it apply.
+                if let Some(path) = text_arg("path") {
+                    for spelling in self.spellings(&path) {
+                        found.push(&["read"], spelling, false);
+                    }
+                }
+            }
             "skill" | "task" => found.push(
                 &[tool],
                 text_arg("name")
@@ -450,6 +461,31 @@ impl Policy {
             _ => found.push(&[tool], String::new(), false),
         }
         found
+    }
+
+    /// Every spelling of the file `path` names, for its rules: as written,
+    /// with `.` and `..` taken out and a path in the workspace made
+    /// relative, and with every symlink followed (a link, or a folder
+    /// link, to a denied file is the denied file). A rule on any of them
+    /// applies, and the strictest decides, so a spelling never loosens.
+    fn spellings(&self, path: &str) -> Vec<String> {
+        let mut forms = vec![path.to_owned()];
+        if path.is_empty() {
+            return forms;
+        }
+        let joined = self.root.join(path);
+        let as_rule = |full: &Path| match full.strip_prefix(&self.root) {
+            Ok(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
+            Ok(relative) => relative.display().to_string(),
+            Err(_) => full.display().to_string(),
+        };
+        for full in [lexical(&joined), gate::real_path(&joined)] {
+            let form = as_rule(&full);
+            if !forms.contains(&form) {
+                forms.push(form);
+            }
+        }
+        forms
     }
 
     /// The rule that decides one subject: the last matching layered rule
@@ -582,4 +618,19 @@ fn patch_paths(patch: &str) -> Vec<String> {
         }
     }
     paths
+}
+
+/// `path` with `.` and `..` applied as written, no symlink followed.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }

@@ -1969,3 +1969,85 @@ fn the_policy_is_resolved_again_before_every_call() {
         decision[0]
     );
 }
+
+#[test]
+fn a_denied_file_is_denied_however_its_path_is_spelled() {
+    // An outside tester's find: a rule on `secret.txt` matched only that
+    // text, so `./secret.txt`, a symlink to it or a folder link let the
+    // model read it.
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "permission": { "read": { "*": "allow", "secret.txt": "deny", "secrets/**": "deny" }, "grep": "allow" } }"#,
+    )
+    .unwrap();
+    std::fs::write(ws.root.join("secret.txt"), "TOKEN-4711\n").unwrap();
+    std::fs::create_dir(ws.root.join("secrets")).unwrap();
+    std::fs::write(ws.root.join("secrets/a.txt"), "TOKEN-4712\n").unwrap();
+    std::fs::create_dir(ws.root.join("sub")).unwrap();
+    std::os::unix::fs::symlink("secret.txt", ws.root.join("alias.txt")).unwrap();
+    std::os::unix::fs::symlink("secrets", ws.root.join("pub")).unwrap();
+    let absolute = ws.root.join("secret.txt").display().to_string();
+    let calls: Vec<(&str, Value)> = vec![
+        ("read", json!({"path": "./secret.txt"})),
+        ("read", json!({"path": "sub/../secret.txt"})),
+        ("read", json!({"path": absolute})),
+        ("read", json!({"path": "alias.txt"})),
+        ("read", json!({"path": "pub/a.txt"})),
+        ("read", json!({"path": "./secrets/a.txt"})),
+        ("grep", json!({"pattern": "TOKEN", "path": "alias.txt"})),
+    ];
+    for (tool, arguments) in &calls {
+        let output = run(ws.offcode(
+            "http://127.0.0.1:9/v1",
+            &[
+                "policy",
+                "check",
+                "--json",
+                "--tool",
+                tool,
+                &arguments.to_string(),
+            ],
+        ));
+        let decision: Value = serde_json::from_str(&output.stdout).unwrap();
+        assert_eq!(decision["action"], "deny", "{tool} {arguments}: {decision}");
+    }
+    // The real effect: the model asks for each, and never sees the secret.
+    let server = mock();
+    let answers: Vec<(String, &str, Value)> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (tool, arguments))| (format!("c{i}"), *tool, arguments.clone()))
+        .collect();
+    let as_refs: Vec<(&str, &str, Value)> = answers
+        .iter()
+        .map(|(id, tool, arguments)| (id.as_str(), *tool, arguments.clone()))
+        .collect();
+    server.push(sse(&chunks::tool_answer("", &as_refs)));
+    server.push(sse(&chunks::text_answer("done")));
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--yes", "-m", "mock-model", "look around"],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let sent: String = server.chat_bodies().iter().map(Value::to_string).collect();
+    assert!(sent.contains("Permission denied"), "{sent}");
+    assert!(
+        !sent.contains("TOKEN-4711") && !sent.contains("TOKEN-4712"),
+        "{sent}"
+    );
+    // A plain file beside them is still read.
+    let output = run(ws.offcode(
+        "http://127.0.0.1:9/v1",
+        &[
+            "policy",
+            "check",
+            "--json",
+            "--tool",
+            "read",
+            r#"{"path": "./sub/../notes.md"}"#,
+        ],
+    ));
+    let decision: Value = serde_json::from_str(&output.stdout).unwrap();
+    assert_eq!(decision["action"], "allow", "{decision}");
+}
