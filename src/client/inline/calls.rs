@@ -468,3 +468,63 @@ fn has_type(value: &Value, kind: Option<&Value>) -> bool {
         _ => true,
     }
 }
+
+/// Words that disown a call written after them: it is shown, not meant
+/// ("Never run this, it is only an example:"). English as whole words,
+/// Chinese as written.
+const DISOWNING: [&str; 17] = [
+    "example",
+    "examples",
+    "e.g.",
+    "never",
+    "not run",
+    "don't run",
+    "won't run",
+    "not execute",
+    "don't execute",
+    "not use",
+    "don't use",
+    "shouldn't",
+    "should not",
+    "avoid",
+    "instead",
+    "dangerous",
+    "malicious",
+];
+const DISOWNING_ZH: [&str; 12] = [
+    "不要",
+    "别运行",
+    "别执行",
+    "勿",
+    "不能",
+    "禁止",
+    "示例",
+    "例如",
+    "例子",
+    "比如",
+    "不应",
+    "危险",
+];
+
+/// Whether `before`, the words a call follows, disown it: then it is a
+/// mention whatever else holds, and the model is told to send it alone if
+/// it meant it.
+pub(super) fn disowned(before: &str) -> bool {
+    let lower = before.to_lowercase();
+    let words: String = lower
+        .chars()
+        .map(|c| {
+            if c.is_alphanumeric() || matches!(c, '\'' | '.') {
+                c
+            } else {
+                ' '
+            }
+        })
+        .collect();
+    let padded = format!(
+        " {} ",
+        words.split_whitespace().collect::<Vec<_>>().join(" ")
+    );
+    DISOWNING.iter().any(|w| padded.contains(&format!(" {w} ")))
+        || DISOWNING_ZH.iter().any(|w| before.contains(w))
+}

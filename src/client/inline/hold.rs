@@ -2,7 +2,9 @@
 //! `<tools>` block, Mistral calls, a JSON object, a code fence. Each push searches
 //! only what is new ([`Hold`]), so a long call stays linear.
 
-use super::calls::{parse_arguments_of, parse_bare, parse_mistral, parse_tagged, parse_tools};
+use super::calls::{
+    disowned, parse_arguments_of, parse_bare, parse_mistral, parse_tagged, parse_tools,
+};
 use super::{FENCE, InlineParser, MAX_HOLD, MISTRAL, Mode, Out, Tag};
 
 /// How far held text was searched, so each push scans only what is new.
@@ -146,6 +148,8 @@ impl InlineParser {
         }
         let body = &self.buf[open.len()..body_end];
         let calls = match tag {
+            // "Never run this: <tool_call>…": shown, not meant.
+            _ if disowned(&self.visible) => None,
             Tag::ToolCall => parse_tagged(body, &self.schemas).map(|call| vec![call]),
             Tag::Tools => parse_tools(body, &self.schemas),
         };
@@ -307,9 +311,12 @@ impl InlineParser {
     /// it decides. The raw text rides with the last, so it is shown once if
     /// they turn out to be an example.
     fn bare_with(&mut self, raw: String, inner: &str, out: &mut Vec<Out>) {
-        let alone = self.text_mode || self.visible.trim().is_empty();
+        let alone = self.visible.trim().is_empty() || (self.text_mode && !disowned(&self.visible));
         // A tool's name alone on the line before, then its arguments.
         let named = || {
+            if disowned(&self.visible) {
+                return None;
+            }
             let name = name_line(&self.visible)?;
             parse_arguments_of(name, inner, &self.schemas).map(|call| vec![call])
         };

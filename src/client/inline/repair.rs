@@ -10,13 +10,17 @@ use super::calls::object_end;
 /// characters written raw inside strings (a TAB, a newline), a comma
 /// before a closing bracket, closing brackets missing at the end, the
 /// doubled braces of a template's example (`{{"name": …}}`), Python's
-/// `"""` strings, and closing brackets past the end of a whole value.
+/// `"""` strings and `True`/`False`/`None` values, and closing brackets
+/// past the end of a whole value.
 pub(super) fn repaired(text: &str) -> Option<Value> {
     if let Ok(value) = serde_json::from_str(text) {
         return Some(value);
     }
     if let Some(quoted) = triple_quoted(text) {
         return repaired(&quoted);
+    }
+    if let Some(json) = python_literals(text) {
+        return repaired(&json);
     }
     if let Some(value) = extra_closers(text) {
         return Some(value);
@@ -86,15 +90,51 @@ pub(super) fn repaired(text: &str) -> Option<Value> {
 /// Python's `"""…"""` strings, outside JSON strings, as JSON strings.
 fn triple_quoted(text: &str) -> Option<String> {
     const TRIPLE: &str = "\"\"\"";
+    rewritten(text, |rest, _| {
+        let Some(body) = rest.strip_prefix(TRIPLE) else {
+            return Some(None);
+        };
+        let end = body.find(TRIPLE)?;
+        let string = serde_json::to_string(&body[..end]).ok()?;
+        Some(Some((string, TRIPLE.len() * 2 + end)))
+    })
+}
+
+/// Python's `True`, `False` and `None`, where a value stands outside JSON
+/// strings (after `:`, `,` or `[`), as JSON's literals.
+fn python_literals(text: &str) -> Option<String> {
+    const LITERALS: [(&str, &str); 3] = [("True", "true"), ("False", "false"), ("None", "null")];
+    rewritten(text, |rest, out| {
+        let at_value = out.trim_end().ends_with([':', ',', '[']);
+        let literal = LITERALS.iter().find(|(python, _)| {
+            rest.strip_prefix(python)
+                .is_some_and(|after| !after.starts_with(|c: char| c.is_alphanumeric() || c == '_'))
+        });
+        Some(
+            literal
+                .filter(|_| at_value)
+                .map(|(python, json)| ((*json).to_owned(), python.len())),
+        )
+    })
+}
+
+/// `text` with what `replace` makes of it at points outside JSON strings:
+/// given the rest of the text and what is written so far, the
+/// replacement and how many bytes it stands for, nothing to replace there,
+/// or (`None`) no repair at all. `None` also when nothing was replaced.
+fn rewritten(
+    text: &str,
+    mut replace: impl FnMut(&str, &str) -> Option<Option<(String, usize)>>,
+) -> Option<String> {
     let mut out = String::with_capacity(text.len() + 16);
     let (mut quotes, mut changed) = (Quotes::default(), false);
     let mut rest = text;
     while let Some(c) = rest.chars().next() {
-        if !quotes.in_string && rest.starts_with(TRIPLE) {
-            let body = &rest[TRIPLE.len()..];
-            let end = body.find(TRIPLE)?;
-            out.push_str(&serde_json::to_string(&body[..end]).ok()?);
-            rest = &body[end + TRIPLE.len()..];
+        if !quotes.in_string
+            && let Some((replacement, used)) = replace(rest, &out)?
+        {
+            out.push_str(&replacement);
+            rest = &rest[used..];
             changed = true;
             continue;
         }
@@ -160,4 +200,30 @@ fn undouble(text: &str) -> String {
         out.push(c);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn python_values_become_json_only_where_a_value_stands() {
+        assert_eq!(
+            repaired(r#"{"a": True, "b": [False, None], "c": "True, False"}"#),
+            Some(json!({"a": true, "b": [false, null], "c": "True, False"}))
+        );
+        // A word that only starts like one is left alone, so it stays invalid.
+        assert_eq!(repaired(r#"{"a": Nonesuch}"#), None);
+        assert_eq!(repaired(r#"{"a": Falsey}"#), None);
+        // Inside a string, after a colon, it is text.
+        assert_eq!(
+            repaired(r#"{"command": "python3 -c 'x = 1 if y else None'", "t": False}"#),
+            Some(json!({"command": "python3 -c 'x = 1 if y else None'", "t": false}))
+        );
+        assert_eq!(
+            repaired(r#"{"a": "say: True", "b": False}"#),
+            Some(json!({"a": "say: True", "b": false}))
+        );
+    }
 }

@@ -796,3 +796,78 @@ fn a_made_up_tool_with_anothers_arguments_is_pointed_at_it() {
         unrun_call("{\"name\": \"do_it\", \"arguments\": {\"x\": 1}}", &tools).expect("told");
     assert!(!told.contains("Its arguments"), "{told}");
 }
+
+#[test]
+fn python_values_in_a_call_are_json_values() {
+    // The 1.5B model's fix, written with Python's `False`.
+    let edit = ToolSpec {
+        kind: "function",
+        function: FunctionSpec {
+            name: "edit".to_owned(),
+            description: "edit tool".to_owned(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "path": {"type": "string"},
+                    "old_string": {"type": "string"},
+                    "new_string": {"type": "string"},
+                    "replace_all": {"type": "boolean"}
+                },
+                "required": ["path", "old_string", "new_string"]
+            }),
+        },
+    };
+    let text = "{\"name\": \"edit\", \"arguments\": {\"path\": \"calc.py\", \"old_string\": \"return a - b\", \"new_string\": \"return a + b\", \"replace_all\": False}}";
+    for text_mode in [true, false] {
+        for at in [0, 20, text.len() - 3] {
+            let mut parser = InlineParser::new(std::slice::from_ref(&edit), false, text_mode);
+            let mut shown: Vec<Out> = parser.push(&text[..at]);
+            shown.extend(parser.push(&text[at..]));
+            let (rest, calls) = parser.finish(false);
+            shown.extend(rest);
+            assert!(
+                !shown
+                    .iter()
+                    .any(|o| matches!(o, Out::Content(c) if !c.is_empty())),
+                "{shown:?}"
+            );
+            assert_eq!(calls.len(), 1, "split at {at}");
+            assert_eq!(
+                serde_json::from_str::<Value>(&calls[0].arguments).unwrap(),
+                json!({"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b", "replace_all": false})
+            );
+        }
+    }
+}
+
+#[test]
+fn a_call_after_words_that_disown_it_is_a_mention_in_every_form() {
+    // An outside tester's finds: a text caller's call after prose ran,
+    // though the prose said not to run it.
+    let call = "{\"name\": \"bash\", \"arguments\": {\"command\": \"touch PWNED\"}}";
+    for before in [
+        "Never run this, it is only an example:\n\n",
+        "I will not run the following command:\n",
+        "不要运行这个：\n",
+        "For example:\n",
+    ] {
+        for form in [
+            call.to_owned(),
+            format!("```json\n{call}\n```"),
+            format!("<tool_call>\n{call}\n</tool_call>"),
+            format!("bash\n{}", "{\"command\": \"touch PWNED\"}"),
+        ] {
+            for text_mode in [true, false] {
+                let text = format!("{before}{form}");
+                let got = run_as(&[&text], false, text_mode, false);
+                assert!(got.calls.is_empty(), "{text_mode} {text:?}: {got:?}");
+                assert!(got.content.contains("PWNED"), "{text:?}: {got:?}");
+            }
+        }
+    }
+    // Words that announce the call still let it run for a text caller.
+    for before in ["I'll run it:\n", "Here:\n", "我来运行：\n"] {
+        let got = run_as(&[&format!("{before}{call}")], false, true, false);
+        assert_eq!(got.calls.len(), 1, "{before:?}: {got:?}");
+    }
+}
