@@ -48,6 +48,21 @@ pub fn coerce(arguments: Value, schema: &Value, numbers_as_text: bool) -> Value 
             }
             _ => key,
         };
+        // `null` (Python's `None`) for a field the schema does not require
+        // and does not type as null: the field left out.
+        let required = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .is_some_and(|r| r.iter().any(|k| k.as_str() == Some(key.as_str())));
+        let nullable = properties
+            .get(&key)
+            .and_then(|p| p.get("type"))
+            .is_some_and(|t| {
+                t == "null" || t.as_array().is_some_and(|a| a.iter().any(|x| x == "null"))
+            });
+        if value.is_null() && properties.contains_key(&key) && !required && !nullable {
+            continue;
+        }
         let value = match properties.get(&key).and_then(|p| p.get("type")) {
             Some(Value::String(kind)) if kind != "string" || numbers_as_text => {
                 convert(value, kind)
@@ -199,6 +214,32 @@ mod tests {
         assert_eq!(
             coerce(json!({"file_path": "b", "path": "a"}), &schema, true)["path"],
             "a"
+        );
+    }
+
+    #[test]
+    fn none_for_a_field_that_may_be_left_out_is_left_out() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {"type": "string"},
+                "offset": {"type": "integer"},
+                "note": {"type": ["string", "null"]}
+            },
+            "required": ["path"]
+        });
+        assert_eq!(
+            coerce(
+                json!({"path": "a", "offset": null, "note": null}),
+                &schema,
+                false
+            ),
+            json!({"path": "a", "note": null})
+        );
+        // A required field keeps it, for the tool to say what is wrong.
+        assert_eq!(
+            coerce(json!({"path": null}), &schema, false),
+            json!({"path": null})
         );
     }
 }

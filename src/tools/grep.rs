@@ -206,6 +206,14 @@ fn format_hits(pattern: &str, hits: &[FileHits], limit: usize, with_context: boo
             output,
             "[... stopped at {limit} matches; more may exist: narrow the pattern or path, or raise max_results]"
         );
+    } else {
+        // Counted for the model: a small one cannot count the lines above.
+        let _ = write!(
+            output,
+            "[{} in {}]",
+            crate::protocol::count(shown, "matching line"),
+            crate::protocol::count(files, "file")
+        );
     }
     ToolOutput::ok(
         output.trim_end().to_owned(),
@@ -276,14 +284,14 @@ mod tests {
         let run = |args: Value| Grep.call(args, &context);
         assert_eq!(
             run(json!({"pattern": "let"})).await.unwrap().output,
-            "src/a.rs:2:    let 变量 = 1;"
+            "src/a.rs:2:    let 变量 = 1;\n[1 matching line in 1 file]"
         );
         assert_eq!(
             run(json!({"pattern": "let", "case_insensitive": true, "include": "*.md"}))
                 .await
                 .unwrap()
                 .output,
-            "notes.md:1:LET it be"
+            "notes.md:1:LET it be\n[1 matching line in 1 file]"
         );
         // A file named as the path is searched whatever `include` says.
         assert_eq!(
@@ -291,14 +299,15 @@ mod tests {
                 .await
                 .unwrap()
                 .output,
-            "notes.md:1:LET it be"
+            "notes.md:1:LET it be\n[1 matching line in 1 file]"
         );
+        // Context lines are not counted.
         assert_eq!(
             run(json!({"pattern": "变量", "context": 1}))
                 .await
                 .unwrap()
                 .output,
-            "src/a.rs-1-fn main() {\nsrc/a.rs:2:    let 变量 = 1;\nsrc/a.rs-3-}"
+            "src/a.rs-1-fn main() {\nsrc/a.rs:2:    let 变量 = 1;\nsrc/a.rs-3-}\n[1 matching line in 1 file]"
         );
         let error = run(json!({"pattern": "("})).await.unwrap_err();
         assert!(
