@@ -62,7 +62,7 @@ pub(super) fn plan(root: &Path, config: &crate::config::ValidateConfig) -> Plan 
     detect(root).map_or_else(
         || {
             Plan::Nothing(
-                "no Cargo.toml, go.mod, package.json with a test script, pytest tests or Makefile test target at the root"
+                "no Cargo.toml, go.mod, package.json with a test script, pytest tests, test_*.py files or Makefile test target at the root"
                     .to_owned(),
             )
         },
@@ -93,6 +93,11 @@ fn detect(root: &Path) -> Option<(Vec<&'static str>, &'static str)> {
     let python = has("pyproject.toml") || has("setup.py") || has("pytest.ini");
     if python && (root.join("tests").is_dir() || has_test_files(root)) {
         return Some((vec!["pytest -q"], "pytest tests"));
+    }
+    // Loose scripts with `test_*.py` beside them: the standard library's
+    // runner, which needs nothing installed.
+    if has_test_files(root) {
+        return Some((vec!["python3 -m unittest -q"], "test_*.py files"));
     }
     let makefile = ["Makefile", "makefile", "GNUmakefile"]
         .iter()
@@ -360,6 +365,13 @@ fn refusal_reason(text: &str) -> &str {
 fn summarize(output: &str) -> String {
     // cargo test, go test, pytest: the count of failed tests.
     for line in output.lines().rev() {
+        // unittest: `FAILED (failures=1, errors=1)`.
+        if let Some(counts) = line
+            .strip_prefix("FAILED (")
+            .and_then(|rest| rest.strip_suffix(')'))
+        {
+            return counts.replace('=', ": ");
+        }
         if let Some(rest) = line
             .split("; ")
             .find(|part| part.trim_end().ends_with(" failed"))

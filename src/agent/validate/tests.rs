@@ -23,7 +23,7 @@ fn commands(files: &[(&str, &str)]) -> Option<Vec<String>> {
 #[test]
 fn the_project_type_gives_the_default_commands() {
     type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a [&'a str]>);
-    let cases: [Case; 8] = [
+    let cases: [Case; 9] = [
         (&[("Cargo.toml", "[package]")], Some(&["cargo test"])),
         (
             &[("go.mod", "module x")],
@@ -51,6 +51,10 @@ fn the_project_type_gives_the_default_commands() {
         ),
         (&[("Makefile", "test:\n\t./t\n")], Some(&["make test"])),
         (&[("README.md", "hi")], None),
+        (
+            &[("calc.py", ""), ("test_calc.py", "")],
+            Some(&["python3 -m unittest -q"]),
+        ),
     ];
     for (files, expected) in cases {
         assert_eq!(
@@ -101,6 +105,8 @@ fn a_failure_is_summed_up_in_a_few_words() {
     assert_eq!(summarize(go), "2 tests failed");
     let go_build = "# sample\n./two.go:3:31: cannot use \"two\" (untyped string constant) as int value in return statement\n\n[exit code: 1]";
     assert_eq!(summarize(go_build), "1 error");
+    let unittest = "F\n----\nRan 1 test in 0.000s\n\nFAILED (failures=1)\n\n[exit code: 1]";
+    assert_eq!(summarize(unittest), "failures: 1");
     let pytest = "F.\n==== 1 failed, 1 passed in 0.02s ====\n\n[exit code: 1]";
     assert_eq!(summarize(pytest), "1 failed");
     assert_eq!(summarize("weird\n\n[exit code: 2]"), "exit code: 2");
