@@ -166,7 +166,8 @@ pub struct ToolArgs {
 #[derive(Debug, Args)]
 #[command(
     after_help = "Exit status: 0 when the task finished, 1 when it failed or was \
-interrupted, 2 for usage and configuration errors."
+interrupted, 2 for usage and configuration errors, 3 when the model ended without doing \
+what the task needed (a warning says what)."
 )]
 pub struct RunArgs {
     /// The task; `-` reads it from standard input.

@@ -473,7 +473,9 @@ impl TextPrinter {
                 self.flush_partial();
                 self.progress(&format!("{}error:{} {message}", s.red, s.reset));
             }
-            EventMsg::TurnComplete(complete) => self.turn_end(complete.status),
+            EventMsg::TurnComplete(complete) => {
+                self.turn_end(complete.status, complete.last_message.as_deref());
+            }
             EventMsg::TurnStarted { .. }
             | EventMsg::StateChanged { .. }
             | EventMsg::ApprovalRequest(_)
@@ -516,6 +518,10 @@ impl TextPrinter {
         if self.live && !message.text.is_empty() && !message.text.ends_with('\n') {
             let _ = writeln!(std::io::stdout());
         }
+        if message.tool_calls == 0 && !self.live && !self.pending.ends_with('\n') {
+            // One answer to a line: a turn that ends undone shows each.
+            self.pending.push('\n');
+        }
         if message.tool_calls > 0 {
             // Text before tool calls is progress, not the answer.
             let plan = std::mem::take(&mut self.pending);
@@ -525,11 +531,14 @@ impl TextPrinter {
         }
     }
 
-    fn turn_end(&mut self, status: TurnStatus) {
+    fn turn_end(&mut self, status: TurnStatus, last_message: Option<&str>) {
         self.end_reasoning();
         match status {
             TurnStatus::Done if !self.live => {
-                let text = std::mem::take(&mut self.pending);
+                // The final answer alone: not one the model was told to
+                // redo, or that was set aside (the warnings said so).
+                let pending = std::mem::take(&mut self.pending);
+                let text = last_message.map_or(pending, str::to_owned);
                 let mut out = std::io::stdout().lock();
                 let _ = out.write_all(text.trim_end().as_bytes());
                 let _ = out.write_all(b"\n");
