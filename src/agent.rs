@@ -16,6 +16,7 @@ mod finish;
 mod intent;
 mod mcp;
 mod permit;
+mod preread;
 mod profile;
 mod repeat;
 mod request;

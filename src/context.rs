@@ -22,10 +22,12 @@ the user's language. For a task of several steps, keep a todo list with `todowri
 
 /// The base prompt for a small model or a short context: the task, and
 /// nothing that invites other work.
+// No "say what you did": asked for it, a 1.5B model says it wrote a file
+// instead of writing it (5 of 5 samples; 0 of 5 without). offcode's report
+// says what was done.
 const COMPACT_PROMPT: &str = "You are offcode, a coding agent. Do the user's task in the \
 workspace with your tools. Read a file before you change it or answer about it, then make the \
-change with a tool call. When done, say in one sentence what you did. Reply in the user's \
-language.";
+change with a tool call. Reply in the user's language.";
 
 /// The base system prompt, the same for every workspace.
 pub fn system_prompt() -> &'static str {

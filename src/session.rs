@@ -471,6 +471,11 @@ impl Session {
             .collect())
     }
 
+    /// The id of the active branch's last entry.
+    pub fn last_id(&self) -> Option<&str> {
+        self.last_id.as_deref()
+    }
+
     /// Makes the entry `parent` (none: the start) the end of the active
     /// branch: the conversation, model, agent and rules are rebuilt as they
     /// were there, and the next entry appended follows it. Nothing in the

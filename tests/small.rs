@@ -171,6 +171,8 @@ fn the_agents_sampling_is_sent_unless_the_config_says_server() {
 
 #[test]
 fn a_change_asked_for_and_never_made_is_repaired_once_then_exit_3() {
+    // A larger model is told at once (a small one is asked again first:
+    // `a_small_models_answer_that_did_nothing_is_set_aside_and_asked_again`).
     for prompt in [
         "In greet.py, change the greeting from Hello to Goodbye.",
         "把 greet.py 里的问候语 Hello 改成 Goodbye。",
@@ -440,18 +442,36 @@ fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
     };
     let server = mock();
     server.push(edit("e1", "shop.py"));
-    server.push(sse(&chunks::text_answer("Renamed.")));
+    // Set aside twice (asked again), then told.
+    for _ in 0..3 {
+        server.push(sse(&chunks::text_answer("Renamed.")));
+    }
     server.push(edit("e2", "main.py"));
     server.push(sse(&chunks::text_answer("Renamed in both.")));
     let output = task(&ws, &server.base_url(), SMALL, RENAME);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 6);
+    // Right after the edit: what is left, as offcode sees it.
+    assert_eq!(
+        notes(&bodies[1]),
+        [r#"(offcode) `main.py` still has `compute_total`:
+{"name":"edit","arguments":{"path":"main.py","old_string":"compute_total","new_string":"total_price","replace_all":false}}"#]
+    );
+    for asked_again in &bodies[2..4] {
+        assert_eq!(asked_again["messages"], bodies[1]["messages"]);
+    }
     assert!(
-        notes(&bodies[2])[0]
+        notes(&bodies[4])[1]
             .contains("`main.py`, which the task names, still has `compute_total`, which you replaced in `shop.py`")
-            && notes(&bodies[2])[0].contains(r#"{"name":"edit","arguments":{"path":"main.py","old_string":"compute_total","new_string":"total_price","replace_all":false}}"#),
+            && notes(&bodies[4])[1].contains(r#"{"name":"edit","arguments":{"path":"main.py","old_string":"compute_total","new_string":"total_price","replace_all":false}}"#),
         "{:?}",
-        notes(&bodies[2])
+        notes(&bodies[4])
+    );
+    // Both files renamed: it may be done.
+    assert_eq!(
+        notes(&bodies[5])[2],
+        "(offcode) If the task is done now, reply in one sentence, with no tool call."
     );
     assert_eq!(
         std::fs::read_to_string(ws.root.join("main.py")).unwrap(),
@@ -496,10 +516,11 @@ fn a_call_among_words_sent_again_after_the_note_runs() {
         ))));
     }
     server.push(sse(&chunks::text_answer("The port is 7341.")));
+    // A larger model: told at once, and nothing read for it first.
     let output = task(
         &ws,
         &server.base_url(),
-        SMALL,
+        "mock-model",
         "What is the port in config.json?",
     );
     assert_eq!(output.code, 0, "{}", output.stderr);
@@ -544,10 +565,11 @@ fn a_question_about_a_file_answered_without_reading_it_is_not_an_answer() {
         for reply in &replies {
             server.push(sse(reply));
         }
+        // A larger model (a small one starts with the file read).
         let output = task(
             &ws,
             &server.base_url(),
-            SMALL,
+            "mock-model",
             "What is the port in config.json?",
         );
         assert_eq!(output.code, code, "{}", output.stderr);
@@ -572,8 +594,11 @@ fn a_rename_left_half_done_after_the_note_exits_3() {
             json!({"path": "shop.py", "old_string": "compute_total", "new_string": "total_price"}),
         )],
     )));
-    // It says it changed main.py too, and never does.
-    server.push(sse(&chunks::text_answer("Renamed.")));
+    // It says it changed main.py too, and never does: set aside twice,
+    // told, and said again.
+    for _ in 0..3 {
+        server.push(sse(&chunks::text_answer("Renamed.")));
+    }
     server.push(sse(&chunks::text_answer("I renamed it in main.py too.")));
     let output = task(&ws, &server.base_url(), SMALL, RENAME);
     assert_eq!(output.code, 3, "{}", output.stderr);
@@ -607,4 +632,163 @@ fn a_search_that_found_the_file_counts_as_reading_it() {
     );
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert_eq!(server.chat_bodies().len(), 2);
+}
+
+#[test]
+fn a_small_model_starts_with_the_files_its_task_names_read_as_the_policy_allows() {
+    let ws = Workspace::new();
+    config(
+        &ws,
+        r#""permission": { "read": { "*": "allow", "secret.txt": "deny", "notes.md": "ask" } }"#,
+    );
+    std::fs::write(ws.root.join("hello.txt"), "hello world\n").unwrap();
+    std::fs::write(ws.root.join("secret.txt"), "TOKEN-4711\n").unwrap();
+    std::fs::write(ws.root.join("notes.md"), "ASKED-0815\n").unwrap();
+    std::fs::write(ws.root.join("big.log"), "line\n".repeat(4000)).unwrap();
+    let prompt = "Read hello.txt, secret.txt, notes.md and big.log and write a summary to out.txt";
+    for (model, read) in [(SMALL, true), ("mock-model", false)] {
+        let server = mock();
+        server.push(sse(&chunks::tool_answer(
+            "",
+            &[(
+                "w",
+                "write",
+                json!({"path": "out.txt", "content": "HELLO WORLD"}),
+            )],
+        )));
+        server.push(sse(&chunks::text_answer("Done.")));
+        let output = task(&ws, &server.base_url(), model, prompt);
+        assert_eq!(output.code, 0, "{model}: {}", output.stderr);
+        let first = &server.chat_bodies()[0];
+        let results = crate::support::tool_results(first);
+        if read {
+            // Only hello.txt: denied, asked-for, too big and missing files are not.
+            assert_eq!(results.len(), 1, "{results:?}");
+            assert!(results[0].contains("hello world"), "{results:?}");
+            let calls = &first["messages"][2]["tool_calls"];
+            assert_eq!(calls.as_array().unwrap().len(), 1, "{calls}");
+            assert_eq!(calls[0]["function"]["name"], "read");
+        } else {
+            assert!(results.is_empty(), "{results:?}");
+        }
+        // Nobody was asked, and what the policy keeps from the model never reached it.
+        let sent: String = server.chat_bodies().iter().map(Value::to_string).collect();
+        assert!(!sent.contains("TOKEN-4711") && !sent.contains("ASKED-0815"));
+        assert!(
+            !output.stderr.contains("→ read notes.md"),
+            "{}",
+            output.stderr
+        );
+        std::fs::remove_file(ws.root.join("out.txt")).unwrap();
+    }
+}
+
+#[test]
+fn a_small_models_answer_that_did_nothing_is_set_aside_and_asked_again() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("hello.txt"), "hello world\n").unwrap();
+    let server = mock();
+    server.push(sse(&chunks::text_answer("I wrote it to out.txt.")));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w",
+            "write",
+            json!({"path": "out.txt", "content": "HELLO WORLD"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "read hello.txt and write it in upper case to out.txt",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("out.txt")).unwrap(),
+        "HELLO WORLD"
+    );
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 3);
+    // Asked again as before the answer, sampled hotter, and told nothing.
+    assert_eq!(bodies[1]["messages"], bodies[0]["messages"]);
+    assert_eq!(bodies[0]["temperature"], json!(0.2));
+    assert_eq!(bodies[1]["temperature"], json!(0.5));
+    assert_eq!(bodies[2]["temperature"], json!(0.2));
+    assert!(notes(&bodies[1]).is_empty());
+    // After the write, nothing offcode can see is left: it may be done.
+    assert_eq!(
+        notes(&bodies[2]),
+        ["(offcode) If the task is done now, reply in one sentence, with no tool call."]
+    );
+    assert!(
+        output
+            .stderr
+            .contains("offcode set the answer aside and asks again")
+    );
+    // The answer printed is the last one; the one set aside stays in the
+    // session file, off the conversation's branch.
+    assert_eq!(output.stdout, "Done.\n\nChanged out.txt.\n");
+    let session = std::fs::read_to_string(&ws.session_files()[0]).unwrap();
+    assert!(session.contains("I wrote it to out.txt."));
+}
+
+#[test]
+fn an_answer_set_aside_stays_out_of_the_conversation_after_a_kill() {
+    // An outside tester's find: killed while asking again, `--continue`
+    // brought the set-aside claim back.
+    use std::time::Duration;
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("f.txt"), "hi\n").unwrap();
+    let server = mock();
+    server.push(sse(&chunks::text_answer(
+        "I have updated f.txt to say hello.",
+    )));
+    let mut slow = vec![chunks::role(), chunks::text_delta("Working")];
+    slow.extend((0..400).map(|i| chunks::text_delta(&format!("{i} "))));
+    server.push(crate::support::Reply::sse_events(
+        slow,
+        Duration::from_millis(25),
+    ));
+    let mut child = ws
+        .offcode(
+            &server.base_url(),
+            &[
+                "run",
+                "--yes",
+                "--model",
+                SMALL,
+                "change f.txt so it says hello",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    while server.chat_bodies().len() < 2 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    child.kill().unwrap(); // SIGKILL, while asking again
+    child.wait().unwrap();
+    let session = std::fs::read_to_string(&ws.session_files()[0]).unwrap();
+    assert!(session.contains("I have updated f.txt to say hello."));
+    assert!(session.contains("\"type\":\"set_aside\""), "{session}");
+    server.push(sse(&chunks::text_answer("f.txt says hi.")));
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "--continue",
+            "--yes",
+            "--model",
+            SMALL,
+            "what does f.txt say?",
+        ],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let last = server.chat_bodies().pop().unwrap();
+    assert!(!last.to_string().contains("I have updated f.txt"), "{last}");
 }

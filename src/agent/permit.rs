@@ -83,6 +83,28 @@ impl Permits {
         self.agent = rules;
     }
 
+    /// Whether the policy lets `tool` run with `arguments` without asking
+    /// anyone (the runtime's own reads are never put to the person).
+    pub(super) fn allows_unasked(&self, tool: &str, arguments: &Value) -> bool {
+        self.action(tool, arguments) == Some(Action::Allow)
+    }
+
+    /// Whether the policy denies `tool` with `arguments` outright.
+    pub(super) fn denies(&self, tool: &str, arguments: &Value) -> bool {
+        self.action(tool, arguments) == Some(Action::Deny)
+    }
+
+    /// What the policy says of a call, without asking anyone; `None` when
+    /// it cannot be loaded.
+    fn action(&self, tool: &str, arguments: &Value) -> Option<Action> {
+        let policy = self.policy.current().ok()?;
+        Some(
+            policy
+                .decide_as(tool, arguments, &self.agent, &self.session_rules)
+                .action,
+        )
+    }
+
     /// Something other than the model's calls happened (a user message, a
     /// command the user ran): the run of identical calls is broken.
     pub(super) fn break_repeats(&mut self) {

@@ -42,6 +42,9 @@ pub(super) struct Request {
     /// Calls the model was just told to send alone: for the next
     /// response only.
     meant: Vec<crate::client::inline::TextCall>,
+    /// The next request asks again for a reply set aside: sampled
+    /// hotter, for another answer than the last.
+    hotter: bool,
 }
 
 impl Request {
@@ -55,6 +58,7 @@ impl Request {
             text_wanted: false,
             text_caller: false,
             meant: Vec::new(),
+            hotter: false,
         }
     }
 
@@ -143,6 +147,16 @@ impl Request {
     /// told to send them alone); none after it.
     pub(super) fn set_meant(&mut self, meant: Vec<crate::client::inline::TextCall>) {
         self.meant = meant;
+    }
+
+    /// The next request asks again for a reply set aside.
+    pub(super) fn ask_again(&mut self) {
+        self.hotter = true;
+    }
+
+    /// Whether this request asks again (once).
+    pub(super) fn take_hotter(&mut self) -> bool {
+        std::mem::take(&mut self.hotter)
     }
 
     /// A parser for the next response's text.

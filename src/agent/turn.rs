@@ -87,6 +87,9 @@ pub(super) struct AgentState {
     pub(super) changing_steps: u64,
     /// Commands that ran confined: only these may ask to run unconfined.
     pub(super) ran_confined: std::collections::HashSet<String>,
+    /// The entry the last reply followed: where a reply set aside is
+    /// taken back to ([`super::ending`]).
+    pub(super) reply_parent: Option<String>,
 }
 
 impl AgentState {
@@ -110,6 +113,7 @@ impl AgentState {
             checkpoints: setup.checkpoints.filter(|_| setup.depth == 0),
             changing_steps: 0,
             ran_confined: std::collections::HashSet::new(),
+            reply_parent: None,
             request: Request::new(setup.context, setup.tools.specs()),
             budget: Budget::default(),
             permits: Permits::new(setup.policy, &setup.session.allowed, setup.approver),
@@ -338,10 +342,17 @@ impl AgentState {
         }
         let mut ending = self.ending(&text);
         let user = EntryBody::Message {
-            message: Message::User { content: text },
+            message: Message::User {
+                content: text.clone(),
+            },
         };
         if let Err(status) = self.record(id, user) {
             return (status, None);
+        }
+        match self.read_named(id, &text, cancel).await {
+            Ok(Some(calls)) => ending.owed.after_step(calls),
+            Ok(None) => {}
+            Err(status) => return (status, None),
         }
         let mut validation = Validation::new();
         for _ in 0..self.config.max_steps {
@@ -349,6 +360,12 @@ impl AgentState {
                 Step::Final(text) => {
                     let note = match self.judge(id, &mut ending, &text, &validation) {
                         Judged::Tell(note) => note,
+                        Judged::Again(why) => {
+                            if let Err(status) = self.set_aside(id, why) {
+                                return (status, None);
+                            }
+                            continue;
+                        }
                         Judged::Undone => return (TurnStatus::Incomplete, Some(text)),
                         Judged::Done => match self.validate(id, &mut validation, cancel).await {
                             Verdict::NotRun if cancel.is_cancelled() => {
@@ -378,7 +395,15 @@ impl AgentState {
                 Step::Continue(calls) => {
                     validation.changed |= calls.changed;
                     validation.ran_command |= calls.ran_command;
+                    // A change worked, and nothing waits or failed.
+                    let clean =
+                        calls.changed && calls.deferred.is_empty() && calls.failed.is_empty();
                     ending.owed.after_step(calls);
+                    if let Some(note) = self.progress(&ending, clean)
+                        && let Err(status) = self.tell_model(id, &note)
+                    {
+                        return (status, None);
+                    }
                 }
                 Step::End(status) => return (status, None),
             }
@@ -414,9 +439,15 @@ impl AgentState {
         let limit = self.known_limit();
         let messages = self.request.messages(&history);
         let model = self.model().to_owned();
+        let hotter = self.request.take_hotter();
         let specs = self.request.specs();
         let estimate = super::compact::estimate_request(&messages, specs);
         let mut request = ChatRequest::streaming(&model, &messages, specs, &self.config);
+        if hotter {
+            request.temperature = request
+                .temperature
+                .map(|t| t.max(super::ending::AGAIN_TEMPERATURE));
+        }
         request.max_tokens = Some(self.budget.answer_room(&self.config, limit, estimate));
         self.budget.sent(estimate);
         let mut parser = self.request.inline_parser();
@@ -489,6 +520,7 @@ impl AgentState {
         recovered: bool,
         cancel: &Cancel,
     ) -> Step {
+        self.reply_parent = self.session.last_id().map(str::to_owned);
         if let Some(usage) = response.usage {
             let usage = TokenUsage {
                 prompt_tokens: usage.prompt_tokens,

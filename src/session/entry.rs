@@ -147,6 +147,14 @@ pub enum EntryBody {
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
         kept: Vec<String>,
     },
+    /// A small model's answer was set aside and the same asked again.
+    /// This entry's parent is the entry before that answer: the answer
+    /// stays in the file, off the conversation's branch, also after a
+    /// crash.
+    SetAside {
+        /// What was wrong with it.
+        why: String,
+    },
     /// A turn ended.
     TurnEnd {
         /// How the turn ended.
