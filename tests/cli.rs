@@ -577,7 +577,7 @@ fn every_tool_works_inside_an_agent_run() {
     assert_eq!(results[1], "src/lib.rs");
     assert_eq!(
         results[2],
-        "src/lib.rs:1:pub fn answer() -> u32 {\n[1 matching line in 1 file]"
+        "1 matching line in 1 file:\nsrc/lib.rs:1:pub fn answer() -> u32 {"
     );
     assert!(
         results[4].contains("updated src/lib.rs (+1 -1)") && results[4].contains("deleted old.txt"),

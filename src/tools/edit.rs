@@ -82,7 +82,7 @@ fn replace(text: &str, arguments: &Arguments) -> Result<String, Error> {
     }
     if arguments.old_string == arguments.new_string {
         return Err(Error::Rejected(
-            "old_string and new_string are the same".to_owned(),
+            "old_string and new_string are the same: new_string is the text as it should read after the change".to_owned(),
         ));
     }
     if super::read::numbered_as_read(&arguments.new_string)
