@@ -792,3 +792,61 @@ fn an_answer_set_aside_stays_out_of_the_conversation_after_a_kill() {
     let last = server.chat_bodies().pop().unwrap();
     assert!(!last.to_string().contains("I have updated f.txt"), "{last}");
 }
+
+#[test]
+fn a_small_model_asked_a_question_changes_no_file() {
+    let ws = port();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "e",
+            "edit",
+            json!({"path": "config.json", "old_string": "7341", "new_string": "8080"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("The port is 7341.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "What is the port in config.json?",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("config.json")).unwrap(),
+        "{\"port\": 7341}\n"
+    );
+    let bodies = server.chat_bodies();
+    assert!(
+        crate::support::tool_results(&bodies[1])
+            .iter()
+            .any(|r| r.contains("the task is a question, so no file changes")),
+        "{:?}",
+        bodies[1]
+    );
+    assert_eq!(output.stdout.trim(), "The port is 7341.");
+    // A question that asks for a change is not refused one.
+    let ws = port();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "e",
+            "edit",
+            json!({"path": "config.json", "old_string": "7341", "new_string": "8080"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Changed it.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "Can you change the port in config.json to 8080?",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("config.json")).unwrap(),
+        "{\"port\": 8080}\n"
+    );
+}

@@ -66,22 +66,40 @@ const CHINESE_QUESTION: [&str; 8] = ["什么", "为什么", "怎么", "哪", "�
 /// question (it ends with a question mark, opens with a question word or
 /// holds a Chinese question mark of speech).
 pub(super) fn asks_for_change(prompt: &str) -> bool {
+    !is_question(prompt) && has_change_verb(prompt)
+}
+
+/// Whether `prompt` only asks a question: a question with no change verb
+/// anywhere ("What is the port in config.json?", not "Can you fix it?").
+pub(super) fn only_asks(prompt: &str) -> bool {
+    is_question(prompt) && !has_change_verb(prompt)
+}
+
+/// A question: it ends with a question mark, opens with a question word
+/// or holds a Chinese question mark of speech.
+fn is_question(prompt: &str) -> bool {
     let text = prompt.trim();
-    if text.ends_with('?') || text.ends_with('？') {
-        return false;
-    }
-    let lower = text.to_lowercase();
-    let words: Vec<&str> = lower
+    text.ends_with('?')
+        || text.ends_with('？')
+        || words(text)
+            .first()
+            .is_some_and(|w| QUESTION_WORDS.contains(&w.as_str()))
+        || CHINESE_QUESTION.iter().any(|q| text.contains(q))
+}
+
+/// An English change verb as a whole word, or a Chinese one.
+fn has_change_verb(prompt: &str) -> bool {
+    words(prompt).iter().any(|w| ENGLISH.contains(&w.as_str()))
+        || CHINESE.iter().any(|v| prompt.contains(v))
+}
+
+/// `text`'s words, lower case.
+fn words(text: &str) -> Vec<String> {
+    text.to_lowercase()
         .split(|c: char| !c.is_alphanumeric() && c != '_')
         .filter(|w| !w.is_empty())
-        .collect();
-    if words.first().is_some_and(|w| QUESTION_WORDS.contains(w)) {
-        return false;
-    }
-    if CHINESE_QUESTION.iter().any(|q| text.contains(q)) {
-        return false;
-    }
-    words.iter().any(|w| ENGLISH.contains(w)) || CHINESE.iter().any(|v| text.contains(v))
+        .map(str::to_owned)
+        .collect()
 }
 
 /// Something a turn did that changes things, for the report a final
@@ -242,7 +260,7 @@ fn first_line(command: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{Done, asks_for_change, report};
+    use super::{Done, asks_for_change, only_asks, report};
 
     #[test]
     fn an_answer_that_does_not_say_what_was_done_gets_a_report() {
@@ -329,6 +347,19 @@ mod tests {
             "make a plan",
         ] {
             assert!(!asks_for_change(question), "{question}");
+        }
+        // Only a question: no change verb anywhere.
+        for (prompt, only) in [
+            ("What is the port in config.json?", true),
+            ("config.json 里的 port 是多少？", true),
+            ("这个函数是做什么的", true),
+            ("How would you fix the bug in calc.py", false),
+            ("Can you rename compute_total?", false),
+            ("能帮我修改 calc.py 吗？", false),
+            ("list the files", false),
+            ("Fix calc.py", false),
+        ] {
+            assert_eq!(only_asks(prompt), only, "{prompt}");
         }
     }
 }

@@ -36,6 +36,8 @@ pub(super) struct Permits {
     /// The last call that ran, its result's hash, and how many times in a
     /// row it ran with that same result.
     answered: Option<((String, String), u64, u32)>,
+    /// The turn only asks a question (a small model's): no file changes.
+    question: bool,
 }
 
 /// Runs of one call with one result after which the same call is refused:
@@ -65,6 +67,7 @@ impl Permits {
             last_call: None,
             repeats: 0,
             answered: None,
+            question: false,
         }
     }
 
@@ -81,6 +84,11 @@ impl Permits {
     /// Lays the agent profile's rules over the config's.
     pub(super) fn set_agent(&mut self, rules: AgentRules) {
         self.agent = rules;
+    }
+
+    /// Whether the turn only asks a question, so no file may change.
+    pub(super) fn set_question(&mut self, question: bool) {
+        self.question = question;
     }
 
     /// Whether the policy lets `tool` run with `arguments` without asking
@@ -202,6 +210,35 @@ impl AgentState {
         Some(refusal)
     }
 
+    /// The refusal of a tool the agent does not offer.
+    fn not_offered(&self, call: &ToolCall) -> Option<ToolOutput> {
+        (!self.offered(&call.name)).then(|| {
+            ToolOutput::error(format!(
+                "`{}` is not one of the `{}` agent's tools, so it was not run; use the tools you were given",
+                call.name, self.agent.name
+            ))
+        })
+    }
+
+    /// The refusal of a change in a turn that only asks a question (a
+    /// small model's), said to the user. The 1.5B model asked for a port
+    /// edited the file it read: 5 of 8 runs changed config.json.
+    fn refused_change(&self, id: SubmissionId, call: &ToolCall) -> Option<ToolOutput> {
+        if !self.permits.question || !crate::tools::changes_files(&call.name) {
+            return None;
+        }
+        self.warn(
+            id,
+            &format!(
+                "The task is a question, so offcode refused the model's `{}` call",
+                call.name
+            ),
+        );
+        Some(ToolOutput::error(
+            "Not run: the task is a question, so no file changes. Answer it from what you have read.",
+        ))
+    }
+
     /// A call refused because the policy could not be loaded: said,
     /// recorded, and what the model is told.
     fn policy_unloaded(
@@ -244,17 +281,17 @@ impl AgentState {
         {
             return Ok(Permit::default()); // the registry reports the unknown tool
         }
-        if !self.offered(&call.name) {
-            return Err(ToolOutput::error(format!(
-                "`{}` is not one of the `{}` agent's tools, so it was not run; use the tools you were given",
-                call.name, self.agent.name
-            )));
+        if let Some(refusal) = self.not_offered(call) {
+            return Err(refusal);
         }
         let policy = match self.permits.policy.current() {
             Ok(policy) => policy,
             Err(problem) => return Err(self.policy_unloaded(id, call, &arguments, &problem)),
         };
-        if let Some(refusal) = self.refused_repeat(id, call) {
+        if let Some(refusal) = self
+            .refused_repeat(id, call)
+            .or_else(|| self.refused_change(id, call))
+        {
             return Err(refusal);
         }
         let mut decision = policy.decide_as(

@@ -341,6 +341,8 @@ impl AgentState {
             return (TurnStatus::Failed, None);
         }
         let mut ending = self.ending(&text);
+        let question = self.compact() && super::intent::only_asks(&text);
+        self.permits.set_question(question);
         let user = EntryBody::Message {
             message: Message::User {
                 content: text.clone(),
