@@ -15,8 +15,6 @@ const MAX_SEARCHED: u64 = 1024 * 1024;
 /// Answers set aside in a turn before the model is told what is wrong
 /// (compact profile only).
 const AGAIN: u32 = 2;
-/// The temperature at least of a request asked again, when one is sent.
-pub(super) const AGAIN_TEMPERATURE: f64 = 0.5;
 
 /// The judgement of a final answer.
 pub(super) enum Judged {
@@ -198,6 +196,26 @@ impl AgentState {
             return Judged::Tell(note);
         }
         Judged::Done
+    }
+
+    /// What a step's calls tell validation and the turn's end, and the
+    /// progress note after them.
+    pub(super) fn after_calls(
+        &mut self,
+        id: SubmissionId,
+        ending: &mut Ending,
+        validation: &mut Validation,
+        calls: super::finish::Calls,
+    ) -> Result<(), TurnStatus> {
+        validation.changed |= calls.changed;
+        validation.ran_command |= calls.ran_command;
+        // A change worked, and nothing waits or failed.
+        let clean = calls.changed && calls.deferred.is_empty() && calls.failed.is_empty();
+        ending.owed.after_step(calls);
+        match self.progress(ending, clean) {
+            Some(note) => self.tell_model(id, &note),
+            None => Ok(()),
+        }
     }
 
     /// A note after a step of a compact profile's change task in which a

@@ -11,6 +11,10 @@ use crate::client::wire::{ToolSpec, WireMessage};
 use crate::context::{Assembly, build_messages, build_text_messages, with_workspace};
 use crate::session::Message;
 
+/// The temperature at least of a request that asks again for a reply set
+/// aside, when one is sent.
+pub(super) const AGAIN_TEMPERATURE: f64 = 0.5;
+
 /// How tool calls and reasoning travel with the session's server.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Shape {
@@ -154,7 +158,7 @@ impl Request {
         self.hotter = true;
     }
 
-    /// Whether this request asks again (once).
+    /// Whether this request asks again for a reply set aside (once).
     pub(super) fn take_hotter(&mut self) -> bool {
         std::mem::take(&mut self.hotter)
     }
@@ -168,6 +172,12 @@ impl Request {
         )
         .with_meant(self.meant.clone())
     }
+}
+
+/// The temperature sent: at least [`AGAIN_TEMPERATURE`] when the request
+/// asks again (`hot`) and one is sent at all.
+pub(super) fn heated(temperature: Option<f64>, hot: bool) -> Option<f64> {
+    temperature.map(|t| if hot { t.max(AGAIN_TEMPERATURE) } else { t })
 }
 
 #[cfg(test)]

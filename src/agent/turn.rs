@@ -395,15 +395,7 @@ impl AgentState {
                     }
                 }
                 Step::Continue(calls) => {
-                    validation.changed |= calls.changed;
-                    validation.ran_command |= calls.ran_command;
-                    // A change worked, and nothing waits or failed.
-                    let clean =
-                        calls.changed && calls.deferred.is_empty() && calls.failed.is_empty();
-                    ending.owed.after_step(calls);
-                    if let Some(note) = self.progress(&ending, clean)
-                        && let Err(status) = self.tell_model(id, &note)
-                    {
+                    if let Err(status) = self.after_calls(id, &mut ending, &mut validation, calls) {
                         return (status, None);
                     }
                 }
@@ -441,16 +433,12 @@ impl AgentState {
         let limit = self.known_limit();
         let messages = self.request.messages(&history);
         let model = self.model().to_owned();
-        let hotter = self.request.take_hotter();
+        let hot = self.request.take_hotter();
         let specs = self.request.specs();
         let estimate = super::compact::estimate_request(&messages, specs);
         let mut request = ChatRequest::streaming(&model, &messages, specs, &self.config);
-        if hotter {
-            request.temperature = request
-                .temperature
-                .map(|t| t.max(super::ending::AGAIN_TEMPERATURE));
-        }
         request.max_tokens = Some(self.budget.answer_room(&self.config, limit, estimate));
+        request.temperature = super::request::heated(request.temperature, hot);
         self.budget.sent(estimate);
         let mut parser = self.request.inline_parser();
         let mut text = StepText::default();
