@@ -479,7 +479,15 @@ impl Policy {
             Ok(relative) => relative.display().to_string(),
             Err(_) => full.display().to_string(),
         };
-        for full in [lexical(&joined), gate::real_path(&joined)] {
+        let plain = lexical(&joined);
+        // A dangling symlink names the file a write through it creates.
+        let dangling = std::fs::read_link(&plain)
+            .ok()
+            .map(|target| gate::real_path(&plain.parent().unwrap_or(&self.root).join(target)));
+        for full in [Some(plain), Some(gate::real_path(&joined)), dangling]
+            .into_iter()
+            .flatten()
+        {
             let form = as_rule(&full);
             if !forms.contains(&form) {
                 forms.push(form);

@@ -1987,6 +1987,8 @@ fn a_denied_file_is_denied_however_its_path_is_spelled() {
     std::fs::create_dir(ws.root.join("sub")).unwrap();
     std::os::unix::fs::symlink("secret.txt", ws.root.join("alias.txt")).unwrap();
     std::os::unix::fs::symlink("secrets", ws.root.join("pub")).unwrap();
+    // A dangling link names the file a write through it would create.
+    std::os::unix::fs::symlink("secrets/new.txt", ws.root.join("dangling.txt")).unwrap();
     let absolute = ws.root.join("secret.txt").display().to_string();
     let calls: Vec<(&str, Value)> = vec![
         ("read", json!({"path": "./secret.txt"})),
@@ -1996,6 +1998,7 @@ fn a_denied_file_is_denied_however_its_path_is_spelled() {
         ("read", json!({"path": "pub/a.txt"})),
         ("read", json!({"path": "./secrets/a.txt"})),
         ("grep", json!({"pattern": "TOKEN", "path": "alias.txt"})),
+        ("read", json!({"path": "dangling.txt"})),
     ];
     for (tool, arguments) in &calls {
         let output = run(ws.offcode(

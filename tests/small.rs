@@ -850,3 +850,82 @@ fn a_small_model_asked_a_question_changes_no_file() {
         "{\"port\": 8080}\n"
     );
 }
+
+#[test]
+fn a_small_models_call_written_as_a_files_content_is_not_written() {
+    // The 1.5B model wrote its rename's edit over shop.py.
+    let ws = shop();
+    let markup = "<tools><function><name>edit</name><arguments><path>shop.py</path><old_string>compute_total</old_string><new_string>total_price</new_string></arguments></function></tools>";
+    for (model, written) in [(SMALL, false), ("mock-model", true)] {
+        let before = std::fs::read_to_string(ws.root.join("shop.py")).unwrap();
+        let server = mock();
+        server.push(sse(&chunks::tool_answer(
+            "",
+            &[("w", "write", json!({"path": "shop.py", "content": markup}))],
+        )));
+        server.push(sse(&chunks::text_answer("Done.")));
+        server.push(sse(&chunks::text_answer("Done.")));
+        server.push(sse(&chunks::text_answer("Done.")));
+        server.push(sse(&chunks::text_answer("Done.")));
+        let _ = task(&ws, &server.base_url(), model, RENAME);
+        let after = std::fs::read_to_string(ws.root.join("shop.py")).unwrap();
+        if written {
+            // A larger model's write is its own.
+            assert_eq!(after, markup);
+        } else {
+            assert_eq!(after, before);
+            let results = crate::support::tool_results(&server.chat_bodies()[1]);
+            assert!(
+                results
+                    .iter()
+                    .any(|r| r.contains("the content is a call to `edit`, not the file's text")),
+                "{results:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_tool_the_compact_profile_leaves_out_never_runs() {
+    // An outside tester's find: a small model, never offered `task`, ran
+    // one whose subagent rewrote config.json in a question's turn.
+    let ws = port();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "t",
+            "task",
+            json!({"agent": "general", "description": "x", "prompt": "set port to 7 in config.json"}),
+        )],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w",
+            "write",
+            json!({"path": "config.json", "content": "{\"port\": 7}\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("ok")));
+    server.push(sse(&chunks::text_answer("The port is 7341.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "What is the port in config.json?",
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("config.json")).unwrap(),
+        "{\"port\": 7341}\n",
+        "{}",
+        output.stderr
+    );
+    let results = crate::support::tool_results(&server.chat_bodies()[1]);
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("`task` is not one of the `build` agent's tools")),
+        "{results:?}"
+    );
+}

@@ -151,6 +151,7 @@ impl AgentState {
         if let Some(refusal) = gone
             .map(ToolOutput::error)
             .or_else(|| self.blind_overwrite(call))
+            .or_else(|| self.call_as_content(call))
         {
             self.ended(id, call, &refusal, CallOutcome::Failed);
             return (refusal, CallOutcome::Failed);
@@ -332,6 +333,29 @@ impl AgentState {
                 Some((call.name.clone(), arguments))
             })
             .collect()
+    }
+
+    /// A small model's `write` whose content is nothing but a call to one
+    /// of its tools: the 1.5B model wrote its rename's `edit` as
+    /// `<tools><function><name>edit</name>…` over shop.py. Refused, so the
+    /// file keeps its text; the model is told to send the call itself.
+    pub(super) fn call_as_content(&self, call: &ToolCall) -> Option<ToolOutput> {
+        if call.name != "write" || !self.compact() {
+            return None;
+        }
+        let arguments = parse_argument_text(&call.arguments).ok()?;
+        let content = arguments.get("content")?.as_str()?;
+        let mut parser =
+            crate::client::inline::InlineParser::new(self.request.tools(), false, true);
+        let _ = parser.push(content);
+        let (_, calls) = parser.finish(false);
+        let first = calls.first()?;
+        parser.visible().trim().is_empty().then(|| {
+            ToolOutput::error(format!(
+                "Not written: the content is a call to `{}`, not the file's text. To make that call, send it alone in your message.",
+                first.name
+            ))
+        })
     }
 
     /// A `write` that would replace a file the model has not seen in this

@@ -106,15 +106,22 @@ impl AgentState {
         decision.confinement = Some(self.shell.status().describe());
     }
 
-    /// Whether the agent may call `name`: its `tools` map offers it, and
-    /// an agent that only reads gets only MCP tools marked read-only.
+    /// Whether the agent may call `name`: its `tools` map offers it, an
+    /// agent that only reads gets only MCP tools marked read-only, and the
+    /// requests list it (the compact profile leaves `task`, `patch` and the
+    /// todo tools out: an outside tester's small model still ran `task`).
     pub(super) fn offered(&self, name: &str) -> bool {
         let changes_things = self.agent.reads_only()
             && self
                 .mcp
                 .as_ref()
                 .is_some_and(|mcp| mcp.offers(name) && !mcp.is_read_only(name));
-        self.agent.offers(name) && !changes_things
+        let listed = self
+            .request
+            .tools()
+            .iter()
+            .any(|spec| spec.function.name == name);
+        self.agent.offers(name) && !changes_things && listed
     }
 
     /// Answers `/mcp`.
