@@ -929,3 +929,90 @@ fn a_tool_the_compact_profile_leaves_out_never_runs() {
         "{results:?}"
     );
 }
+
+#[test]
+fn a_small_model_changes_an_existing_file_with_edit_and_writes_only_new_ones() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    let server = mock();
+    // A whole rewrite of calc.py: refused; then the edit, and a new file
+    // written twice.
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w",
+            "write",
+            json!({"path": "calc.py", "content": "import os\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "e",
+            "edit",
+            json!({"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+        )],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "n1",
+            "write",
+            json!({"path": "notes.txt", "content": "one\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "n2",
+            "write",
+            json!({"path": "notes.txt", "content": "two\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer(
+        "Fixed calc.py and wrote notes.txt.",
+    )));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "Fix the bug in calc.py and write a note to notes.txt",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("calc.py")).unwrap(),
+        "def add(a, b):\n    return a + b\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("notes.txt")).unwrap(),
+        "two\n"
+    );
+    let results = crate::support::tool_results(&server.chat_bodies()[1]);
+    assert!(
+        results
+            .iter()
+            .any(|r| r.contains("Not written: `calc.py` already exists. Change it with `edit`")),
+        "{results:?}"
+    );
+    // A larger model rewrites a file whole when it wants to.
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w",
+            "write",
+            json!({"path": "calc.py", "content": "X = 1\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Rewrote calc.py.")));
+    let output = task(&ws, &server.base_url(), "mock-model", "Rewrite calc.py");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("calc.py")).unwrap(),
+        "X = 1\n"
+    );
+}

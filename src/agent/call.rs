@@ -152,6 +152,7 @@ impl AgentState {
             .map(ToolOutput::error)
             .or_else(|| self.blind_overwrite(call))
             .or_else(|| self.call_as_content(call))
+            .or_else(|| self.whole_rewrite(call))
         {
             self.ended(id, call, &refusal, CallOutcome::Failed);
             return (refusal, CallOutcome::Failed);
@@ -356,6 +357,30 @@ impl AgentState {
                 first.name
             ))
         })
+    }
+
+    /// A small model's `write` over a file that existed before the turn's
+    /// first write of it: refused, the model is told to use `edit`. At
+    /// llama.cpp's own sampling the 1.5B model rewrote shop.py with
+    /// main.py's text, and calc.py with imports, and ended at exit 0.
+    pub(super) fn whole_rewrite(&mut self, call: &ToolCall) -> Option<ToolOutput> {
+        if call.name != "write" || !self.compact() {
+            return None;
+        }
+        let arguments = parse_argument_text(&call.arguments).ok()?;
+        let path = arguments["path"].as_str()?;
+        let target = lexical(&self.sandbox.relative(path).ok()?);
+        if self.permits.creating.contains(&target) {
+            return None;
+        }
+        if self.sandbox.open(path, rustix::fs::OFlags::RDONLY).is_err() {
+            // New: this turn may write it whole, now and again.
+            self.permits.creating.insert(target);
+            return None;
+        }
+        Some(ToolOutput::error(format!(
+            "Not written: `{path}` already exists. Change it with `edit` (old_string: the exact text to replace, new_string: what replaces it), so the rest of the file stays as it is."
+        )))
     }
 
     /// A `write` that would replace a file the model has not seen in this

@@ -38,6 +38,9 @@ pub(super) struct Permits {
     answered: Option<((String, String), u64, u32)>,
     /// The turn only asks a question (a small model's): no file changes.
     question: bool,
+    /// Files a `write` of this turn may create (they did not exist when
+    /// it was asked for): a small model rewrites only those whole.
+    pub(super) creating: std::collections::HashSet<std::path::PathBuf>,
 }
 
 /// Runs of one call with one result after which the same call is refused:
@@ -68,6 +71,7 @@ impl Permits {
             repeats: 0,
             answered: None,
             question: false,
+            creating: std::collections::HashSet::new(),
         }
     }
 
@@ -89,6 +93,7 @@ impl Permits {
     /// Whether the turn only asks a question, so no file may change.
     pub(super) fn set_question(&mut self, question: bool) {
         self.question = question;
+        self.creating.clear();
     }
 
     /// Whether the policy lets `tool` run with `arguments` without asking
