@@ -1436,7 +1436,8 @@ async fn ending_without_a_word_after_a_failed_call_is_not_done() {
     server.push(read("/elsewhere/hello.txt"));
     server.push(sse(&chunks::text_answer("")));
     server.push(read("hello.txt"));
-    server.push(sse(&chunks::text_answer("")));
+    // (A word: an empty answer to what is not a change is no answer.)
+    server.push(sse(&chunks::text_answer("It says hello world.")));
     let mut harness = start(&server, 6);
     std::fs::write(harness.root.join("hello.txt"), "hello world\n").unwrap();
     let events = harness.turn("read hello.txt", None).await;

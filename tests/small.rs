@@ -1016,3 +1016,43 @@ fn a_small_model_changes_an_existing_file_with_edit_and_writes_only_new_ones() {
         "X = 1\n"
     );
 }
+
+#[test]
+fn a_question_answered_with_nothing_is_not_answered() {
+    for (model, replies, code) in [
+        // A small model: asked again, then answers.
+        (SMALL, vec!["", "The port is 7341."], 0),
+        // A larger one: told once, then it ends with nothing again.
+        ("mock-model", vec!["", ""], 3),
+    ] {
+        let ws = port();
+        let server = mock();
+        server.push(sse(&chunks::tool_answer(
+            "",
+            &[("r", "read", json!({"path": "config.json"}))],
+        )));
+        for reply in &replies {
+            server.push(sse(&chunks::text_answer(reply)));
+        }
+        let output = task(
+            &ws,
+            &server.base_url(),
+            model,
+            "What is the port in config.json?",
+        );
+        assert_eq!(output.code, code, "{model}: {}", output.stderr);
+        assert!(output.stderr.contains("no answer"), "{}", output.stderr);
+        if code == 0 {
+            assert_eq!(output.stdout.trim(), "The port is 7341.");
+        } else {
+            let bodies = server.chat_bodies();
+            assert!(
+                notes(bodies.last().unwrap())[0].starts_with(
+                    "(offcode) You gave no answer. Answer the task in words: What is the port"
+                ),
+                "{:?}",
+                notes(bodies.last().unwrap())
+            );
+        }
+    }
+}

@@ -144,6 +144,17 @@ impl AgentState {
                 (ending.asks == Asks::About && !unread.is_empty()).then(|| answered_unread(&unread))
             })
             .or_else(|| {
+                // A question answered with nothing (the 1.5B model, its
+                // edits of the file it was asked about refused).
+                (ending.asks != Asks::Change && text.trim().is_empty()).then(|| Undone {
+                    note: format!(
+                        "You gave no answer. Answer the task in words: {}",
+                        ending.prompt
+                    ),
+                    what: "no answer",
+                })
+            })
+            .or_else(|| {
                 // Pointed at once, the file still holds what was replaced.
                 (asked && ending.nudged)
                     .then(|| left_alone(&root, &ending.named, &ending.owed))
