@@ -336,53 +336,6 @@ impl AgentState {
             .collect()
     }
 
-    /// A small model's `write` whose content is nothing but a call to one
-    /// of its tools: the 1.5B model wrote its rename's `edit` as
-    /// `<tools><function><name>edit</name>…` over shop.py. Refused, so the
-    /// file keeps its text; the model is told to send the call itself.
-    pub(super) fn call_as_content(&self, call: &ToolCall) -> Option<ToolOutput> {
-        if call.name != "write" || !self.compact() {
-            return None;
-        }
-        let arguments = parse_argument_text(&call.arguments).ok()?;
-        let content = arguments.get("content")?.as_str()?;
-        let mut parser =
-            crate::client::inline::InlineParser::new(self.request.tools(), false, true);
-        let _ = parser.push(content);
-        let (_, calls) = parser.finish(false);
-        let first = calls.first()?;
-        parser.visible().trim().is_empty().then(|| {
-            ToolOutput::error(format!(
-                "Not written: the content is a call to `{}`, not the file's text. To make that call, send it alone in your message.",
-                first.name
-            ))
-        })
-    }
-
-    /// A small model's `write` over a file that existed before the turn's
-    /// first write of it: refused, the model is told to use `edit`. At
-    /// llama.cpp's own sampling the 1.5B model rewrote shop.py with
-    /// main.py's text, and calc.py with imports, and ended at exit 0.
-    pub(super) fn whole_rewrite(&mut self, call: &ToolCall) -> Option<ToolOutput> {
-        if call.name != "write" || !self.compact() {
-            return None;
-        }
-        let arguments = parse_argument_text(&call.arguments).ok()?;
-        let path = arguments["path"].as_str()?;
-        let target = lexical(&self.sandbox.relative(path).ok()?);
-        if self.permits.creating.contains(&target) {
-            return None;
-        }
-        if self.sandbox.open(path, rustix::fs::OFlags::RDONLY).is_err() {
-            // New: this turn may write it whole, now and again.
-            self.permits.creating.insert(target);
-            return None;
-        }
-        Some(ToolOutput::error(format!(
-            "Not written: `{path}` already exists. Change it with `edit` (old_string: the exact text to replace, new_string: what replaces it), so the rest of the file stays as it is."
-        )))
-    }
-
     /// A `write` that would replace a file the model has not seen in this
     /// session, refused before anyone is asked: a small model that never
     /// read the file writes a guess or a placeholder over it. Seen means a
@@ -514,7 +467,7 @@ fn mentions(text: &str, path: &str) -> bool {
 }
 
 /// `path` without `.` components, so `./a` and `a` compare equal.
-fn lexical(path: &std::path::Path) -> std::path::PathBuf {
+pub(super) fn lexical(path: &std::path::Path) -> std::path::PathBuf {
     path.components()
         .filter(|c| *c != std::path::Component::CurDir)
         .collect()
