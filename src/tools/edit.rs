@@ -122,7 +122,7 @@ fn replace(text: &str, arguments: &Arguments) -> Result<String, Error> {
         count => {
             let lines: Vec<String> = starts.iter().map(|&at| line_of(at).to_string()).collect();
             Err(Error::Rejected(format!(
-                "old_string matches {count} places in `{path}` (lines {}); include more surrounding lines to make it unique, or set replace_all",
+                "old_string matches {count} places in `{path}` (lines {}). To change every one, send the same call with \"replace_all\": true; to change one, make old_string longer (more of its line) so it matches once",
                 lines.join(", ")
             )))
         }
@@ -192,7 +192,7 @@ mod tests {
         let error = replace(text, &arguments("foo", "bar", false)).unwrap_err();
         assert_eq!(
             error.to_string(),
-            "old_string matches 2 places in `f.rs` (lines 2, 4); include more surrounding lines to make it unique, or set replace_all"
+            "old_string matches 2 places in `f.rs` (lines 2, 4). To change every one, send the same call with \"replace_all\": true; to change one, make old_string longer (more of its line) so it matches once"
         );
         assert_eq!(
             replace(text, &arguments("foo", "bar", true)).unwrap(),
