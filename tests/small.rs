@@ -1056,3 +1056,41 @@ fn a_question_answered_with_nothing_is_not_answered() {
         }
     }
 }
+
+#[test]
+fn a_rewrite_refused_after_the_change_was_made_is_no_failure() {
+    // A held-out run: debug set to true with an edit, then a rewrite of the
+    // file refused, then no word: done, not exit 3.
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("config.yaml"), "name: api\ndebug: false\n").unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "e",
+            "edit",
+            json!({"path": "config.yaml", "old_string": "debug: false", "new_string": "debug: true"}),
+        )],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w",
+            "write",
+            json!({"path": "config.yaml", "content": "debug: true"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "In config.yaml, set debug to true.",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("config.yaml")).unwrap(),
+        "name: api\ndebug: true\n"
+    );
+    assert_eq!(output.stdout, "Changed config.yaml.\n");
+}

@@ -146,12 +146,15 @@ impl AgentState {
             .or_else(|| {
                 // A question answered with nothing (the 1.5B model, its
                 // edits of the file it was asked about refused).
-                (ending.asks != Asks::Change && text.trim().is_empty()).then(|| Undone {
-                    note: format!(
-                        "You gave no answer. Answer the task in words: {}",
-                        ending.prompt
-                    ),
-                    what: "no answer",
+                // Not when files changed: the work is its own answer.
+                (ending.asks != Asks::Change && !changed && text.trim().is_empty()).then(|| {
+                    Undone {
+                        note: format!(
+                            "You gave no answer. Answer the task in words: {}",
+                            ending.prompt
+                        ),
+                        what: "no answer",
+                    }
                 })
             })
             .or_else(|| {

@@ -81,6 +81,13 @@ impl Owed {
         if !calls.failed_edits.is_empty() && calls.failed_edits.iter().all(made) {
             calls.failed.retain(|(name, _)| name != "edit");
         }
+        // A small model's write refused after the turn changed files (a
+        // rewrite of the file it had just fixed): the change stands.
+        if !self.done.is_empty() || calls.changed {
+            calls.failed.retain(|(name, error)| {
+                name != "write" || !error.contains(super::guards::NOT_WRITTEN)
+            });
+        }
         self.excused |= calls.excused;
         self.replaced.extend(calls.replaced);
         self.touched.extend(calls.touched);

@@ -8,6 +8,10 @@ use super::turn::AgentState;
 use crate::session::ToolCall;
 use crate::tools::{ToolOutput, parse_argument_text};
 
+/// How each refusal here starts: a refusal after the turn changed files
+/// is no failure of the task ([`super::finish::Owed`]).
+pub(super) const NOT_WRITTEN: &str = "Not written:";
+
 impl AgentState {
     /// A small model's `write` whose content is nothing but a call to one
     /// of its tools: the 1.5B model wrote its rename's `edit` as
@@ -26,7 +30,7 @@ impl AgentState {
         let first = calls.first()?;
         parser.visible().trim().is_empty().then(|| {
             ToolOutput::error(format!(
-                "Not written: the content is a call to `{}`, not the file's text. To make that call, send it alone in your message.",
+                "{NOT_WRITTEN} the content is a call to `{}`, not the file's text. To make that call, send it alone in your message.",
                 first.name
             ))
         })
@@ -52,7 +56,7 @@ impl AgentState {
             return None;
         }
         Some(ToolOutput::error(format!(
-            "Not written: `{path}` already exists. Change it with `edit` (old_string: the exact text to replace, new_string: what replaces it), so the rest of the file stays as it is."
+            "{NOT_WRITTEN} `{path}` already exists. Change it with `edit` (old_string: the exact text to replace, new_string: what replaces it), so the rest of the file stays as it is."
         )))
     }
 }

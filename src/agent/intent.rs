@@ -5,7 +5,8 @@
 
 /// English verbs that ask for files to change, as whole words.
 // Not `make` or `format`: "make a plan", "format the answer as a table".
-const ENGLISH: [&str; 22] = [
+const ENGLISH: [&str; 23] = [
+    "set",
     "write",
     "change",
     "fix",
@@ -30,7 +31,9 @@ const ENGLISH: [&str; 22] = [
     "rewrite",
 ];
 /// Chinese verbs that ask for files to change.
-const CHINESE: [&str; 22] = [
+const CHINESE: [&str; 24] = [
+    "设为",
+    "设成",
     "写入",
     "写到",
     "写进",
@@ -332,6 +335,8 @@ mod tests {
             "把 greet.py 里的问候语 Hello 改成 Goodbye。",
             "修复 calc.py 里的错误，让测试通过。",
             "add a README",
+            "In config.yaml, set debug to true.",
+            "把 debug 设为 true",
         ] {
             assert!(asks_for_change(change), "{change}");
         }
