@@ -645,7 +645,11 @@ fn a_small_model_starts_with_the_files_its_task_names_read_as_the_policy_allows(
     std::fs::write(ws.root.join("secret.txt"), "TOKEN-4711\n").unwrap();
     std::fs::write(ws.root.join("notes.md"), "ASKED-0815\n").unwrap();
     std::fs::write(ws.root.join("big.log"), "line\n".repeat(4000)).unwrap();
-    let prompt = "Read hello.txt, secret.txt, notes.md and big.log and write a summary to out.txt";
+    // A hard link to a file outside the workspace.
+    let outside = ws.home.join("outside.txt");
+    std::fs::write(&outside, "OUTSIDE-4242\n").unwrap();
+    std::fs::hard_link(&outside, ws.root.join("linked.txt")).unwrap();
+    let prompt = "Read hello.txt, secret.txt, notes.md, linked.txt and big.log and write a summary to out.txt";
     for (model, read) in [(SMALL, true), ("mock-model", false)] {
         let server = mock();
         server.push(sse(&chunks::tool_answer(
@@ -662,7 +666,7 @@ fn a_small_model_starts_with_the_files_its_task_names_read_as_the_policy_allows(
         let first = &server.chat_bodies()[0];
         let results = crate::support::tool_results(first);
         if read {
-            // Only hello.txt: denied, asked-for, too big and missing files are not.
+            // Only hello.txt: denied, asked-for, hard-linked, too big and missing files are not.
             assert_eq!(results.len(), 1, "{results:?}");
             assert!(results[0].contains("hello world"), "{results:?}");
             let calls = &first["messages"][2]["tool_calls"];
@@ -673,7 +677,11 @@ fn a_small_model_starts_with_the_files_its_task_names_read_as_the_policy_allows(
         }
         // Nobody was asked, and what the policy keeps from the model never reached it.
         let sent: String = server.chat_bodies().iter().map(Value::to_string).collect();
-        assert!(!sent.contains("TOKEN-4711") && !sent.contains("ASKED-0815"));
+        assert!(
+            !sent.contains("TOKEN-4711")
+                && !sent.contains("ASKED-0815")
+                && !sent.contains("OUTSIDE-4242")
+        );
         assert!(
             !output.stderr.contains("→ read notes.md"),
             "{}",

@@ -55,8 +55,12 @@ impl AgentState {
             // Read again when an earlier turn read it: it may have changed,
             // and the turn's answer is judged on what this turn read.
             let arguments = json!({ "path": path });
+            // A hard link may be a file from outside the workspace, or one
+            // a rule denies under another name: the model may ask for it,
+            // the runtime does not read it unasked.
             if size > FILE_BYTES
                 || total + size > TOTAL_BYTES
+                || stat.st_nlink > 1
                 || !self.permits.allows_unasked("read", &arguments)
             {
                 continue;
