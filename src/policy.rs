@@ -18,6 +18,7 @@ mod protected;
 mod rule;
 pub mod shell;
 mod source;
+mod spelling;
 pub mod wildcard;
 
 use std::path::{Path, PathBuf};
@@ -423,7 +424,7 @@ impl Policy {
                     if self.is_own_config(&self.root.join(&path)) {
                         found.dangers.push(protected::own_config_danger(&path));
                     }
-                    for spelling in self.spellings(&path) {
+                    for spelling in spelling::spellings(&self.root, &path) {
                         found.push(&["edit", tool], spelling, false);
                     }
                 }
@@ -433,7 +434,7 @@ impl Policy {
             }
             "read" | "list" => {
                 let path = text_arg("path").unwrap_or_else(|| ".".to_owned());
-                for spelling in self.spellings(&path) {
+                for spelling in spelling::spellings(&self.root, &path) {
                     found.push(&[tool], spelling, false);
                 }
             }
@@ -441,7 +442,7 @@ impl Policy {
                 found.push(&[tool], text_arg("pattern").unwrap_or_default(), false);
                 // A search of one file reads it: `read` rules on it apply.
                 if let Some(path) = text_arg("path") {
-                    for spelling in self.spellings(&path) {
+                    for spelling in spelling::spellings(&self.root, &path) {
                         found.push(&["read"], spelling, false);
                     }
                 }
@@ -461,39 +462,6 @@ impl Policy {
             _ => found.push(&[tool], String::new(), false),
         }
         found
-    }
-
-    /// Every spelling of the file `path` names, for its rules: as written,
-    /// with `.` and `..` taken out and a path in the workspace made
-    /// relative, and with every symlink followed (a link, or a folder
-    /// link, to a denied file is the denied file). A rule on any of them
-    /// applies, and the strictest decides, so a spelling never loosens.
-    fn spellings(&self, path: &str) -> Vec<String> {
-        let mut forms = vec![path.to_owned()];
-        if path.is_empty() {
-            return forms;
-        }
-        let joined = self.root.join(path);
-        let as_rule = |full: &Path| match full.strip_prefix(&self.root) {
-            Ok(relative) if relative.as_os_str().is_empty() => ".".to_owned(),
-            Ok(relative) => relative.display().to_string(),
-            Err(_) => full.display().to_string(),
-        };
-        let plain = lexical(&joined);
-        // A dangling symlink names the file a write through it creates.
-        let dangling = std::fs::read_link(&plain)
-            .ok()
-            .map(|target| gate::real_path(&plain.parent().unwrap_or(&self.root).join(target)));
-        for full in [Some(plain), Some(gate::real_path(&joined)), dangling]
-            .into_iter()
-            .flatten()
-        {
-            let form = as_rule(&full);
-            if !forms.contains(&form) {
-                forms.push(form);
-            }
-        }
-        forms
     }
 
     /// The rule that decides one subject: the last matching layered rule
@@ -626,19 +594,4 @@ fn patch_paths(patch: &str) -> Vec<String> {
         }
     }
     paths
-}
-
-/// `path` with `.` and `..` applied as written, no symlink followed.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            std::path::Component::CurDir => {}
-            std::path::Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
