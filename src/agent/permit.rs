@@ -90,8 +90,9 @@ impl Permits {
         self.agent = rules;
     }
 
-    /// Whether the turn only asks a question, so no file may change.
-    pub(super) fn set_question(&mut self, question: bool) {
+    /// A new turn: whether it only asks a question (so no file may
+    /// change), and no file created by it yet.
+    pub(super) fn new_turn(&mut self, question: bool) {
         self.question = question;
         self.creating.clear();
     }

@@ -342,7 +342,7 @@ impl AgentState {
         }
         let mut ending = self.ending(&text);
         let question = self.compact() && super::intent::only_asks(&text);
-        self.permits.set_question(question);
+        self.permits.new_turn(question);
         let user = EntryBody::Message {
             message: Message::User {
                 content: text.clone(),
