@@ -22,6 +22,11 @@ fn config(ws: &Workspace, extra: &str) {
     .unwrap();
 }
 
+/// A reply of one tool call and no words.
+fn one_call(id: &str, tool: &str, arguments: Value) -> crate::support::Reply {
+    sse(&chunks::tool_answer("", &[(id, tool, arguments)]))
+}
+
 /// `offcode run --yes --model MODEL PROMPT`.
 fn task(ws: &Workspace, base_url: &str, model: &str, prompt: &str) -> crate::support::Output {
     run(ws.offcode(base_url, &["run", "--yes", "--model", model, prompt]))
@@ -38,14 +43,11 @@ fn the_first_request_with_every_built_in_tool_is_under_4_kb() {
     .unwrap();
     std::fs::write(ws.root.join("test_calc.py"), "from calc import add\n").unwrap();
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "w",
-            "write",
-            json!({"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
-        )],
-    )));
+    server.push(one_call(
+        "w",
+        "write",
+        json!({"path": "calc.py", "content": "def add(a, b):\n    return a + b\n"}),
+    ));
     server.push(sse(&chunks::text_answer("Fixed calc.py.")));
     let output = task(
         &ws,
@@ -249,10 +251,11 @@ fn the_same_call_answered_the_same_is_refused_even_under_yes() {
     std::fs::write(ws.root.join("hello.txt"), "hello world\n").unwrap();
     let server = mock();
     for n in 0..3 {
-        server.push(sse(&chunks::tool_answer(
-            "",
-            &[(&format!("r{n}"), "read", json!({"path": "hello.txt"}))],
-        )));
+        server.push(one_call(
+            &format!("r{n}"),
+            "read",
+            json!({"path": "hello.txt"}),
+        ));
     }
     server.push(sse(&chunks::text_answer("It says hello world.")));
     let output = run(ws.offcode(
@@ -334,14 +337,7 @@ fn a_first_request_to_run_unconfined_runs_in_the_sandbox() {
     .unwrap();
     let server = mock();
     // The small model's count: `unconfined` and `timeout` as a string.
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "b1",
-            "bash",
-            json!({"command": "grep -c ERROR app.log > count.txt", "unconfined": true, "timeout": "120"}),
-        )],
-    )));
+    server.push(one_call("b1", "bash", json!({"command": "grep -c ERROR app.log > count.txt", "unconfined": true, "timeout": "120"})));
     server.push(sse(&chunks::text_answer("I'm off.")));
     let output = task(
         &ws,
@@ -377,14 +373,11 @@ fn a_file_the_task_names_that_never_appears_leaves_it_undone() {
     let server = mock();
     // It counts into another file, and says it wrote count.txt, twice.
     for n in 0..2 {
-        server.push(sse(&chunks::tool_answer(
-            "",
-            &[(
-                "b",
-                "bash",
-                json!({"command": format!("grep -c ERROR app.log > counted{n}.txt")}),
-            )],
-        )));
+        server.push(one_call(
+            "b",
+            "bash",
+            json!({"command": format!("grep -c ERROR app.log > counted{n}.txt")}),
+        ));
         server.push(sse(&chunks::text_answer("I wrote 1 to count.txt.")));
     }
     let output = task(
@@ -431,14 +424,11 @@ const RENAME: &str = "Rename the function compute_total to total_price in shop.p
 fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
     let ws = shop();
     let edit = |id: &str, path: &str| {
-        sse(&chunks::tool_answer(
-            "",
-            &[(
-                id,
-                "edit",
-                json!({"path": path, "old_string": "compute_total", "new_string": "total_price"}),
-            )],
-        ))
+        one_call(
+            id,
+            "edit",
+            json!({"path": path, "old_string": "compute_total", "new_string": "total_price"}),
+        )
     };
     let server = mock();
     server.push(edit("e1", "shop.py"));
@@ -586,14 +576,11 @@ fn a_question_about_a_file_answered_without_reading_it_is_not_an_answer() {
 fn a_rename_left_half_done_after_the_note_exits_3() {
     let ws = shop();
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "e1",
-            "edit",
-            json!({"path": "shop.py", "old_string": "compute_total", "new_string": "total_price"}),
-        )],
-    )));
+    server.push(one_call(
+        "e1",
+        "edit",
+        json!({"path": "shop.py", "old_string": "compute_total", "new_string": "total_price"}),
+    ));
     // It says it changed main.py too, and never does: set aside twice,
     // told, and said again.
     for _ in 0..3 {
@@ -619,10 +606,7 @@ fn a_rename_left_half_done_after_the_note_exits_3() {
 fn a_search_that_found_the_file_counts_as_reading_it() {
     let ws = port();
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[("g", "grep", json!({"pattern": "port"}))],
-    )));
+    server.push(one_call("g", "grep", json!({"pattern": "port"})));
     server.push(sse(&chunks::text_answer("The port is 7341.")));
     let output = task(
         &ws,
@@ -652,14 +636,11 @@ fn a_small_model_starts_with_the_files_its_task_names_read_as_the_policy_allows(
     let prompt = "Read hello.txt, secret.txt, notes.md, linked.txt and big.log and write a summary to out.txt";
     for (model, read) in [(SMALL, true), ("mock-model", false)] {
         let server = mock();
-        server.push(sse(&chunks::tool_answer(
-            "",
-            &[(
-                "w",
-                "write",
-                json!({"path": "out.txt", "content": "HELLO WORLD"}),
-            )],
-        )));
+        server.push(one_call(
+            "w",
+            "write",
+            json!({"path": "out.txt", "content": "HELLO WORLD"}),
+        ));
         server.push(sse(&chunks::text_answer("Done.")));
         let output = task(&ws, &server.base_url(), model, prompt);
         assert_eq!(output.code, 0, "{model}: {}", output.stderr);
@@ -697,14 +678,11 @@ fn a_small_models_answer_that_did_nothing_is_set_aside_and_asked_again() {
     std::fs::write(ws.root.join("hello.txt"), "hello world\n").unwrap();
     let server = mock();
     server.push(sse(&chunks::text_answer("I wrote it to out.txt.")));
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "w",
-            "write",
-            json!({"path": "out.txt", "content": "HELLO WORLD"}),
-        )],
-    )));
+    server.push(one_call(
+        "w",
+        "write",
+        json!({"path": "out.txt", "content": "HELLO WORLD"}),
+    ));
     server.push(sse(&chunks::text_answer("Done.")));
     let output = task(
         &ws,
@@ -805,14 +783,11 @@ fn an_answer_set_aside_stays_out_of_the_conversation_after_a_kill() {
 fn a_small_model_asked_a_question_changes_no_file() {
     let ws = port();
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "e",
-            "edit",
-            json!({"path": "config.json", "old_string": "7341", "new_string": "8080"}),
-        )],
-    )));
+    server.push(one_call(
+        "e",
+        "edit",
+        json!({"path": "config.json", "old_string": "7341", "new_string": "8080"}),
+    ));
     server.push(sse(&chunks::text_answer("The port is 7341.")));
     let output = task(
         &ws,
@@ -837,14 +812,11 @@ fn a_small_model_asked_a_question_changes_no_file() {
     // A question that asks for a change is not refused one.
     let ws = port();
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "e",
-            "edit",
-            json!({"path": "config.json", "old_string": "7341", "new_string": "8080"}),
-        )],
-    )));
+    server.push(one_call(
+        "e",
+        "edit",
+        json!({"path": "config.json", "old_string": "7341", "new_string": "8080"}),
+    ));
     server.push(sse(&chunks::text_answer("Changed it.")));
     let output = task(
         &ws,
@@ -867,10 +839,11 @@ fn a_small_models_call_written_as_a_files_content_is_not_written() {
     for (model, written) in [(SMALL, false), ("mock-model", true)] {
         let before = std::fs::read_to_string(ws.root.join("shop.py")).unwrap();
         let server = mock();
-        server.push(sse(&chunks::tool_answer(
-            "",
-            &[("w", "write", json!({"path": "shop.py", "content": markup}))],
-        )));
+        server.push(one_call(
+            "w",
+            "write",
+            json!({"path": "shop.py", "content": markup}),
+        ));
         server.push(sse(&chunks::text_answer("Done.")));
         server.push(sse(&chunks::text_answer("Done.")));
         server.push(sse(&chunks::text_answer("Done.")));
@@ -899,22 +872,16 @@ fn a_tool_the_compact_profile_leaves_out_never_runs() {
     // one whose subagent rewrote config.json in a question's turn.
     let ws = port();
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "t",
-            "task",
-            json!({"agent": "general", "description": "x", "prompt": "set port to 7 in config.json"}),
-        )],
-    )));
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "w",
-            "write",
-            json!({"path": "config.json", "content": "{\"port\": 7}\n"}),
-        )],
-    )));
+    server.push(one_call(
+        "t",
+        "task",
+        json!({"agent": "general", "description": "x", "prompt": "set port to 7 in config.json"}),
+    ));
+    server.push(one_call(
+        "w",
+        "write",
+        json!({"path": "config.json", "content": "{\"port\": 7}\n"}),
+    ));
     server.push(sse(&chunks::text_answer("ok")));
     server.push(sse(&chunks::text_answer("The port is 7341.")));
     let output = task(
@@ -949,38 +916,26 @@ fn a_small_model_changes_an_existing_file_with_edit_and_writes_only_new_ones() {
     let server = mock();
     // A whole rewrite of calc.py: refused; then the edit, and a new file
     // written twice.
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "w",
-            "write",
-            json!({"path": "calc.py", "content": "import os\n"}),
-        )],
-    )));
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "e",
-            "edit",
-            json!({"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
-        )],
-    )));
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "n1",
-            "write",
-            json!({"path": "notes.txt", "content": "one\n"}),
-        )],
-    )));
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "n2",
-            "write",
-            json!({"path": "notes.txt", "content": "two\n"}),
-        )],
-    )));
+    server.push(one_call(
+        "w",
+        "write",
+        json!({"path": "calc.py", "content": "import os\n"}),
+    ));
+    server.push(one_call(
+        "e",
+        "edit",
+        json!({"path": "calc.py", "old_string": "a - b", "new_string": "a + b"}),
+    ));
+    server.push(one_call(
+        "n1",
+        "write",
+        json!({"path": "notes.txt", "content": "one\n"}),
+    ));
+    server.push(one_call(
+        "n2",
+        "write",
+        json!({"path": "notes.txt", "content": "two\n"}),
+    ));
     server.push(sse(&chunks::text_answer(
         "Fixed calc.py and wrote notes.txt.",
     )));
@@ -1008,14 +963,11 @@ fn a_small_model_changes_an_existing_file_with_edit_and_writes_only_new_ones() {
     );
     // A larger model rewrites a file whole when it wants to.
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "w",
-            "write",
-            json!({"path": "calc.py", "content": "X = 1\n"}),
-        )],
-    )));
+    server.push(one_call(
+        "w",
+        "write",
+        json!({"path": "calc.py", "content": "X = 1\n"}),
+    ));
     server.push(sse(&chunks::text_answer("Rewrote calc.py.")));
     let output = task(&ws, &server.base_url(), "mock-model", "Rewrite calc.py");
     assert_eq!(output.code, 0, "{}", output.stderr);
@@ -1035,10 +987,7 @@ fn a_question_answered_with_nothing_is_not_answered() {
     ] {
         let ws = port();
         let server = mock();
-        server.push(sse(&chunks::tool_answer(
-            "",
-            &[("r", "read", json!({"path": "config.json"}))],
-        )));
+        server.push(one_call("r", "read", json!({"path": "config.json"})));
         for reply in &replies {
             server.push(sse(&chunks::text_answer(reply)));
         }
@@ -1072,22 +1021,16 @@ fn a_rewrite_refused_after_the_change_was_made_is_no_failure() {
     let ws = Workspace::new();
     std::fs::write(ws.root.join("config.yaml"), "name: api\ndebug: false\n").unwrap();
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "e",
-            "edit",
-            json!({"path": "config.yaml", "old_string": "debug: false", "new_string": "debug: true"}),
-        )],
-    )));
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "w",
-            "write",
-            json!({"path": "config.yaml", "content": "debug: true"}),
-        )],
-    )));
+    server.push(one_call(
+        "e",
+        "edit",
+        json!({"path": "config.yaml", "old_string": "debug: false", "new_string": "debug: true"}),
+    ));
+    server.push(one_call(
+        "w",
+        "write",
+        json!({"path": "config.yaml", "content": "debug: true"}),
+    ));
     server.push(sse(&chunks::text_answer("")));
     let output = task(
         &ws,
