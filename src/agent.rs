@@ -13,6 +13,7 @@ mod compact;
 mod ending;
 mod failed;
 mod finish;
+mod grounded;
 mod guards;
 mod intent;
 mod mcp;

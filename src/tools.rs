@@ -83,6 +83,9 @@ pub struct ToolOutput {
     pub summary: String,
     /// A richer form for the UI, never sent to the model.
     pub display: Option<ToolDisplay>,
+    /// A change asked for is in the file already: nothing was written,
+    /// and the file is as the call would leave it.
+    pub in_place: bool,
 }
 
 impl ToolOutput {
@@ -93,6 +96,7 @@ impl ToolOutput {
             output: output.into(),
             summary: summary.into(),
             display: None,
+            in_place: false,
         }
     }
 
@@ -111,6 +115,7 @@ impl ToolOutput {
             summary: reason.lines().next().unwrap_or_default().to_owned(),
             output: format!("Error: {reason}"),
             display: None,
+            in_place: false,
         }
     }
 }

@@ -16,6 +16,7 @@ mod client;
 mod confine;
 mod doctor;
 mod fixtures;
+mod grounded;
 mod layout;
 mod mcp;
 mod messages;

@@ -65,9 +65,18 @@ impl AgentState {
                     .normalized(&call.name, &call.arguments, self.sandbox.root())
                     .unwrap_or_else(|| call.arguments.clone());
                 if outcome == CallOutcome::Ok {
-                    calls
-                        .done
-                        .extend(super::intent::Done::of(&call.name, &arguments));
+                    let done = super::intent::Done::of(&call.name, &arguments);
+                    // A change found made already is not the turn's to report.
+                    if output.in_place {
+                        calls
+                            .in_place
+                            .extend(done.into_iter().filter_map(|done| match done {
+                                super::intent::Done::Changed(path) => Some(path),
+                                super::intent::Done::Ran(_) => None,
+                            }));
+                    } else {
+                        calls.done.extend(done);
+                    }
                     calls
                         .replaced
                         .extend(super::intent::replaced(&call.name, &arguments));
@@ -75,6 +84,9 @@ impl AgentState {
                     // workspace names the files it matched).
                     let found: String = output.output.chars().take(64 * 1024).collect();
                     calls.touched.push(format!("{arguments}\n{found}"));
+                    calls
+                        .worked
+                        .push((call.name.clone(), call.arguments.clone()));
                 }
                 match crate::tools::effect(&call.name) {
                     crate::tools::Effect::ChangesFiles => {

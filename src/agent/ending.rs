@@ -65,6 +65,8 @@ pub(super) struct Ending {
     nudged: bool,
     /// Answers set aside, each asked again.
     again: u32,
+    /// The prompt says to use a command, and `bash` is offered.
+    command: bool,
 }
 
 impl AgentState {
@@ -90,7 +92,14 @@ impl AgentState {
         } else {
             Asks::Other
         };
+        let command = super::grounded::asks_for_command(prompt)
+            && self
+                .request
+                .tools()
+                .iter()
+                .any(|tool| tool.function.name == "bash");
         Ending {
+            command,
             owed: Owed::default(),
             asks,
             prompt: prompt.chars().take(200).collect(),
@@ -116,57 +125,15 @@ impl AgentState {
         self.request.set_meant(Vec::new());
         // What the checkpoints saw; without them, a command that ran may
         // have changed files.
-        let changed = if self.checkpoints.is_some() {
-            self.changing_steps > ending.changing_at_start
-        } else {
-            validation.changed || validation.ran_command
-        };
+        let changed = ending.owed.in_place
+            || if self.checkpoints.is_some() {
+                self.changing_steps > ending.changing_at_start
+            } else {
+                validation.changed || validation.ran_command
+            };
         let asked = ending.asks == Asks::Change && !ending.owed.excused;
         let root = self.sandbox.root().to_owned();
-        let undone = ending
-            .owed
-            .undone(text, self.request.tools(), &withheld)
-            .or_else(|| (asked && !changed).then(|| super::finish::nothing_changed(&ending.prompt)))
-            .or_else(|| {
-                let absent: Vec<&String> = ending
-                    .missing
-                    .iter()
-                    .filter(|name| !root.join(name).exists())
-                    .collect();
-                (asked && !absent.is_empty()).then(|| still_missing(&absent))
-            })
-            .or_else(|| {
-                let unread: Vec<&String> = ending
-                    .named
-                    .iter()
-                    .filter(|name| !ending.owed.touched(name))
-                    .collect();
-                (ending.asks == Asks::About && !unread.is_empty()).then(|| answered_unread(&unread))
-            })
-            .or_else(|| {
-                // A question answered with nothing (the 1.5B model, its
-                // edits of the file it was asked about refused).
-                // Not when files changed: the work is its own answer.
-                (ending.asks != Asks::Change && !changed && text.trim().is_empty()).then(|| {
-                    Undone {
-                        note: format!(
-                            "You gave no answer. Answer the task in words: {}",
-                            ending.prompt
-                        ),
-                        what: "no answer",
-                    }
-                })
-            })
-            .or_else(|| {
-                // Pointed at once, the file still holds what was replaced.
-                (asked && ending.nudged)
-                    .then(|| left_alone(&root, &ending.named, &ending.owed))
-                    .flatten()
-                    .map(|_| Undone {
-                        note: String::new(),
-                        what: "a file the task names still holding what it replaced elsewhere",
-                    })
-            });
+        let undone = self.unfinished(ending, text, validation, changed, &withheld);
         if let Some(undone) = undone {
             let what = undone.what;
             if let Some(again) = self.again(id, ending, what) {
@@ -210,6 +177,87 @@ impl AgentState {
             return Judged::Tell(note);
         }
         Judged::Done
+    }
+
+    /// What a final answer `text` leaves undone, if anything: what the
+    /// turn owes, what the task asked and the files show. `changed`: a
+    /// file changed in the turn (or its change was there already).
+    fn unfinished(
+        &self,
+        ending: &Ending,
+        text: &str,
+        validation: &Validation,
+        changed: bool,
+        withheld: &[String],
+    ) -> Option<Undone> {
+        let asked = ending.asks == Asks::Change && !ending.owed.excused;
+        let root = self.sandbox.root();
+        ending
+            .owed
+            .undone(text, self.request.tools(), withheld)
+            .or_else(|| {
+                // "3" written for 6 lines, and no command run to count them.
+                (ending.command && !validation.ran_command && !ending.owed.excused).then(|| Undone {
+                    note: "The task says to use a command, and none has run. Run it now with `bash`, and use what it prints.".to_owned(),
+                    what: "no command run, though the task asks for one",
+                })
+            })
+            .or_else(|| (asked && !changed).then(|| super::finish::nothing_changed(&ending.prompt)))
+            .or_else(|| {
+                let absent: Vec<&String> = ending
+                    .missing
+                    .iter()
+                    .filter(|name| !root.join(name).exists())
+                    .collect();
+                (asked && !absent.is_empty()).then(|| still_missing(&absent))
+            })
+            .or_else(|| {
+                let unread: Vec<&String> = ending
+                    .named
+                    .iter()
+                    .filter(|name| !ending.owed.touched(name))
+                    .collect();
+                (ending.asks == Asks::About && !unread.is_empty()).then(|| answered_unread(&unread))
+            })
+            .or_else(|| {
+                // A question answered with nothing (the 1.5B model, its
+                // edits of the file it was asked about refused).
+                // Not when files changed: the work is its own answer.
+                (ending.asks != Asks::Change && !changed && text.trim().is_empty()).then(|| {
+                    Undone {
+                        note: format!(
+                            "You gave no answer. Answer the task in words: {}",
+                            ending.prompt
+                        ),
+                        what: "no answer",
+                    }
+                })
+            })
+            .or_else(|| {
+                // A small model's answer that says nothing the file says
+                // about what was asked ("the port number from it").
+                let about = ending.asks == Asks::About && self.compact();
+                about
+                    .then(|| super::grounded::ungrounded(root, &ending.prompt, &ending.named, text))
+                    .flatten()
+                    .map(|(name, number, line)| Undone {
+                        note: format!(
+                            "Your answer does not say what `{name}` says. Its line {number} reads: {line}\nAnswer the question from it: {}",
+                            ending.prompt
+                        ),
+                        what: "an answer that does not say what the file says",
+                    })
+            })
+            .or_else(|| {
+                // Pointed at once, the file still holds what was replaced.
+                (asked && ending.nudged)
+                    .then(|| left_alone(root, &ending.named, &ending.owed))
+                    .flatten()
+                    .map(|_| Undone {
+                        note: String::new(),
+                        what: "a file the task names still holding what it replaced elsewhere",
+                    })
+            })
     }
 
     /// What a step's calls tell validation and the turn's end, and the

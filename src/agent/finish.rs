@@ -31,6 +31,10 @@ pub(super) struct Calls {
     pub(super) failed_edits: Vec<super::intent::Replaced>,
     /// The arguments of every call that worked (what it touched).
     pub(super) touched: Vec<String>,
+    /// Every call that worked: the name and the arguments as written.
+    pub(super) worked: Vec<(String, String)>,
+    /// Files an edit found its change made in already.
+    pub(super) in_place: Vec<String>,
     /// A change or a command was refused (by a rule or a person), or a
     /// subagent did its part (with the same check of its own).
     pub(super) excused: bool,
@@ -54,6 +58,11 @@ pub(super) struct Owed {
     pub(super) replaced: Vec<super::intent::Replaced>,
     /// The arguments of every call of the turn that worked.
     touched: Vec<String>,
+    /// Every call of the turn that worked: the name and the arguments.
+    worked: Vec<(String, String)>,
+    /// An edit of the turn found its change made already: the task's
+    /// change may be there with nothing changed by the turn.
+    pub(super) in_place: bool,
     /// A change or a command was refused (whoever refused it knows why
     /// nothing changed), or a subagent finished its part, which it checked
     /// the same way.
@@ -89,6 +98,8 @@ impl Owed {
             });
         }
         self.excused |= calls.excused;
+        self.in_place |= !calls.in_place.is_empty();
+        self.worked.extend(calls.worked);
         self.replaced.extend(calls.replaced);
         self.touched.extend(calls.touched);
         for done in &calls.done {
@@ -123,12 +134,15 @@ impl Owed {
         }
         // A held-back change or command is made good by a later call that
         // does the same kind of thing, with the results seen; anything else
-        // leaves it owed.
+        // leaves it owed. One the same as a call that worked (a small model
+        // writes the same command twice in a step) is made already.
         self.deferred
             .retain(|(owed, _)| !calls.ran.iter().any(|name| effect(name) == effect(owed)));
+        let worked = &self.worked;
         self.deferred
-            .extend(calls.deferred.into_iter().filter(|(name, _)| {
+            .extend(calls.deferred.into_iter().filter(|(name, arguments)| {
                 matches!(effect(name), Effect::ChangesFiles | Effect::RunsCommands)
+                    && !worked.iter().any(|done| same_call(done, (name, arguments)))
             }));
     }
 
@@ -240,6 +254,15 @@ fn first_line(error: &str) -> String {
         .chars()
         .take(300)
         .collect()
+}
+
+/// Whether two calls are the same: one tool, arguments equal as JSON
+/// (or as text, when not JSON).
+fn same_call((name, arguments): &(String, String), other: (&String, &String)) -> bool {
+    let json = |text: &str| serde_json::from_str::<serde_json::Value>(text).ok();
+    name == other.0
+        && (arguments == other.1
+            || json(arguments).is_some_and(|value| json(other.1) == Some(value)))
 }
 
 /// Whether a call of `done` makes good one of `owed`: the same tool, or
@@ -385,6 +408,29 @@ mod tests {
             ..Calls::default()
         });
         assert!(owed.deferred.is_empty());
+        // A command held back that is the same as one that worked (the
+        // 0.5B model's `echo` written twice in a step) is not owed; one
+        // with other arguments is.
+        let echo = |text: &str| {
+            (
+                "bash".to_owned(),
+                format!("{{\"command\": \"echo {text}\"}}"),
+            )
+        };
+        owed.after_step(Calls {
+            ran: vec!["bash".into()],
+            worked: vec![echo("Goodbye")],
+            deferred: vec![
+                ("bash".into(), r#"{"command":"echo Goodbye"}"#.into()),
+                echo("Hello"),
+            ],
+            ..Calls::default()
+        });
+        assert_eq!(owed.deferred, [echo("Hello")]);
+        owed.after_step(Calls {
+            ran: vec!["bash".into()],
+            ..Calls::default()
+        });
         // A failure, made good by the same call working.
         owed.after_step(Calls {
             failed: vec![("read".into(), "Error: not found".into())],

@@ -159,6 +159,7 @@ async fn run_command(
         output: text.trim_start_matches('\n').to_owned(),
         summary,
         display: None,
+        in_place: false,
     })
 }
 

@@ -48,8 +48,10 @@ impl Tool for Edit {
         let bytes = context.sandbox.read(&arguments.path)?;
         let text =
             super::text::changeable("edit", &arguments.path, bytes).map_err(Error::Rejected)?;
-        let updated = replace(&text, &arguments)?;
-        write_file(&context.sandbox, &arguments.path, &updated, Some(&text))
+        match replace(&text, &arguments) {
+            Ok(updated) => write_file(&context.sandbox, &arguments.path, &updated, Some(&text)),
+            Err(error) => in_place(&text, &arguments).ok_or(error),
+        }
     }
 
     fn preview(
@@ -65,7 +67,12 @@ impl Tool for Edit {
                 .and_then(|bytes| {
                     let text = super::text::changeable("edit", &arguments.path, bytes)
                         .map_err(Error::Rejected)?;
-                    let updated = replace(&text, arguments)?;
+                    let updated = replace(&text, arguments).or_else(|error| {
+                        // Nothing to show: the file stays as it is.
+                        in_place(&text, arguments)
+                            .map(|_| text.clone())
+                            .ok_or(error)
+                    })?;
                     preview_write(&context.sandbox, &arguments.path, &updated, Some(&text))
                 }),
         )
@@ -127,6 +134,40 @@ fn replace(text: &str, arguments: &Arguments) -> Result<String, Error> {
             )))
         }
     }
+}
+
+/// The result of an edit whose change is in the file already: `old_string`
+/// is not there (or is `new_string`), and `new_string` is. A small model sends
+/// the edit it made again, or an edit of the text as it now reads; that
+/// is no failure to report, and no reason to try another change.
+fn in_place(text: &str, arguments: &Arguments) -> Option<ToolOutput> {
+    /// Characters of `new_string` below which finding it proves nothing.
+    const MIN_NEW: usize = 3;
+    let (old, new) = (&arguments.old_string, arguments.new_string.trim());
+    if new.chars().count() < MIN_NEW
+        || (old != &arguments.new_string && text.contains(old.as_str()))
+    {
+        return None;
+    }
+    let crlf = text.contains("\r\n");
+    let found = if crlf {
+        new.replace('\n', "\r\n")
+    } else {
+        new.to_owned()
+    };
+    let at = text.find(&found)?;
+    let line = text[..at].matches('\n').count() + 1;
+    let path = &arguments.path;
+    let output = ToolOutput::ok(
+        format!(
+            "`{path}` already has new_string (line {line}), and not old_string: the change is made. Nothing was written."
+        ),
+        format!("{path}: already so"),
+    );
+    Some(ToolOutput {
+        in_place: true,
+        ..output
+    })
 }
 
 /// Says the string is missing, and where a whitespace-insensitive match of
@@ -238,5 +279,44 @@ mod tests {
             std::fs::read_to_string(dir.path().join("f.rs")).unwrap(),
             "let a = 2;\n"
         );
+    }
+
+    #[tokio::test]
+    async fn an_edit_whose_change_is_there_already_is_no_failure() {
+        // The 0.5B model's edits after out.txt already read HELLO WORLD,
+        // and its edit of Goodbye into Goodbye.
+        let (dir, context) = context();
+        let file = dir.path().join("out.txt");
+        std::fs::write(&file, "HELLO WORLD\n").unwrap();
+        let modified = || std::fs::metadata(&file).unwrap().modified().unwrap();
+        let before = modified();
+        for (old, new) in [("hello", "HELLO WORLD"), ("HELLO WORLD", "HELLO WORLD")] {
+            let output = Edit
+                .call(
+                    json!({"path": "out.txt", "old_string": old, "new_string": new}),
+                    &context,
+                )
+                .await
+                .unwrap();
+            assert!(output.ok && output.in_place, "{old} -> {new}: {output:?}");
+            assert_eq!(
+                output.output,
+                "`out.txt` already has new_string (line 1), and not old_string: the change is made. Nothing was written."
+            );
+        }
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), "HELLO WORLD\n");
+        assert_eq!(modified(), before);
+        // Neither old nor new there, a new text too short to tell, or the
+        // old text there more than once: failures as before.
+        for (old, new) in [("bye", "BYE NOW"), ("hello", "LD"), ("O", "WORLD")] {
+            let error = Edit
+                .call(
+                    json!({"path": "out.txt", "old_string": old, "new_string": new}),
+                    &context,
+                )
+                .await
+                .unwrap_err();
+            assert!(error.to_string().contains("old_string"), "{old}: {error}");
+        }
     }
 }

@@ -146,6 +146,7 @@ impl Tool for TodoWrite {
             summary: done_summary(&items),
             output,
             display: Some(ToolDisplay::Todo { items }),
+            in_place: false,
         })
     }
 }
@@ -179,6 +180,7 @@ impl Tool for TodoRead {
             summary: done_summary(&items),
             output: checklist(&items),
             display: Some(ToolDisplay::Todo { items }),
+            in_place: false,
         })
     }
 }

@@ -1,0 +1,182 @@
+//! A small model's answer that rests on nothing the turn saw (issue 28):
+//! a count written with no command run though the task asks for one, an
+//! answer about a file's value that does not say it, and an edit whose
+//! change is there already. Each ends done when the model repairs it and
+//! with exit 3 when it does not; the files on disk and the notes on the
+//! wire are checked.
+
+use serde_json::json;
+
+use crate::support::{Workspace, chunks, mock, notes, run, sse};
+
+/// A small model's name, as llama.cpp lists it.
+const SMALL: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
+
+/// The real-model tier's count task.
+const COUNT: &str = "Count the lines of app.log that contain ERROR, using a command, and write the number to count.txt.";
+
+/// `offcode run --yes --model SMALL PROMPT`, validation off.
+fn task(ws: &Workspace, base_url: &str, prompt: &str) -> crate::support::Output {
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        "{ retry: { initial_delay_ms: 10, max_delay_ms: 40, max_retries: 2 }, validate: false }",
+    )
+    .unwrap();
+    run(ws.offcode(base_url, &["run", "--yes", "--model", SMALL, prompt]))
+}
+
+/// A workspace with a log of two ERROR lines among four.
+fn log() -> Workspace {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("app.log"),
+        "10:01 INFO up\n10:02 ERROR disk full\n10:03 INFO ok\n10:04 ERROR disk full\n",
+    )
+    .unwrap();
+    ws
+}
+
+#[test]
+fn a_count_written_with_no_command_run_is_undone_until_one_runs() {
+    for repaired in [true, false] {
+        let ws = log();
+        let server = mock();
+        // The 1.5B model's way: the number written straight from the
+        // file it was shown, then "Done." three times.
+        server.push(sse(&chunks::tool_answer(
+            "",
+            &[("w", "write", json!({"path": "count.txt", "content": "3"}))],
+        )));
+        for _ in 0..3 {
+            server.push(sse(&chunks::text_answer("Done.")));
+        }
+        if repaired {
+            server.push(sse(&chunks::tool_answer(
+                "",
+                &[("b", "bash", json!({"command": "grep -c ERROR app.log"}))],
+            )));
+            server.push(sse(&chunks::tool_answer(
+                "",
+                &[("w2", "write", json!({"path": "count.txt", "content": "2"}))],
+            )));
+            server.push(sse(&chunks::text_answer("Wrote 2 to count.txt.")));
+        } else {
+            server.push(sse(&chunks::text_answer("Done.")));
+        }
+        let output = task(&ws, &server.base_url(), COUNT);
+        let bodies = server.chat_bodies();
+        // Set aside twice, then told.
+        assert!(notes(&bodies[2]).len() == 1 && notes(&bodies[3]).len() == 1);
+        assert_eq!(
+            notes(&bodies[4]).last().unwrap(),
+            "(offcode) The task says to use a command, and none has run. Run it now with `bash`, and use what it prints."
+        );
+        let count = std::fs::read_to_string(ws.root.join("count.txt")).unwrap();
+        if repaired {
+            assert_eq!(output.code, 0, "{}", output.stderr);
+            assert_eq!(count, "2");
+        } else {
+            assert_eq!(output.code, 3, "{}", output.stderr);
+            assert!(
+                output.stderr.contains(
+                    "the model ended again with no command run, though the task asks for one"
+                ),
+                "{}",
+                output.stderr
+            );
+            assert_eq!(count, "3");
+        }
+    }
+}
+
+#[test]
+fn an_answer_that_does_not_say_the_files_value_is_undone_until_it_does() {
+    for repaired in [true, false] {
+        let ws = Workspace::new();
+        std::fs::write(
+            ws.root.join("config.json"),
+            "{\n  \"name\": \"api\",\n  \"port\": 7341\n}\n",
+        )
+        .unwrap();
+        let server = mock();
+        // The 1.5B model's answers at its server's own sampling.
+        for answer in [
+            "This is the output from the `read` function call, which reads the contents of the `config.json` file and returns the port number from it.",
+            "<workspace>\n/api/port\n</workspace>",
+            "The port is in config.json.",
+        ] {
+            server.push(sse(&chunks::text_answer(answer)));
+        }
+        server.push(sse(&chunks::text_answer(if repaired {
+            "The port is 7341."
+        } else {
+            "It is the port."
+        })));
+        let output = task(&ws, &server.base_url(), "What is the port in config.json?");
+        let bodies = server.chat_bodies();
+        assert_eq!(bodies.len(), 4);
+        // The file was read before the first request; the note names the line.
+        assert_eq!(
+            notes(&bodies[3]),
+            [
+                "(offcode) Your answer does not say what `config.json` says. Its line 3 reads: \"port\": 7341\nAnswer the question from it: What is the port in config.json?"
+            ]
+        );
+        if repaired {
+            assert_eq!(output.code, 0, "{}", output.stderr);
+            assert_eq!(output.stdout, "The port is 7341.\n");
+        } else {
+            assert_eq!(output.code, 3, "{}", output.stderr);
+            assert!(
+                output
+                    .stderr
+                    .contains("an answer that does not say what the file says")
+            );
+        }
+    }
+}
+
+#[test]
+fn an_edit_whose_change_is_there_already_ends_the_task_done() {
+    // The change asked for was made before the turn: the model's edit finds
+    // it, and nothing is written.
+    let ws = Workspace::new();
+    let greet = ws.root.join("greet.py");
+    std::fs::write(
+        &greet,
+        "def greet(name):\n    return \"Goodbye, \" + name\n",
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "e",
+            "edit",
+            json!({"path": "greet.py", "old_string": "Hello", "new_string": "Goodbye"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("greet.py says Goodbye.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        "Change the greeting Hello in greet.py to Goodbye.",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 2);
+    let messages = bodies[1]["messages"].as_array().unwrap();
+    let result = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(
+        result["content"],
+        "`greet.py` already has new_string (line 2), and not old_string: the change is made. Nothing was written."
+    );
+    assert_eq!(
+        notes(&bodies[1]),
+        ["(offcode) If the task is done now, reply in one sentence, with no tool call."]
+    );
+    assert_eq!(
+        std::fs::read_to_string(&greet).unwrap(),
+        "def greet(name):\n    return \"Goodbye, \" + name\n"
+    );
+}
