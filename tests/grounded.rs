@@ -180,3 +180,38 @@ fn an_edit_whose_change_is_there_already_ends_the_task_done() {
         "def greet(name):\n    return \"Goodbye, \" + name\n"
     );
 }
+
+#[test]
+fn an_answer_that_only_repeats_the_task_is_undone_until_it_answers() {
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("utils.py"),
+        "def a():\n    pass\n\n\ndef b():\n    pass\n",
+    )
+    .unwrap();
+    let prompt = "utils.py 里定义了几个函数？请回答数字。";
+    let server = mock();
+    // The 1.5B model's answers at its server's own sampling: the question
+    // back, and offcode's system prompt's workspace line.
+    for _ in 0..3 {
+        server.push(sse(&chunks::text_answer(prompt)));
+    }
+    server.push(sse(&chunks::text_answer("utils.py 里定义了 2 个函数。")));
+    let output = task(&ws, &server.base_url(), prompt);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.stdout, "utils.py 里定义了 2 个函数。\n");
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 4);
+    assert_eq!(bodies[1]["messages"], bodies[0]["messages"]);
+    assert_eq!(
+        notes(&bodies[3]),
+        [format!(
+            "(offcode) Your answer only repeats text you were given, so it answers nothing. Answer the task now: {prompt}"
+        )]
+    );
+    assert!(
+        output
+            .stderr
+            .contains("an answer that only repeats the task or offcode's words")
+    );
+}

@@ -196,6 +196,15 @@ impl AgentState {
             .owed
             .undone(text, self.request.tools(), withheld)
             .or_else(|| {
+                (self.compact() && self.echoes(text)).then(|| Undone {
+                    note: format!(
+                        "Your answer only repeats text you were given, so it answers nothing. Answer the task now: {}",
+                        ending.prompt
+                    ),
+                    what: "an answer that only repeats the task or offcode's words",
+                })
+            })
+            .or_else(|| {
                 // "3" written for 6 lines, and no command run to count them.
                 (ending.command && !validation.ran_command && !ending.owed.excused).then(|| Undone {
                     note: "The task says to use a command, and none has run. Run it now with `bash`, and use what it prints.".to_owned(),
@@ -258,6 +267,23 @@ impl AgentState {
                         what: "a file the task names still holding what it replaced elsewhere",
                     })
             })
+    }
+
+    /// Whether a final answer only repeats what the model was given: the
+    /// system prompt, the task, offcode's notes.
+    fn echoes(&self, answer: &str) -> bool {
+        let system = self.request.system();
+        let mut given = vec![system.as_ref()];
+        given.extend(
+            self.session
+                .messages
+                .iter()
+                .filter_map(|message| match message {
+                    crate::session::Message::User { content } => Some(content.as_str()),
+                    _ => None,
+                }),
+        );
+        super::grounded::echoed(answer, &given)
     }
 
     /// What a step's calls tell validation and the turn's end, and the

@@ -147,6 +147,22 @@ fn keys(prompt: &str, named: &[String]) -> Option<Vec<String>> {
     (!keys.is_empty()).then_some(keys)
 }
 
+/// Whether `answer` only repeats text the model was given (`given`: the
+/// system prompt, the task, offcode's notes): every line of it long enough
+/// to tell is found in that text. The 1.5B model at its server's own
+/// sampling answered with the `<workspace>` block of its prompt and the
+/// question, or with offcode's last note.
+pub(super) fn echoed(answer: &str, given: &[&str]) -> bool {
+    /// Characters below which a line may be in any text by chance.
+    const MIN_LINE: usize = 20;
+    let mut long = answer
+        .lines()
+        .map(str::trim)
+        .filter(|line| line.chars().count() >= MIN_LINE)
+        .peekable();
+    long.peek().is_some() && long.all(|line| given.iter().any(|text| text.contains(line)))
+}
+
 /// A line's ASCII words: letters, digits and `_`.
 fn line_words(line: &str) -> impl Iterator<Item = &str> {
     line.split(|c: char| !c.is_ascii_alphanumeric() && c != '_')
@@ -176,6 +192,28 @@ mod tests {
             "给 CLI 添加一个命令。",
         ] {
             assert!(!asks_for_command(not), "{not}");
+        }
+    }
+
+    #[test]
+    fn an_answer_that_repeats_what_it_was_given_is_told_from_one_that_quotes() {
+        let system = "You are offcode.\n<workspace>\n/tmp/rm-m2/port-zh-1/project\n</workspace>\n";
+        let prompt = "config.json 里的 port 是多少？";
+        let note = "(offcode) The task is not done: your `read` call failed (Error: offset 11 is past the end of `utils.py`, which has 10 lines) and has not worked since, and you ended without a word. Fix the call and make it again, or say why the task cannot be done.";
+        let given = [system, prompt, note];
+        for echo in [
+            "<workspace>\n/tmp/rm-m2/port-zh-1/project\n</workspace>\n\nconfig.json 里的 port 是多少？",
+            "The task is not done: your `read` call failed (Error: offset 11 is past the end of `utils.py`, which has 10 lines) and has not worked since, and you ended without a word.",
+        ] {
+            assert!(echoed(echo, &given), "{echo}");
+        }
+        for answer in [
+            "The port is 7341.",
+            "",
+            "config.json 里的 port 是多少？ The answer: port 是 7341，见第 3 行。",
+            "You asked: config.json 里的 port 是多少？\nIt is 7341, on line 3 of the file.",
+        ] {
+            assert!(!echoed(answer, &given), "{answer}");
         }
     }
 
