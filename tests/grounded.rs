@@ -51,9 +51,11 @@ fn a_count_written_with_no_command_run_is_undone_until_one_runs() {
             server.push(sse(&chunks::text_answer("Done.")));
         }
         if repaired {
+            // The grep tool's count is a command's (the 1.5B model's way,
+            // done and yet exit 3 before this counted).
             server.push(sse(&chunks::tool_answer(
                 "",
-                &[("b", "bash", json!({"command": "grep -c ERROR app.log"}))],
+                &[("g", "grep", json!({"pattern": "ERROR", "path": "app.log"}))],
             )));
             server.push(sse(&chunks::tool_answer(
                 "",

@@ -206,7 +206,9 @@ impl AgentState {
             })
             .or_else(|| {
                 // "3" written for 6 lines, and no command run to count them.
-                (ending.command && !validation.ran_command && !ending.owed.excused).then(|| Undone {
+                // `grep` counts too: its count is a command's, made by offcode.
+                let counted = validation.ran_command || ending.owed.worked(&["grep", "glob"]);
+                (ending.command && !counted && !ending.owed.excused).then(|| Undone {
                     note: "The task says to use a command, and none has run. Run it now with `bash`, and use what it prints.".to_owned(),
                     what: "no command run, though the task asks for one",
                 })

@@ -154,6 +154,13 @@ impl Owed {
             .any(|arguments| arguments.contains(name))
     }
 
+    /// Whether a call of one of `tools` worked in the turn.
+    pub(super) fn worked(&self, tools: &[&str]) -> bool {
+        self.worked
+            .iter()
+            .any(|(name, _)| tools.contains(&name.as_str()))
+    }
+
     /// Whether the turn changed the file `name` (by its path's end).
     pub(super) fn changed_path(&self, name: &str) -> bool {
         self.done.iter().any(|done| match done {
