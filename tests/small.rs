@@ -470,6 +470,46 @@ fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
 }
 
 #[test]
+fn an_edit_that_is_no_rename_is_not_offered_for_the_other_files() {
+    // At llama.cpp's own sampling the 1.5B model replaced `add` in calc.py
+    // with a whole line; offered the same edit for test_calc.py, it made
+    // it and broke the test file.
+    let ws = Workspace::new();
+    config(&ws, r#""validate": false"#);
+    std::fs::write(
+        ws.root.join("calc.py"),
+        "def add(a, b):\n    return a - b\n",
+    )
+    .unwrap();
+    let test = "from calc import add\n\nassert add(2, 3) == 5\n";
+    std::fs::write(ws.root.join("test_calc.py"), test).unwrap();
+    let server = mock();
+    server.push(one_call(
+        "e",
+        "edit",
+        // The model's own call, as it made it.
+        json!({"path": "calc.py", "old_string": "add", "new_string": "def add(a, b): return a - b"}),
+    ));
+    server.push(sse(&chunks::text_answer("Fixed add in calc.py.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        SMALL,
+        "The test in test_calc.py fails. Fix the bug in calc.py.",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert_eq!(
+        notes(&bodies[1]),
+        ["(offcode) If the task is done now, reply in one sentence, with no tool call."]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("test_calc.py")).unwrap(),
+        test
+    );
+}
+
+#[test]
 fn a_path_beside_the_workspace_and_words_before_a_call_still_do_the_work() {
     let ws = Workspace::new();
     std::fs::write(ws.root.join("greet.py"), "print('Hello')\n").unwrap();

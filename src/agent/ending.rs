@@ -467,6 +467,17 @@ fn same_edit(name: &str, edit: &intent::Replaced, times: usize) -> serde_json::V
     }})
 }
 
+/// Whether an edit looks like a rename (one name for another: no spaces
+/// in either, at least 3 characters), the only change worth making in the
+/// other files too. The 1.5B model's `add` replaced by a whole
+/// `def add(a, b): …` line was not one: made in the test file, as the
+/// note offered, it broke it.
+fn renames(edit: &intent::Replaced) -> bool {
+    let (old, new) = (edit.old.trim(), edit.new.trim());
+    let word = |text: &str| !text.is_empty() && !text.contains(char::is_whitespace);
+    old.chars().count() >= 3 && word(old) && word(new)
+}
+
 /// A file the task names, not changed by the turn, that still holds text
 /// an edit of the turn replaced elsewhere: the file, the edit, and how
 /// many times it holds the text.
@@ -487,7 +498,7 @@ fn still_holding<'a>(
         if let Some(edit) = owed
             .replaced
             .iter()
-            .find(|r| r.old.trim().chars().count() >= 3 && content.contains(&r.old))
+            .find(|r| renames(r) && content.contains(&r.old))
         {
             return Some((name, edit, content.matches(&edit.old).count()));
         }
