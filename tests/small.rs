@@ -470,6 +470,42 @@ fn a_rename_done_in_one_of_the_files_named_is_pointed_at_the_other() {
 }
 
 #[test]
+fn a_rename_made_inside_a_longer_edit_is_pointed_at_the_other_file() {
+    // At llama.cpp's own sampling the 1.5B model renamed the function in
+    // its `def` line only, and said it had renamed it in both files.
+    let ws = shop();
+    std::fs::write(
+        ws.root.join("main.py"),
+        "from shop import compute_total\n\nprint(compute_total([1, 2]))\n",
+    )
+    .unwrap();
+    let server = mock();
+    server.push(one_call(
+        "e1",
+        "edit",
+        json!({"path": "shop.py", "old_string": "def compute_total(p):", "new_string": "def total_price(p):"}),
+    ));
+    server.push(one_call(
+        "e2",
+        "edit",
+        json!({"path": "main.py", "old_string": "compute_total", "new_string": "total_price", "replace_all": true}),
+    ));
+    server.push(sse(&chunks::text_answer("Renamed in both.")));
+    let output = task(&ws, &server.base_url(), SMALL, RENAME);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert_eq!(
+        notes(&bodies[1]),
+        [r#"(offcode) `main.py` still has `compute_total` (2 times):
+{"name":"edit","arguments":{"path":"main.py","old_string":"compute_total","new_string":"total_price","replace_all":true}}"#]
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("main.py")).unwrap(),
+        "from shop import total_price\n\nprint(total_price([1, 2]))\n"
+    );
+}
+
+#[test]
 fn an_edit_that_is_no_rename_is_not_offered_for_the_other_files() {
     // At llama.cpp's own sampling the 1.5B model replaced `add` in calc.py
     // with a whole line; offered the same edit for test_calc.py, it made

@@ -328,7 +328,7 @@ impl AgentState {
             // With the call: a small model sends the same edit without
             // `replace_all`, and it fails on the second place.
             let old = edit.old.trim();
-            let call = same_edit(name, edit, times);
+            let call = same_edit(name, &edit, times);
             return Some(if times == 1 {
                 format!("`{name}` still has `{old}`:\n{call}")
             } else {
@@ -448,7 +448,7 @@ fn still_missing(absent: &[&String]) -> Undone {
 fn left_alone(root: &std::path::Path, named: &[String], owed: &Owed) -> Option<String> {
     let (name, edit, times) = still_holding(root, named, owed)?;
     // The same edit there, for the model to send or not.
-    let call = same_edit(name, edit, times);
+    let call = same_edit(name, &edit, times);
     Some(format!(
         "`{name}`, which the task names, still has `{}`, which you replaced in `{}`. If the task asks for the change there too, make it now, for example with this call alone in your message:\n{call}\nIf not, say so.",
         edit.old.trim(),
@@ -467,15 +467,59 @@ fn same_edit(name: &str, edit: &intent::Replaced, times: usize) -> serde_json::V
     }})
 }
 
-/// Whether an edit looks like a rename (one name for another: no spaces
-/// in either, at least 3 characters), the only change worth making in the
-/// other files too. The 1.5B model's `add` replaced by a whole
-/// `def add(a, b): …` line was not one: made in the test file, as the
-/// note offered, it broke it.
-fn renames(edit: &intent::Replaced) -> bool {
+/// The rename an edit made, the only change worth making in the other
+/// files a task names too: one name for another (no spaces in either), or
+/// one name changed in a longer text (`def compute_total(prices):` made
+/// `def total_price(prices):` is `compute_total` made `total_price`). The
+/// 1.5B model's `add` replaced by a whole `def add(a, b): …` line is none:
+/// made in the test file, as a note once offered, it broke it. Nor is a
+/// literal changed (`False` to `True`, `1` to `2`).
+fn rename(edit: &intent::Replaced) -> Option<intent::Replaced> {
     let (old, new) = (edit.old.trim(), edit.new.trim());
     let word = |text: &str| !text.is_empty() && !text.contains(char::is_whitespace);
-    old.chars().count() >= 3 && word(old) && word(new)
+    if word(old) && word(new) {
+        return (old.chars().count() >= 3).then(|| edit.clone());
+    }
+    let (before, after) = (pieces(old), pieces(new));
+    if before.len() != after.len() {
+        return None;
+    }
+    let mut differ = before.iter().zip(&after).filter(|(a, b)| a != b);
+    let (from, to) = differ.next()?;
+    let name = |piece: &str| {
+        piece.chars().count() >= 3
+            && piece.starts_with(|c: char| c.is_alphabetic() || c == '_')
+            && !["true", "false", "none", "null", "nil"].contains(&piece.to_lowercase().as_str())
+    };
+    (differ.next().is_none() && name(from) && name(to)).then(|| intent::Replaced {
+        old: (*from).to_owned(),
+        new: (*to).to_owned(),
+        path: edit.path.clone(),
+    })
+}
+
+/// `text` cut into names (letters, digits, `_`) and single other characters.
+fn pieces(text: &str) -> Vec<&str> {
+    let mut pieces = Vec::new();
+    let mut start = None;
+    for (at, c) in text.char_indices() {
+        let in_name = c.is_alphanumeric() || c == '_';
+        match (in_name, start) {
+            (true, None) => start = Some(at),
+            (false, Some(from)) => {
+                pieces.push(&text[from..at]);
+                start = None;
+            }
+            _ => {}
+        }
+        if !in_name {
+            pieces.push(&text[at..at + c.len_utf8()]);
+        }
+    }
+    if let Some(from) = start {
+        pieces.push(&text[from..]);
+    }
+    pieces
 }
 
 /// A file the task names, not changed by the turn, that still holds text
@@ -484,8 +528,8 @@ fn renames(edit: &intent::Replaced) -> bool {
 fn still_holding<'a>(
     root: &std::path::Path,
     named: &'a [String],
-    owed: &'a Owed,
-) -> Option<(&'a String, &'a intent::Replaced, usize)> {
+    owed: &Owed,
+) -> Option<(&'a String, intent::Replaced, usize)> {
     for name in named {
         if owed.changed_path(name) {
             continue;
@@ -498,9 +542,11 @@ fn still_holding<'a>(
         if let Some(edit) = owed
             .replaced
             .iter()
-            .find(|r| renames(r) && content.contains(&r.old))
+            .filter_map(rename)
+            .find(|r| content.contains(&r.old))
         {
-            return Some((name, edit, content.matches(&edit.old).count()));
+            let times = content.matches(&edit.old).count();
+            return Some((name, edit, times));
         }
     }
     None
