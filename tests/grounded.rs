@@ -217,3 +217,54 @@ fn an_answer_that_only_repeats_the_task_is_undone_until_it_answers() {
             .contains("an answer that only repeats the task or offcode's words")
     );
 }
+
+#[test]
+fn a_change_edited_back_is_no_change() {
+    // The 0.5B model made its edit, then edited the new text back.
+    let ws = Workspace::new();
+    let greet = ws.root.join("greet.py");
+    let before = "def greet(name):\n    return \"Hello, \" + name\n";
+    std::fs::write(&greet, before).unwrap();
+    let edit = |id: &str, old: &str, new: &str| {
+        sse(&chunks::tool_answer(
+            "",
+            &[(
+                id,
+                "edit",
+                json!({"path": "greet.py", "old_string": old, "new_string": new}),
+            )],
+        ))
+    };
+    let server = mock();
+    server.push(edit("e1", "Hello", "Goodbye"));
+    server.push(edit("e2", "Goodbye", "Hello"));
+    for _ in 0..3 {
+        server.push(sse(&chunks::text_answer("The task is done now.")));
+    }
+    server.push(edit("e3", "Hello", "Goodbye"));
+    server.push(sse(&chunks::text_answer("greet.py says Goodbye now.")));
+    let output = task(
+        &ws,
+        &server.base_url(),
+        "In greet.py, change the greeting from Hello to Goodbye.",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 7);
+    assert_eq!(
+        notes(&bodies[1]),
+        ["(offcode) If the task is done now, reply in one sentence, with no tool call."]
+    );
+    assert_eq!(
+        notes(&bodies[2]).last().unwrap(),
+        "(offcode) The files are back as they were before this task: nothing is changed now."
+    );
+    assert_eq!(
+        notes(&bodies[5]).last().unwrap(),
+        "(offcode) Nothing has changed yet, so the task is not done. Do it now: In greet.py, change the greeting from Hello to Goodbye."
+    );
+    assert_eq!(
+        std::fs::read_to_string(&greet).unwrap(),
+        before.replace("Hello", "Goodbye")
+    );
+}

@@ -71,7 +71,8 @@ pub(super) struct Ending {
 
 impl AgentState {
     /// The judge of a turn that starts with `prompt`.
-    pub(super) fn ending(&self, prompt: &str) -> Ending {
+    pub(super) fn ending(&mut self, prompt: &str) -> Ending {
+        self.changed_span = None;
         let asks_change = intent::asks_for_change(prompt) && self.can_change();
         let root = self.sandbox.root();
         // A file attached with `@path` is in the prompt: read already. One
@@ -127,7 +128,7 @@ impl AgentState {
         // have changed files.
         let changed = ending.owed.in_place
             || if self.checkpoints.is_some() {
-                self.changing_steps > ending.changing_at_start
+                self.changing_steps > ending.changing_at_start && !self.put_back()
             } else {
                 validation.changed || validation.ran_command
             };
@@ -271,6 +272,28 @@ impl AgentState {
             })
     }
 
+    /// Whether the turn's changes left every file as it was before them
+    /// (the checkpoints' content, not their times): the 0.5B model made
+    /// its edit, then edited the new text back to the old.
+    fn put_back(&self) -> bool {
+        let (Some(shared), Some((first, last))) = (&self.checkpoints, &self.changed_span) else {
+            return false;
+        };
+        let same = shared.with(|checkpoints| {
+            let load = |id: &str| {
+                let bytes = checkpoints.store().get(id).ok()?;
+                crate::checkpoint::Manifest::parse(&bytes)
+            };
+            match (load(first), load(last)) {
+                (Some(before), Some(after)) => {
+                    crate::checkpoint::manifest::diff(&before, &after).is_empty()
+                }
+                _ => false,
+            }
+        });
+        matches!(same, Ok((true, _)))
+    }
+
     /// Whether a final answer only repeats what the model was given: the
     /// system prompt, the task, offcode's notes.
     fn echoes(&self, answer: &str) -> bool {
@@ -319,6 +342,12 @@ impl AgentState {
     pub(super) fn progress(&self, ending: &Ending, clean: bool) -> Option<String> {
         if !clean || ending.asks != Asks::Change || !self.compact() {
             return None;
+        }
+        if self.put_back() {
+            return Some(
+                "The files are back as they were before this task: nothing is changed now."
+                    .to_owned(),
+            );
         }
         let root = self.sandbox.root();
         if let Some(name) = ending.missing.iter().find(|name| !root.join(name).exists()) {

@@ -137,6 +137,11 @@ impl AgentState {
         };
         if after != before {
             self.changing_steps += 1;
+            let first = self
+                .changed_span
+                .take()
+                .map_or_else(|| before.clone(), |(first, _)| first);
+            self.changed_span = Some((first, after.clone()));
         }
         let _ = self.record(
             id,

@@ -85,6 +85,9 @@ pub(super) struct AgentState {
     /// Steps whose checkpoints before and after differ: steps that
     /// changed files.
     pub(super) changing_steps: u64,
+    /// The checkpoints before the turn's first step that changed files and
+    /// after its last one: a turn that put every file back changed nothing.
+    pub(super) changed_span: Option<(String, String)>,
     /// Commands that ran confined: only these may ask to run unconfined.
     pub(super) ran_confined: std::collections::HashSet<String>,
     /// The entry the last reply followed: where a reply set aside is
@@ -112,6 +115,7 @@ impl AgentState {
             mcp_generation: 0,
             checkpoints: setup.checkpoints.filter(|_| setup.depth == 0),
             changing_steps: 0,
+            changed_span: None,
             ran_confined: std::collections::HashSet::new(),
             reply_parent: None,
             request: Request::new(setup.context, setup.tools.specs()),
