@@ -1,9 +1,9 @@
 //! A small model's answer that rests on nothing the turn saw (issue 28):
 //! a count written with no command run though the task asks for one, an
-//! answer about a file's value that does not say it, and an edit whose
-//! change is there already. Each ends done when the model repairs it and
-//! with exit 3 when it does not; the files on disk and the notes on the
-//! wire are checked.
+//! answer about a file's value that does not say it, an answer that only
+//! repeats the task, an edit made again, and a change edited back. Each
+//! ends done when the model repairs it and with exit 3 when it does not;
+//! the files on disk and the notes on the wire are checked.
 
 use serde_json::json;
 
@@ -139,48 +139,81 @@ fn an_answer_that_does_not_say_the_files_value_is_undone_until_it_does() {
 }
 
 #[test]
-fn an_edit_whose_change_is_there_already_ends_the_task_done() {
-    // The change asked for was made before the turn: the model's edit finds
-    // it, and nothing is written.
+fn an_edit_made_again_is_no_failure_and_an_edit_into_itself_no_change() {
+    // The 0.5B model sent its edit again after it worked, and ended with
+    // no word: done (before, "no word after a call that failed", exit 3).
     let ws = Workspace::new();
     let greet = ws.root.join("greet.py");
-    std::fs::write(
-        &greet,
-        "def greet(name):\n    return \"Goodbye, \" + name\n",
-    )
-    .unwrap();
+    std::fs::write(&greet, "def greet(name):\n    return \"Hello, \" + name\n").unwrap();
+    let edit = || {
+        sse(&chunks::tool_answer(
+            "",
+            &[(
+                "e",
+                "edit",
+                json!({"path": "greet.py", "old_string": "Hello", "new_string": "Goodbye"}),
+            )],
+        ))
+    };
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "e",
-            "edit",
-            json!({"path": "greet.py", "old_string": "Hello", "new_string": "Goodbye"}),
-        )],
-    )));
-    server.push(sse(&chunks::text_answer("greet.py says Goodbye.")));
+    server.push(edit());
+    server.push(edit());
+    server.push(sse(&chunks::text_answer("")));
     let output = task(
         &ws,
         &server.base_url(),
         "Change the greeting Hello in greet.py to Goodbye.",
     );
     assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.stdout, "Changed greet.py.\n");
     let bodies = server.chat_bodies();
-    assert_eq!(bodies.len(), 2);
-    let messages = bodies[1]["messages"].as_array().unwrap();
+    assert_eq!(bodies.len(), 3);
+    let messages = bodies[2]["messages"].as_array().unwrap();
     let result = messages.iter().rev().find(|m| m["role"] == "tool").unwrap();
     assert_eq!(
         result["content"],
         "`greet.py` already has new_string (line 2), and not old_string: the change is made. Nothing was written."
     );
     assert_eq!(
-        notes(&bodies[1]),
-        ["(offcode) If the task is done now, reply in one sentence, with no tool call."]
-    );
-    assert_eq!(
         std::fs::read_to_string(&greet).unwrap(),
         "def greet(name):\n    return \"Goodbye, \" + name\n"
     );
+
+    // The 1.5B model on a held-out task: `add` edited into itself, then
+    // "sub has been added". The edit failed, nothing changed, and it ends
+    // with exit 3 (it ended with exit 0 while such an edit counted as made).
+    let ws = Workspace::new();
+    let calc = ws.root.join("calc.py");
+    let add = "def add(a, b):\n    return a + b\n";
+    std::fs::write(&calc, add).unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "e",
+            "edit",
+            json!({"path": "calc.py", "old_string": add, "new_string": add}),
+        )],
+    )));
+    for _ in 0..4 {
+        server.push(sse(&chunks::text_answer(
+            "The function `sub(a, b)` has been added to the `calc.py` file.",
+        )));
+    }
+    let output = task(
+        &ws,
+        &server.base_url(),
+        "Add a function sub(a, b) to calc.py that returns a - b.",
+    );
+    assert_eq!(output.code, 3, "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains("the model ended again with a change that failed and was not made since"),
+        "{}",
+        output.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&calc).unwrap(), add);
 }
 
 #[test]

@@ -65,17 +65,12 @@ impl AgentState {
                     .normalized(&call.name, &call.arguments, self.sandbox.root())
                     .unwrap_or_else(|| call.arguments.clone());
                 if outcome == CallOutcome::Ok {
-                    let done = super::intent::Done::of(&call.name, &arguments);
-                    // A change found made already is not the turn's to report.
-                    if output.in_place {
+                    // A change found made already is not the turn's: nothing
+                    // to report, and nothing changed.
+                    if !output.in_place {
                         calls
-                            .in_place
-                            .extend(done.into_iter().filter_map(|done| match done {
-                                super::intent::Done::Changed(path) => Some(path),
-                                super::intent::Done::Ran(_) => None,
-                            }));
-                    } else {
-                        calls.done.extend(done);
+                            .done
+                            .extend(super::intent::Done::of(&call.name, &arguments));
                     }
                     calls
                         .replaced
@@ -90,7 +85,7 @@ impl AgentState {
                 }
                 match crate::tools::effect(&call.name) {
                     crate::tools::Effect::ChangesFiles => {
-                        calls.changed |= outcome == CallOutcome::Ok;
+                        calls.changed |= outcome == CallOutcome::Ok && !output.in_place;
                     }
                     crate::tools::Effect::RunsCommands => calls.ran_command |= ran,
                     _ => {}

@@ -126,12 +126,11 @@ impl AgentState {
         self.request.set_meant(Vec::new());
         // What the checkpoints saw; without them, a command that ran may
         // have changed files.
-        let changed = ending.owed.in_place
-            || if self.checkpoints.is_some() {
-                self.changing_steps > ending.changing_at_start && !self.put_back()
-            } else {
-                validation.changed || validation.ran_command
-            };
+        let changed = if self.checkpoints.is_some() {
+            self.changing_steps > ending.changing_at_start && !self.put_back()
+        } else {
+            validation.changed || validation.ran_command
+        };
         let asked = ending.asks == Asks::Change && !ending.owed.excused;
         let root = self.sandbox.root().to_owned();
         let undone = self.unfinished(ending, text, validation, changed, &withheld);

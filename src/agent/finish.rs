@@ -33,8 +33,6 @@ pub(super) struct Calls {
     pub(super) touched: Vec<String>,
     /// Every call that worked: the name and the arguments as written.
     pub(super) worked: Vec<(String, String)>,
-    /// Files an edit found its change made in already.
-    pub(super) in_place: Vec<String>,
     /// A change or a command was refused (by a rule or a person), or a
     /// subagent did its part (with the same check of its own).
     pub(super) excused: bool,
@@ -60,9 +58,6 @@ pub(super) struct Owed {
     touched: Vec<String>,
     /// Every call of the turn that worked: the name and the arguments.
     worked: Vec<(String, String)>,
-    /// An edit of the turn found its change made already: the task's
-    /// change may be there with nothing changed by the turn.
-    pub(super) in_place: bool,
     /// A change or a command was refused (whoever refused it knows why
     /// nothing changed), or a subagent finished its part, which it checked
     /// the same way.
@@ -98,7 +93,6 @@ impl Owed {
             });
         }
         self.excused |= calls.excused;
-        self.in_place |= !calls.in_place.is_empty();
         self.worked.extend(calls.worked);
         self.replaced.extend(calls.replaced);
         self.touched.extend(calls.touched);

@@ -137,15 +137,16 @@ fn replace(text: &str, arguments: &Arguments) -> Result<String, Error> {
 }
 
 /// The result of an edit whose change is in the file already: `old_string`
-/// is not there (or is `new_string`), and `new_string` is. A small model sends
-/// the edit it made again, or an edit of the text as it now reads; that
-/// is no failure to report, and no reason to try another change.
+/// is not there, and `new_string` is. A small model sends the edit it made
+/// again; that is no failure to report, and no reason to try another
+/// change. It changes nothing either: a task is not done by it. (An edit of
+/// a text into itself stays a failure: the 1.5B model sent `add` as both,
+/// and said it had added `sub`.)
 fn in_place(text: &str, arguments: &Arguments) -> Option<ToolOutput> {
     /// Characters of `new_string` below which finding it proves nothing.
     const MIN_NEW: usize = 3;
     let (old, new) = (&arguments.old_string, arguments.new_string.trim());
-    if new.chars().count() < MIN_NEW
-        || (old != &arguments.new_string && text.contains(old.as_str()))
+    if new.chars().count() < MIN_NEW || old == &arguments.new_string || text.contains(old.as_str())
     {
         return None;
     }
@@ -283,14 +284,13 @@ mod tests {
 
     #[tokio::test]
     async fn an_edit_whose_change_is_there_already_is_no_failure() {
-        // The 0.5B model's edits after out.txt already read HELLO WORLD,
-        // and its edit of Goodbye into Goodbye.
+        // The 0.5B model's edits after out.txt already read HELLO WORLD.
         let (dir, context) = context();
         let file = dir.path().join("out.txt");
         std::fs::write(&file, "HELLO WORLD\n").unwrap();
         let modified = || std::fs::metadata(&file).unwrap().modified().unwrap();
         let before = modified();
-        for (old, new) in [("hello", "HELLO WORLD"), ("HELLO WORLD", "HELLO WORLD")] {
+        for (old, new) in [("hello", "HELLO WORLD"), ("hello world", "HELLO WORLD")] {
             let output = Edit
                 .call(
                     json!({"path": "out.txt", "old_string": old, "new_string": new}),
@@ -306,9 +306,15 @@ mod tests {
         }
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "HELLO WORLD\n");
         assert_eq!(modified(), before);
-        // Neither old nor new there, a new text too short to tell, or the
-        // old text there more than once: failures as before.
-        for (old, new) in [("bye", "BYE NOW"), ("hello", "LD"), ("O", "WORLD")] {
+        // Neither old nor new there, a new text too short to tell, the old
+        // text there more than once, or a text edited into itself: failures
+        // as before.
+        for (old, new) in [
+            ("bye", "BYE NOW"),
+            ("hello", "LD"),
+            ("O", "WORLD"),
+            ("HELLO WORLD", "HELLO WORLD"),
+        ] {
             let error = Edit
                 .call(
                     json!({"path": "out.txt", "old_string": old, "new_string": new}),
