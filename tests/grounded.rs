@@ -301,3 +301,50 @@ fn a_change_edited_back_is_no_change() {
         before.replace("Hello", "Goodbye")
     );
 }
+
+#[test]
+fn a_name_the_task_asks_for_in_no_file_is_undone_until_it_is_there() {
+    // A held-out task: the 1.5B model made add return a - b and said sub
+    // was added.
+    let ws = Workspace::new();
+    let calc = ws.root.join("calc.py");
+    std::fs::write(&calc, "def add(a, b):\n    return a + b\n").unwrap();
+    let edit = |id: &str, old: &str, new: &str| {
+        sse(&chunks::tool_answer(
+            "",
+            &[(
+                id,
+                "edit",
+                json!({"path": "calc.py", "old_string": old, "new_string": new}),
+            )],
+        ))
+    };
+    let server = mock();
+    server.push(edit("e1", "return a + b", "return a - b"));
+    for _ in 0..3 {
+        server.push(sse(&chunks::text_answer(
+            "The function `sub(a, b)` has been added to `calc.py`.",
+        )));
+    }
+    server.push(edit(
+        "e2",
+        "return a - b\n",
+        "return a + b\n\n\ndef sub(a, b):\n    return a - b\n",
+    ));
+    server.push(sse(&chunks::text_answer("Added sub to calc.py.")));
+    let prompt = "Add a function sub(a, b) to calc.py that returns a - b.";
+    let output = task(&ws, &server.base_url(), prompt);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let bodies = server.chat_bodies();
+    assert_eq!(bodies.len(), 6);
+    assert_eq!(
+        notes(&bodies[4]).last().unwrap(),
+        &format!(
+            "(offcode) The task asks for `sub`, and no file has it yet, so the change it asks for is not made. Make it now: {prompt}"
+        )
+    );
+    assert_eq!(
+        std::fs::read_to_string(&calc).unwrap(),
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    );
+}

@@ -67,6 +67,9 @@ pub(super) struct Ending {
     again: u32,
     /// The prompt says to use a command, and `bash` is offered.
     command: bool,
+    /// Code names the prompt asks for that no file it names held when the
+    /// turn began (compact profile).
+    new_names: Vec<String>,
 }
 
 impl AgentState {
@@ -99,8 +102,14 @@ impl AgentState {
                 .tools()
                 .iter()
                 .any(|tool| tool.function.name == "bash");
+        let new_names = if asks == Asks::Change && self.compact() {
+            super::grounded::new_names(root, prompt, &named)
+        } else {
+            Vec::new()
+        };
         Ending {
             command,
+            new_names,
             owed: Owed::default(),
             asks,
             prompt: prompt.chars().take(200).collect(),
@@ -214,6 +223,26 @@ impl AgentState {
                 })
             })
             .or_else(|| (asked && !changed).then(|| super::finish::nothing_changed(&ending.prompt)))
+            .or_else(|| {
+                // "sub has been added", and no file has `sub`.
+                let absent = ending.new_names.iter().find(|name| {
+                    let holds = |file: &str| {
+                        std::fs::read_to_string(root.join(file)).is_ok_and(|text| text.contains(name.as_str()))
+                    };
+                    !ending.named.iter().chain(&ending.missing).any(|file| holds(file))
+                        && !ending.owed.done.iter().any(|done| match done {
+                            intent::Done::Changed(path) => holds(path),
+                            intent::Done::Ran(_) => false,
+                        })
+                });
+                asked.then_some(absent).flatten().map(|name| Undone {
+                    note: format!(
+                        "The task asks for `{name}`, and no file has it yet, so the change it asks for is not made. Make it now: {}",
+                        ending.prompt
+                    ),
+                    what: "a name the task asks for in no file",
+                })
+            })
             .or_else(|| {
                 let absent: Vec<&String> = ending
                     .missing

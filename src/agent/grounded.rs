@@ -147,6 +147,59 @@ fn keys(prompt: &str, named: &[String]) -> Option<Vec<String>> {
     (!keys.is_empty()).then_some(keys)
 }
 
+/// The names a change task asks to bring in: code names in `prompt` (with
+/// an `_`, or written as a call, `sub(a, b)`) that no file it names holds
+/// yet (`named`, under `root`) and that are not a file's stem
+/// (`test_calc` of `test_calc.py`). "Add a function sub(a, b) to calc.py"
+/// asks for `sub`; the 1.5B model edited `add` into itself, or made it
+/// `a - b`, and said sub was added.
+pub(super) fn new_names(root: &Path, prompt: &str, named: &[String]) -> Vec<String> {
+    let texts: Vec<String> = named
+        .iter()
+        .filter_map(|name| {
+            let path = root.join(name);
+            let small =
+                std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_SEARCHED);
+            small.then(|| std::fs::read_to_string(&path).ok()).flatten()
+        })
+        .collect();
+    let stem = |word: &str| {
+        named.iter().any(|name| {
+            let file = name.rsplit('/').next().unwrap_or(name);
+            file.split('.').next() == Some(word)
+        }) || std::fs::read_dir(root).is_ok_and(|entries| {
+            entries.flatten().any(|entry| {
+                let file = entry.file_name();
+                let file = file.to_string_lossy();
+                file.split('.').next() == Some(word) && file.contains('.')
+            })
+        })
+    };
+    let mut asked: Vec<String> = Vec::new();
+    let mut rest = prompt;
+    while let Some(at) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
+        rest = &rest[at..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+            .unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        rest = after;
+        let code = word.contains('_') || after.starts_with('(');
+        // Not a file name's part (`.py`), nor a method after a dot.
+        let part = after.starts_with('.') && !after.starts_with(". ") && after.len() > 1;
+        if code
+            && !part
+            && word.chars().count() >= 3
+            && !asked.iter().any(|name| name == word)
+            && !texts.iter().any(|text| text.contains(word))
+            && !stem(word)
+        {
+            asked.push(word.to_owned());
+        }
+    }
+    asked
+}
+
 /// Whether `answer` only repeats text the model was given (`given`: the
 /// system prompt, the task, offcode's notes): every line of it long enough
 /// to tell is found in that text. The 1.5B model at its server's own
@@ -192,6 +245,58 @@ mod tests {
             "给 CLI 添加一个命令。",
         ] {
             assert!(!asks_for_command(not), "{not}");
+        }
+    }
+
+    #[test]
+    fn a_change_task_asks_for_the_code_names_no_file_holds_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("calc.py"),
+            "def add(a, b):\n    return a + b\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("test_calc.py"), "from calc import add\n").unwrap();
+        std::fs::write(
+            dir.path().join("shop.py"),
+            "def compute_total(p):\n    pass\n",
+        )
+        .unwrap();
+        let names = |prompt: &str, named: &[&str]| {
+            let named: Vec<String> = named.iter().map(|n| (*n).to_owned()).collect();
+            new_names(dir.path(), prompt, &named)
+        };
+        assert_eq!(
+            names(
+                "Add a function sub(a, b) to calc.py that returns a - b.",
+                &["calc.py"]
+            ),
+            ["sub"]
+        );
+        assert_eq!(
+            names(
+                "在 calc.py 里添加一个函数 sub(a, b)，返回 a - b。",
+                &["calc.py"]
+            ),
+            ["sub"]
+        );
+        assert_eq!(
+            names(
+                "Rename compute_total to total_price in shop.py.",
+                &["shop.py"]
+            ),
+            ["total_price"]
+        );
+        // Names the files hold already, a file's stem, plain words.
+        for prompt in [
+            "The test in test_calc.py fails. Fix the bug in calc.py so that python3 -m unittest test_calc passes.",
+            "Change add(a, b) in calc.py to check its arguments.",
+            "Create hello.py that prints Hello, world",
+        ] {
+            assert!(
+                names(prompt, &["calc.py", "test_calc.py"]).is_empty(),
+                "{prompt}"
+            );
         }
     }
 
