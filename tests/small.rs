@@ -864,6 +864,14 @@ fn a_small_model_asked_a_question_changes_no_file() {
         "edit",
         json!({"path": "config.json", "old_string": "7341", "new_string": "8080"}),
     ));
+    // A rewrite of the file is refused as a question's too, not failed as
+    // a rewrite: a failed change would be owed (the 1.5B model, asked how
+    // many functions utils.py defines, was told to make its rewrite work).
+    server.push(one_call(
+        "w",
+        "write",
+        json!({"path": "config.json", "content": "{}"}),
+    ));
     server.push(sse(&chunks::text_answer("The port is 7341.")));
     let output = task(
         &ws,
@@ -877,13 +885,16 @@ fn a_small_model_asked_a_question_changes_no_file() {
         "{\"port\": 7341}\n"
     );
     let bodies = server.chat_bodies();
-    assert!(
-        crate::support::tool_results(&bodies[1])
-            .iter()
-            .any(|r| r.contains("the task is a question, so no file changes")),
-        "{:?}",
-        bodies[1]
-    );
+    assert_eq!(bodies.len(), 3);
+    for body in &bodies[1..] {
+        assert!(
+            crate::support::tool_results(body)
+                .last()
+                .is_some_and(|r| r.contains("the task is a question, so no file changes")),
+            "{:?}",
+            crate::support::tool_results(body)
+        );
+    }
     assert_eq!(output.stdout.trim(), "The port is 7341.");
     // A question that asks for a change is not refused one.
     let ws = port();

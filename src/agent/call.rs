@@ -155,6 +155,12 @@ impl AgentState {
             .as_ref()
             .filter(|_| self.tools.get(&call.name).is_none())
             .and_then(|mcp| mcp.unavailable(&call.name));
+        // A question's turn changes no file, whatever else is wrong with
+        // the call: refused (not failed), so nothing is owed for it.
+        if let Some(refusal) = self.refused_change(id, call) {
+            self.ended(id, call, &refusal, CallOutcome::Refused);
+            return (refusal, CallOutcome::Refused);
+        }
         if let Some(refusal) = gone
             .map(ToolOutput::error)
             .or_else(|| self.blind_overwrite(call))

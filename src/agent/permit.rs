@@ -229,7 +229,7 @@ impl AgentState {
     /// The refusal of a change in a turn that only asks a question (a
     /// small model's), said to the user. The 1.5B model asked for a port
     /// edited the file it read: 5 of 8 runs changed config.json.
-    fn refused_change(&self, id: SubmissionId, call: &ToolCall) -> Option<ToolOutput> {
+    pub(super) fn refused_change(&self, id: SubmissionId, call: &ToolCall) -> Option<ToolOutput> {
         if !self.permits.question || !crate::tools::changes_files(&call.name) {
             return None;
         }
@@ -294,10 +294,7 @@ impl AgentState {
             Ok(policy) => policy,
             Err(problem) => return Err(self.policy_unloaded(id, call, &arguments, &problem)),
         };
-        if let Some(refusal) = self
-            .refused_repeat(id, call)
-            .or_else(|| self.refused_change(id, call))
-        {
+        if let Some(refusal) = self.refused_repeat(id, call) {
             return Err(refusal);
         }
         let mut decision = policy.decide_as(
