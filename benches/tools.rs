@@ -39,6 +39,7 @@ fn main() {
             offcode::confine::Status::Off,
         )),
         unconfined: false,
+        running: std::sync::Arc::default(),
     };
     let registry = Registry::default();
     let runtime = tokio::runtime::Builder::new_current_thread()

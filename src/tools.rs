@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use bash::{SECRET_VARIABLES, kill_running};
+pub use bash::{Running, SECRET_VARIABLES, kill_running};
 
 use crate::cancel::Cancel;
 use crate::protocol::ToolDisplay;
@@ -70,6 +70,8 @@ pub struct ToolContext {
     pub shell: Arc<crate::confine::Shell>,
     /// A person approved running this call's command unconfined.
     pub unconfined: bool,
+    /// Where the command's process group is held until it ends.
+    pub running: Arc<Running>,
 }
 
 /// The result of a tool call.

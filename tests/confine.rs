@@ -40,6 +40,7 @@ fn sandbox_box() -> Jail {
         allow_clobber: false,
         shell: crate::support::confined_shell(&root),
         unconfined: false,
+        running: std::sync::Arc::default(),
     };
     Jail {
         _dir: dir,

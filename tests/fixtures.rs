@@ -156,6 +156,7 @@ fn every_golden_edit_and_patch_case_gives_exactly_its_after() {
                 offcode::confine::Status::Off,
             )),
             unconfined: false,
+            running: std::sync::Arc::default(),
         };
         let output = runtime.block_on(offcode::tools::Registry::default().call(
             call["tool"].as_str().unwrap(),

@@ -107,6 +107,7 @@ fn call(sandbox: &Arc<Sandbox>, tool: &str, arguments: &Value) -> ToolOutput {
             offcode::confine::Status::Off,
         )),
         unconfined: false,
+        running: std::sync::Arc::default(),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

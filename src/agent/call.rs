@@ -330,6 +330,7 @@ impl AgentState {
             allow_clobber: permit.clobbers,
             shell: Arc::clone(&self.shell),
             unconfined: permit.unconfined,
+            running: crate::tools::Running::global(),
         }
     }
 

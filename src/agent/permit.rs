@@ -396,6 +396,7 @@ impl AgentState {
                 allow_clobber: false,
                 shell: Arc::clone(&self.shell),
                 unconfined: false,
+                running: crate::tools::Running::global(),
             },
         );
         let (sender, receiver) = oneshot::channel();

@@ -105,7 +105,7 @@ async fn run_command(
         })?;
     // However this call ends (done, timed out, aborted, or its future
     // dropped by an abort elsewhere), the whole group goes with it.
-    let group = Group::new(child.id());
+    let group = Group::new(child.id(), &context.running);
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(Error::Aborted);
     };
@@ -164,8 +164,41 @@ async fn run_command(
 }
 
 /// Process groups of commands still running, so that leaving offcode
-/// takes them along ([`kill_running`]).
-static RUNNING: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+/// takes them along ([`Running::kill_all`]). offcode has one
+/// ([`Running::global`]); a test has its own, so that killing what it
+/// started never reaches a neighbour's command.
+#[derive(Debug, Default)]
+pub struct Running(std::sync::Mutex<Vec<i32>>);
+
+impl Running {
+    /// The process's own: what leaving offcode kills.
+    pub fn global() -> std::sync::Arc<Self> {
+        static GLOBAL: std::sync::LazyLock<std::sync::Arc<Running>> =
+            std::sync::LazyLock::new(std::sync::Arc::default);
+        std::sync::Arc::clone(&GLOBAL)
+    }
+
+    /// Kills every command still running: called when offcode leaves,
+    /// where the tasks running them may never be dropped.
+    pub fn kill_all(&self) {
+        for raw in self.lock().drain(..) {
+            if let Some(pid) = Pid::from_raw(raw) {
+                let _ = kill_process_group(pid, Signal::KILL);
+            }
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<i32>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// Kills every command offcode still runs ([`Running::global`]).
+pub fn kill_running() {
+    Running::global().kill_all();
+}
 
 /// A command's process group, killed when this is dropped.
 ///
@@ -173,15 +206,15 @@ static RUNNING: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
 /// of the command's PID namespace) dies with it, and the kernel then ends
 /// every process in that namespace, even one that left the group with
 /// `setsid`. Unconfined, only the group is reached.
-struct Group(Option<Pid>);
+struct Group(Option<Pid>, std::sync::Arc<Running>);
 
 impl Group {
-    fn new(id: Option<u32>) -> Self {
+    fn new(id: Option<u32>, running: &std::sync::Arc<Running>) -> Self {
         let pid = id.and_then(|id| Pid::from_raw(id.try_into().ok()?));
         if let Some(pid) = pid {
-            lock_running().push(pid.as_raw_nonzero().get());
+            running.lock().push(pid.as_raw_nonzero().get());
         }
-        Self(pid)
+        Self(pid, std::sync::Arc::clone(running))
     }
 }
 
@@ -190,23 +223,7 @@ impl Drop for Group {
         if let Some(pid) = self.0 {
             let _ = kill_process_group(pid, Signal::KILL);
             let raw = pid.as_raw_nonzero().get();
-            lock_running().retain(|running| *running != raw);
-        }
-    }
-}
-
-fn lock_running() -> std::sync::MutexGuard<'static, Vec<i32>> {
-    RUNNING
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// Kills every command still running: called when offcode leaves, where
-/// the tasks running them may never be dropped.
-pub fn kill_running() {
-    for raw in lock_running().drain(..) {
-        if let Some(pid) = Pid::from_raw(raw) {
-            let _ = kill_process_group(pid, Signal::KILL);
+            self.1.lock().retain(|running| *running != raw);
         }
     }
 }
@@ -301,6 +318,7 @@ mod tests {
                 crate::confine::Status::Off,
             )),
             unconfined: false,
+            running: std::sync::Arc::default(),
         }
     }
 
@@ -396,9 +414,10 @@ mod tests {
                 () = tokio::time::sleep(Duration::from_millis(300)) => {}
             }
         });
-        // Like a task left behind when offcode leaves: never dropped.
+        // Like a task left behind when offcode leaves: never dropped. This
+        // test's own commands are killed, not its neighbours'.
         std::mem::forget(call);
-        kill_running();
+        context.running.kill_all();
         std::thread::sleep(Duration::from_millis(1500));
         assert!(!marker.exists(), "the background child outlived offcode");
     }

@@ -39,6 +39,7 @@ pub(super) fn context() -> (tempfile::TempDir, ToolContext) {
             crate::confine::Status::Off,
         )),
         unconfined: false,
+        running: Arc::default(),
     };
     (dir, context)
 }
