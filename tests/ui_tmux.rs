@@ -41,7 +41,8 @@ impl Tmux {
     }
 
     /// Starts offcode in a new 100x30 window; the shell prints `EXITED n`
-    /// when it ends.
+    /// when it ends, and the pane then runs `sleep`, never a shell: keys a
+    /// test sends after offcode is gone run nothing.
     fn start(&self, window: &str, ws: &Workspace, url: &str, data: &Path) {
         self.start_with(window, ws, url, data, "");
     }
@@ -66,7 +67,7 @@ impl Tmux {
             "env -i HOME={home} PATH={path} TERM=xterm-256color LANG=C.UTF-8 \
              OFFCODE_BASE_URL={url} OFFCODE_MODEL=mock-model OFFCODE_DATA_DIR={data} \
              OFFCODE_MANAGED_POLICY={managed} OFFCODE_TEST_SYSTEM_POLICY={system} {extra} {bin} {args}; \
-             echo EXITED $?; exec sh",
+             echo EXITED $?; exec sleep 86400",
             home = ws.home.display(),
             path = std::env::var("PATH").unwrap_or_default(),
             data = data.display(),
@@ -171,6 +172,9 @@ fn chinese_editing_approval_by_key_and_history_after_restart() {
     tmux.wait_for("one", "ready");
     tmux.keys("one", &["C-d"]);
     tmux.wait_for("one", "EXITED 0");
+    // A line typed after offcode left runs nothing in the workspace.
+    tmux.send("one", "touch typed-after-exit");
+    tmux.wait_for("one", "touch typed-after-exit");
     // A new process recalls the prompts (not the `y`) with Up.
     tmux.start("two", &ws, &server.base_url(), &data);
     tmux.wait_for("two", "Type a task");
@@ -179,6 +183,8 @@ fn chinese_editing_approval_by_key_and_history_after_restart() {
     tmux.keys("two", &["Up"]);
     let screen = tmux.wait_for("two", "> write notes.txt");
     assert!(!screen.contains("> y\n"), "{screen}");
+    // Long after a shell would have run it.
+    assert!(!ws.root.join("typed-after-exit").exists());
 }
 
 #[test]
@@ -632,12 +638,14 @@ fn a_panic_restores_the_terminal_and_says_where_things_are() {
     assert!(screen.contains("The session is saved in"), "{screen}");
     let report = std::fs::read_to_string(ws.root.join("state/crash.log")).unwrap();
     assert!(report.contains("a test asked for a panic"), "{report}");
-    // The shell got a sane terminal back: typed text echoes, and Enter
-    // runs it (what it prints differs from what was typed, as the keys
-    // may arrive before the shell's prompt does).
-    tmux.send("one", "echo $((40+2))-back-to-normal");
-    tmux.wait_for("one", "echo $((40+2))-back-to-normal");
-    tmux.wait_for("one", "42-back-to-normal");
+    // The terminal is back in its normal mode: typed text echoes (in raw
+    // mode it would not), and a line erase works (the pane runs nothing
+    // after offcode, so the line only echoes).
+    tmux.type_text("one", "typed-back-to-nor");
+    tmux.keys("one", &["C-u"]);
+    tmux.send("one", "back-to-normal");
+    let screen = tmux.wait_for("one", "back-to-normal");
+    assert!(!screen.contains("typed-back-to-nor"), "{screen}");
     let session = session_text(&data);
     assert!(session.contains("You said: hello"), "{session}");
     for line in session.lines() {
