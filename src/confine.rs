@@ -27,10 +27,12 @@
 mod gitconfig;
 pub mod gitdirs;
 mod helper;
+mod lasting;
 mod places;
 pub mod protect;
 mod sys;
 
+pub use lasting::on_lasting_thread;
 pub use sys::die_with_parent;
 
 pub use helper::helper;

@@ -539,6 +539,60 @@ fn exit_leaves_no_server_process() {
 }
 
 #[test]
+fn servers_die_with_offcode_killed_even_when_they_ignore_their_closed_stdin() {
+    // Servers that stay after their stdin closes, confined and not: only
+    // the parent-death signal of the thread that started them ends them.
+    let ws = Workspace::new();
+    let marker = format!("linger-marker-{}", std::process::id());
+    let log = ws.root.join(format!("{marker}.log"));
+    let mut free = test_server(&log, &["--linger"]);
+    free["confine"] = json!(false);
+    configure(
+        &ws,
+        &json!({"kept": test_server(&log, &["--linger"]), "free": free}),
+        "",
+    );
+    // A model endpoint that takes the connection and never answers: offcode
+    // waits for it with both servers up.
+    let endpoint = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", endpoint.local_addr().unwrap());
+    let mut offcode = ws
+        .offcode(&url, &["run", "--yes", "--model", "mock-model", "wait"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::fs::File::create(ws.home.join("stderr")).unwrap())
+        .spawn()
+        .unwrap();
+    let started = crate::support::wait_until(std::time::Duration::from_secs(20), || {
+        crate::support::processes_with(&marker).len() >= 2
+            && endpoint.set_nonblocking(true).is_ok()
+            && endpoint.accept().is_ok()
+    });
+    assert!(
+        started,
+        "{:?}\n{}",
+        crate::support::processes_with(&marker),
+        std::fs::read_to_string(ws.home.join("stderr")).unwrap_or_default()
+    );
+    // Both servers went through the handshake before the first request.
+    let log_text = log_lines(&log);
+    assert_eq!(
+        log_text.iter().filter(|l| *l == "recv tools/list").count(),
+        2,
+        "{log_text:?}"
+    );
+    offcode.kill().unwrap();
+    offcode.wait().unwrap();
+    // The stdin of both is closed now: they linger, unless killed.
+    assert!(
+        crate::support::wait_until(std::time::Duration::from_secs(5), || {
+            crate::support::processes_with(&marker).is_empty()
+        }),
+        "outlived offcode: {:?}",
+        crate::support::processes_with(&marker)
+    );
+}
+
+#[test]
 fn a_repository_s_mcp_servers_do_not_start_until_the_folder_is_trusted() {
     let ws = Workspace::new();
     let log = ws.root.join("server.log");

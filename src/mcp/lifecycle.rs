@@ -93,11 +93,9 @@ impl Mcp {
         }
         command.envs(&server.config.environment);
         let (note_sender, mut notes) = mpsc::unbounded_channel();
-        // Starting a process blocks (fork, exec): not on the core's thread.
-        let spawned = tokio::task::spawn_blocking(move || Connection::spawn(command, note_sender))
+        let connection = start(command, note_sender)
             .await
             .map_err(|error| format!("cannot start `{program}`: {error}"))?;
-        let connection = spawned.map_err(|error| format!("cannot start `{program}`: {error}"))?;
         let timeout = Duration::from_millis(server.config.timeout_ms());
         let started = async {
             let hello = connection
@@ -290,4 +288,26 @@ async fn list_tools(connection: &Connection, timeout: Duration) -> Result<Vec<Re
         }
     }
     Err("`tools/list` never ended (over 100 pages)".to_owned())
+}
+
+/// Starts a server's process, killed with offcode even by SIGKILL (under
+/// confinement the whole PID namespace goes with it): a server that
+/// ignores its closed stdin would otherwise live on. Starting blocks (fork,
+/// exec), so not on the core's thread; and on the one thread that lasts as
+/// long as offcode, which the parent-death signal follows.
+async fn start(
+    mut command: std::process::Command,
+    notes: mpsc::UnboundedSender<super::conn::Notification>,
+) -> std::io::Result<Arc<Connection>> {
+    crate::confine::die_with_parent(&mut command);
+    let runtime = tokio::runtime::Handle::current();
+    tokio::task::spawn_blocking(move || {
+        crate::confine::on_lasting_thread(move || {
+            let _entered = runtime.enter();
+            Connection::spawn(command, notes)
+        })
+        .and_then(|spawned| spawned)
+    })
+    .await
+    .map_err(std::io::Error::other)?
 }

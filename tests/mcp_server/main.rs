@@ -51,6 +51,8 @@ Options:
   --page N               answer tools/list N tools at a time, with nextCursor
   --crash-after N        exit with status 4 on the tools/call after N answers
   --bad-version          answer initialize with protocolVersion 1999-01-01
+  --linger               at the end of stdin, log `linger` and stay (a server
+                         that outlives its client unless something kills it)
   --help                 print this and exit with status 2";
 
 /// The protocol versions a client may ask for; any other gets the default.
@@ -78,6 +80,7 @@ struct Options {
     page: Option<usize>,
     crash_after: Option<usize>,
     bad_version: bool,
+    linger: bool,
 }
 
 fn usage() -> ! {
@@ -110,6 +113,7 @@ fn parse_args() -> Options {
             },
             "--crash-after" => options.crash_after = Some(number(&mut args)),
             "--bad-version" => options.bad_version = true,
+            "--linger" => options.linger = true,
             _ => usage(),
         }
     }
@@ -230,6 +234,12 @@ fn main() {
     }
     // Calls already received still answer (a piped `tools/call` as the last
     // line gets its answer); running `slow` calls give up at once.
+    if server.options.linger {
+        server.log("linger");
+        loop {
+            std::thread::park();
+        }
+    }
     server.eof.store(true, Ordering::SeqCst);
     while server.in_flight.load(Ordering::SeqCst) > 0 {
         std::thread::sleep(Duration::from_millis(5));
