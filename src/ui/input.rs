@@ -230,6 +230,10 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                             }
                             continue;
                         }
+                        Ahead::End => {
+                            let _ = replies.send(Reply::End);
+                            break;
+                        }
                     };
                     if !ahead.is_empty() {
                         editor.run_edit_commands(&[EditCommand::InsertString(ahead)]);
@@ -375,44 +379,63 @@ enum Ahead {
     Sent(String),
     /// Ctrl+C on an empty line.
     Interrupt,
+    /// Ctrl+D on an empty line: leave.
+    End,
 }
 
 /// Keys typed before the editor starts (while a turn was ending), after
-/// `initial`: Enter sends, Ctrl+C clears (or, on nothing, interrupts), as
-/// in the editor. Reedline would take a burst of waiting keys for a paste
-/// and their Enter for a new line.
+/// `initial`: Enter sends, Ctrl+C clears (or, on nothing, interrupts),
+/// Ctrl+D on nothing leaves, as in the editor. Reedline would take a burst
+/// of waiting keys for a paste and their Enter for a new line.
 fn typed_ahead(initial: String) -> Ahead {
-    let mut text = initial;
     let _ = crossterm::terminal::enable_raw_mode();
-    while event::poll(Duration::ZERO).unwrap_or(false) {
-        match event::read() {
-            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => match key.code {
-                KeyCode::Enter if key.modifiers.is_empty() && !text.trim().is_empty() => {
-                    let _ = crossterm::terminal::disable_raw_mode();
-                    return Ahead::Sent(text);
-                }
-                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
-                    if text.is_empty() {
-                        let _ = crossterm::terminal::disable_raw_mode();
-                        return Ahead::Interrupt;
+    let waiting = std::iter::from_fn(|| {
+        event::poll(Duration::ZERO)
+            .unwrap_or(false)
+            .then(event::read)
+            .and_then(Result::ok)
+    });
+    let ahead = read_ahead(initial, waiting);
+    if !matches!(ahead, Ahead::Text(_)) {
+        let _ = crossterm::terminal::disable_raw_mode();
+    }
+    ahead
+}
+
+/// What the waiting `events` make of `initial`.
+fn read_ahead(initial: String, events: impl Iterator<Item = Event>) -> Ahead {
+    let mut text = initial;
+    for event in events {
+        match event {
+            Event::Key(key) if key.kind != KeyEventKind::Release => {
+                let control = key.modifiers.contains(KeyModifiers::CONTROL);
+                match key.code {
+                    KeyCode::Enter if key.modifiers.is_empty() && !text.trim().is_empty() => {
+                        return Ahead::Sent(text);
                     }
-                    text.clear();
+                    KeyCode::Char('c') if control => {
+                        if text.is_empty() {
+                            return Ahead::Interrupt;
+                        }
+                        text.clear();
+                    }
+                    // A Ctrl+D typed as a turn ended was lost here.
+                    KeyCode::Char('d') if control && text.is_empty() => return Ahead::End,
+                    KeyCode::Char(c)
+                        if !key
+                            .modifiers
+                            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+                    {
+                        text.push(c);
+                    }
+                    KeyCode::Backspace => {
+                        text.pop();
+                    }
+                    _ => {}
                 }
-                KeyCode::Char(c)
-                    if !key
-                        .modifiers
-                        .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
-                {
-                    text.push(c);
-                }
-                KeyCode::Backspace => {
-                    text.pop();
-                }
-                _ => {}
-            },
-            Ok(Event::Paste(pasted)) => text.push_str(&pasted),
-            Ok(_) => {}
-            Err(_) => break,
+            }
+            Event::Paste(pasted) => text.push_str(&pasted),
+            _ => {}
         }
     }
     Ahead::Text(text)
@@ -529,5 +552,38 @@ impl Prompt for Dynamic {
 
     fn get_indicator_color(&self) -> reedline::Color {
         reedline::Color::Default
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(typed: &[(KeyCode, KeyModifiers)]) -> Vec<Event> {
+        typed
+            .iter()
+            .map(|&(code, modifiers)| Event::Key(KeyEvent::new(code, modifiers)))
+            .collect()
+    }
+
+    #[test]
+    fn keys_typed_as_a_turn_ends_act_as_in_the_editor() {
+        let (none, control) = (KeyModifiers::NONE, KeyModifiers::CONTROL);
+        // Ctrl+D on nothing leaves (it was dropped, issue 29).
+        let ahead = read_ahead(
+            String::new(),
+            keys(&[(KeyCode::Char('d'), control)]).into_iter(),
+        );
+        assert!(matches!(ahead, Ahead::End));
+        // On typed text it leaves nothing and the text stays.
+        let typed = keys(&[(KeyCode::Char('h'), none), (KeyCode::Char('d'), control)]);
+        assert!(matches!(read_ahead(String::new(), typed.into_iter()), Ahead::Text(t) if t == "h"));
+        let sent = keys(&[(KeyCode::Char('i'), none), (KeyCode::Enter, none)]);
+        assert!(matches!(read_ahead("h".into(), sent.into_iter()), Ahead::Sent(t) if t == "hi"));
+        let interrupt = keys(&[(KeyCode::Char('c'), control)]);
+        assert!(matches!(
+            read_ahead(String::new(), interrupt.into_iter()),
+            Ahead::Interrupt
+        ));
     }
 }
