@@ -567,7 +567,14 @@ fn esc_stops_the_subagent_alone_and_the_turn_goes_on() {
     tmux.wait_for("one", "Type a task");
     tmux.send("one", "dig deep");
     tmux.wait_for("one", "TOOL task  explore");
-    std::thread::sleep(Duration::from_millis(800));
+    // Pressed while the child's answer streams.
+    assert!(wait_until(Duration::from_secs(10), || {
+        server.chat_bodies().iter().any(|body| {
+            body["messages"][0]["content"]
+                .as_str()
+                .is_some_and(|system| system.contains("subagent"))
+        })
+    }));
     tmux.keys("one", &["Escape"]);
     let screen = tmux.wait_for("one", "ANSWER Carried on without it.");
     assert!(screen.contains("└ explore aborted"), "{screen}");

@@ -104,8 +104,12 @@ fn aborting_a_command_kills_everything_it_started() {
     tmux.wait_for("one", "Type a task");
     // Started in the background, in a new session, and in the foreground:
     // none of them may outlive the abort.
-    let command = "(sleep 3; touch survived.1) & setsid sh -c 'sleep 3; touch survived.2' & \
-                   touch started; sleep 3; touch survived.3";
+    // A sleep of its own, to find the command's processes by.
+    let nap = format!("3.{}", std::process::id());
+    let command = format!(
+        "(sleep {nap}; touch survived.1) & setsid sh -c 'sleep {nap}; touch survived.2' & \
+         touch started; sleep {nap}; touch survived.3"
+    );
     tmux.send("one", &format!("run `{command}`"));
     // The approval shows before the command starts.
     tmux.wait_for("one", "answer:");
@@ -118,7 +122,16 @@ fn aborting_a_command_kills_everything_it_started() {
         .exists()));
     tmux.keys("one", &["Escape"]);
     tmux.wait_for("one", "ready");
-    std::thread::sleep(Duration::from_secs(4));
+    // Every process of the command is gone, so no file can come later.
+    let nap = format!("sleep {nap}");
+    assert!(
+        wait_until(Duration::from_secs(10), || crate::support::processes_with(
+            &nap
+        )
+        .is_empty()),
+        "{:?}",
+        crate::support::processes_with(&nap)
+    );
     for n in 1..=3 {
         let file = marker.with_extension(n.to_string());
         assert!(
