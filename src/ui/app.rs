@@ -522,19 +522,41 @@ pub async fn settle(app: &mut App<'_>, asked: crate::protocol::SubmissionId, lim
     let deadline = tokio::time::Instant::now() + limit;
     while let Ok(Some(event)) = tokio::time::timeout_at(deadline, app.handle.events.recv()).await {
         app.view.event(&event.msg);
-        let answer = matches!(
-            event.msg,
-            EventMsg::ModelChanged { .. }
-                | EventMsg::AgentChanged { .. }
-                | EventMsg::AgentList { .. }
-                | EventMsg::ContextReport(_)
-                | EventMsg::Rewind(_)
-                | EventMsg::Turns { .. }
-                | EventMsg::Warning { .. }
-                | EventMsg::Error { .. }
-        );
-        if answer && event.id == asked {
+        if answers_quick_op(&event.msg) && event.id == asked {
             break;
         }
+    }
+}
+
+/// Whether `msg` is the core's answer to a quick op (or its refusal), which
+/// ends the wait for it. One left out made its op wait the whole limit:
+/// `/mcp` froze the prompt for 5 s every time.
+fn answers_quick_op(msg: &EventMsg) -> bool {
+    matches!(
+        msg,
+        EventMsg::ModelChanged { .. }
+            | EventMsg::AgentChanged { .. }
+            | EventMsg::AgentList { .. }
+            | EventMsg::McpList { .. }
+            | EventMsg::ContextReport(_)
+            | EventMsg::Rewind(_)
+            | EventMsg::Turns { .. }
+            | EventMsg::Warning { .. }
+            | EventMsg::Error { .. }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mcp_list_ends_the_wait_for_its_op_and_news_do_not() {
+        assert!(answers_quick_op(&EventMsg::McpList {
+            servers: Vec::new()
+        }));
+        assert!(!answers_quick_op(&EventMsg::AssistantDelta {
+            delta: String::new()
+        }));
     }
 }
