@@ -109,6 +109,18 @@ impl ToolOutput {
         self
     }
 
+    /// A refused or failed call: `reason` for the person and the model,
+    /// `advice` for the model alone ("Do not try to get around this…").
+    pub fn refused(reason: &str, advice: &str) -> Self {
+        Self {
+            ok: false,
+            summary: reason.lines().next().unwrap_or_default().to_owned(),
+            output: format!("Error: {reason} {advice}"),
+            display: None,
+            in_place: false,
+        }
+    }
+
     /// A failed result whose text is the reason.
     pub fn error(reason: impl Into<String>) -> Self {
         let reason = reason.into();

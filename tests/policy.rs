@@ -2054,3 +2054,49 @@ fn a_denied_file_is_denied_however_its_path_is_spelled() {
     let decision: Value = serde_json::from_str(&output.stdout).unwrap();
     assert_eq!(decision["action"], "allow", "{decision}");
 }
+
+#[test]
+fn a_refusal_tells_the_model_more_than_the_person() {
+    // "Do not try to get around this" is for the model; the person reads
+    // the reason (issue 29).
+    let ws = Workspace::new();
+    std::fs::create_dir(ws.root.join("build")).unwrap();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "validate": false, "permission": { "bash": { "rm *": "deny" } } }"#,
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("b", "bash", json!({"command": "rm -rf build"}))],
+    )));
+    server.push(sse(&chunks::text_answer("It is not allowed here.")));
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "--yes",
+            "--model",
+            "mock-model",
+            "remove the build folder",
+        ],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(ws.root.join("build").is_dir());
+    assert!(
+        output
+            .stderr
+            .contains("Permission denied: `bash` was not run (denied by the rule"),
+        "{}",
+        output.stderr
+    );
+    assert!(!output.stderr.contains("get around"), "{}", output.stderr);
+    let told = crate::support::tool_results(&server.chat_bodies()[1]);
+    assert!(
+        told.iter()
+            .any(|r| r
+                .contains("Do not try to get around this; ask the user or choose another way.")),
+        "{told:?}"
+    );
+}

@@ -240,8 +240,9 @@ impl AgentState {
                 call.name
             ),
         );
-        Some(ToolOutput::error(
-            "Not run: the task is a question, so no file changes. Answer it from what you have read.",
+        Some(ToolOutput::refused(
+            "Not run: the task is a question, so no file changes.",
+            "Answer it from what you have read.",
         ))
     }
 
@@ -369,10 +370,10 @@ impl AgentState {
                     (None, Decider::Policy) => format!("denied by the rule {}", decision.rule),
                     (None, _) => "the user declined".to_owned(),
                 };
-                Err(ToolOutput::error(format!(
-                    "Permission denied: `{}` was not run ({why}). Do not try to get around this; ask the user or choose another way.",
-                    call.name
-                )))
+                Err(ToolOutput::refused(
+                    &format!("Permission denied: `{}` was not run ({why}).", call.name),
+                    "Do not try to get around this; ask the user or choose another way.",
+                ))
             }
         }
     }

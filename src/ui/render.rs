@@ -116,7 +116,13 @@ pub fn tool_end(end: &ToolCallEndEvent, width: usize, number: usize) -> Vec<Line
     } else {
         ("  ✗ ", Role::Error)
     };
-    let text = end.output.strip_prefix("Error: ").unwrap_or(&end.output);
+    // A refusal's summary is its reason for the person; what the model was
+    // also told ("Do not try to get around this…") is not for them.
+    let text = if refused && !end.summary.is_empty() {
+        &end.summary
+    } else {
+        end.output.strip_prefix("Error: ").unwrap_or(&end.output)
+    };
     // Wrapped, not cut: the reason is what the model was told, and the
     // user should read it whole.
     let mut lines = Vec::new();

@@ -147,11 +147,14 @@ fn a_turn_as_the_view_shows_it() {
         arguments: json!({"command": "git push"}),
         recovered: false,
     }));
-    events.push(EventMsg::ToolCallEnd(end(
+    // As the core sends it: the reason for the person in the summary.
+    let mut refused = end(
         "bash",
         CallOutcome::Refused,
         "Error: Permission denied: `bash` was not run (denied by the rule managed /etc/offcode/policy.jsonc permission.bash[\"git push *\"]). Do not try to get around this; ask the user or choose another way.",
-    )));
+    );
+    refused.summary = "Permission denied: `bash` was not run (denied by the rule managed /etc/offcode/policy.jsonc permission.bash[\"git push *\"]).".into();
+    events.push(EventMsg::ToolCallEnd(refused));
     events.push(EventMsg::Warning {
         message: "The server sent text that is not valid UTF-8".into(),
     });
