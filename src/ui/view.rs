@@ -70,24 +70,42 @@ impl Status {
             TurnState::ToolRunning => "running tool",
             TurnState::AwaitingPermission => "awaiting approval",
         };
-        let mut parts = vec![self.agent.clone(), self.model.clone(), state.to_owned()];
+        // Each field with the order it goes in when the line is too narrow
+        // (0 stays): whole fields go, none is cut half-way (at 40 columns
+        // the context was cut to `32.8k…`).
+        let mut fields: Vec<(u8, String)> = vec![
+            (1, self.agent.clone()),
+            (3, self.model.clone()),
+            (0, state.to_owned()),
+        ];
         if let Some(context) = self.context() {
-            parts.push(context);
+            fields.push((4, context));
         }
         if !self.mcp_down.is_empty() {
-            parts.push(format!("MCP down: {}", self.mcp_down.join(", ")));
+            fields.push((2, format!("MCP down: {}", self.mcp_down.join(", "))));
         }
+        fields.push((5, self.session.clone()));
         let lead = if spinner.is_empty() {
             String::new()
         } else {
             format!("{spinner} ")
         };
-        let mut text = format!("{lead}{}", parts.join(" · "));
-        let with_session = format!("{text} · {}", self.session);
-        if with_session.width() <= width {
-            text = with_session;
+        loop {
+            let parts: Vec<&str> = fields.iter().map(|(_, text)| text.as_str()).collect();
+            let text = format!("{lead}{}", parts.join(" · "));
+            let last = fields
+                .iter()
+                .enumerate()
+                .filter(|(_, (rank, _))| *rank > 0)
+                .max_by_key(|(_, (rank, _))| *rank)
+                .map(|(at, _)| at);
+            match last {
+                Some(at) if text.width() > width => {
+                    fields.remove(at);
+                }
+                _ => return Line::new().with(Role::Dim, render::truncate(&text, width)),
+            }
         }
-        Line::new().with(Role::Dim, render::truncate(&text, width))
     }
 
     /// `1.2k/32.8k (4%)`, or `1.2k` when the limit is unknown.

@@ -267,6 +267,15 @@ fn the_status_line_fits_and_drops_the_session_first() {
         narrow.plain(),
         "build · qwen3 · generating · 1.2k/32.8k (3%)"
     );
+    // Narrower, whole fields go: the context, then the model, then the
+    // agent; never a field cut half-way.
+    let line = |status: &Status, width| status.line(width, "").plain();
+    assert_eq!(line(&status, 40), "build · qwen3 · generating");
+    assert_eq!(line(&status, 24), "build · generating");
+    assert_eq!(line(&status, 12), "generating");
+    status.model = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf".into();
+    status.mcp_down = vec!["git".into()];
+    assert_eq!(line(&status, 40), "build · generating · MCP down: git");
     assert_eq!(tokens(128_000), "128k");
     assert_eq!(tokens(999), "999");
 }
