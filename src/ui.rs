@@ -122,9 +122,7 @@ fn ask_trust(environment: &Environment) -> Result<(), Failure> {
         "A cloned repository can ship such a file. Trust this folder and apply them? [y/N] "
     );
     let _ = err.flush();
-    let mut answer = String::new();
-    let _ = std::io::stdin().read_line(&mut answer);
-    if matches!(answer.trim(), "y" | "Y" | "yes") {
+    if answered_yes() {
         let store = crate::trust::Store::in_dir(environment.data_dir().as_deref());
         store
             .trust(&loosening)
@@ -132,6 +130,31 @@ fn ask_trust(environment: &Environment) -> Result<(), Failure> {
         let _ = writeln!(err, "Trusted; `offcode trust --revoke` forgets it.");
     }
     Ok(())
+}
+
+/// The answer to a yes-or-no question at start: one key on a terminal, as
+/// approvals take (`y` is yes, any other key no, echoed), or a line when
+/// input is not a terminal.
+fn answered_yes() -> bool {
+    use crossterm::event::{Event, KeyCode, KeyEventKind};
+    let terminal = std::io::stdin().is_terminal();
+    if !terminal || crossterm::terminal::enable_raw_mode().is_err() {
+        let mut answer = String::new();
+        let _ = std::io::stdin().read_line(&mut answer);
+        return matches!(answer.trim(), "y" | "Y" | "yes");
+    }
+    let yes = loop {
+        match crossterm::event::read() {
+            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
+                break matches!(key.code, KeyCode::Char('y' | 'Y'));
+            }
+            Ok(_) => {}
+            Err(_) => break false,
+        }
+    };
+    let _ = crossterm::terminal::disable_raw_mode();
+    let _ = writeln!(std::io::stderr(), "{}", if yes { "y" } else { "n" });
+    yes
 }
 
 /// Where a crash report goes: the state directory.
