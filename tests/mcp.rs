@@ -149,7 +149,10 @@ fn a_server_that_always_crashes_is_given_up_after_three_restarts() {
         "",
     );
     let server = mock();
-    for n in 0..5 {
+    // More calls than starts: under load a call can still reach a crashed
+    // server whose end is not seen yet ("stopped during the call"), so the
+    // call that finds it given up may come later than the fifth.
+    for n in 0..7 {
         server.push(sse(&call(
             &format!("c{n}"),
             "test_echo",
@@ -161,7 +164,7 @@ fn a_server_that_always_crashes_is_given_up_after_three_restarts() {
     assert_eq!(output.code, 0, "{}", output.stderr);
     let results: Vec<String> = tool_results(server.chat_bodies().last().unwrap());
     assert!(
-        results[4].starts_with("Error: The MCP server `test` is not available: it stopped or failed to start 4 times in 10 minutes"),
+        results[4..].iter().any(|result| result.starts_with("Error: The MCP server `test` is not available: it stopped or failed to start 4 times in 10 minutes")),
         "{results:#?}"
     );
     let starts = log_lines(&log)
