@@ -289,6 +289,25 @@ fn abort_mid_stream_keeps_the_partial_answer_and_ctrl_c_twice_leaves() {
 }
 
 #[test]
+fn widening_the_terminal_redraws_the_status_line_at_once() {
+    // A newcomer widened the terminal and the status line stayed as it was
+    // drawn at 40 columns until the next turn.
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("widen");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.tmux(&["resize-window", "-t", "one", "-x", "40", "-y", "20"]);
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "hello");
+    tmux.wait_for("one", "You said: hello");
+    let narrow = tmux.wait_for("one", "build · mock-model · ready");
+    assert!(!narrow.contains("(0%)"), "{narrow}");
+    tmux.tmux(&["resize-window", "-t", "one", "-x", "100", "-y", "30"]);
+    let wide = tmux.wait_for("one", "build · mock-model · ready · ");
+    assert!(wide.contains("(0%) · "), "{wide}");
+}
+
+#[test]
 fn resizing_while_text_streams_leaves_no_debris() {
     let server = demo_mock();
     let ws = Workspace::new();

@@ -106,7 +106,7 @@ pub struct Input {
     printer: Option<std::sync::mpsc::SyncSender<String>>,
     /// The status line the editor shows now, for changing it while it
     /// reads a line.
-    status: Arc<Mutex<String>>,
+    status: Arc<Mutex<Shown>>,
 }
 
 impl Input {
@@ -117,11 +117,12 @@ impl Input {
 
     /// Changes the status line above the prompt the editor shows now; it
     /// is drawn again with the next thing printed above it.
-    pub fn set_status(&self, status: String) {
-        *self
+    pub fn set_status(&self, status: StatusLine) {
+        let mut shown = self
             .status
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = status;
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        shown.show(status, terminal_width());
     }
 
     /// Prints `text` above the editor while it reads a line; false when
@@ -197,7 +198,7 @@ pub fn plain(echo: bool) -> Input {
 pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) -> Input {
     let printer = reedline::ExternalPrinter::<String>::default();
     let sender = printer.sender();
-    let shown = Arc::new(Mutex::new(String::new()));
+    let shown = Arc::new(Mutex::new(Shown::default()));
     let status_line = Arc::clone(&shown);
     let mut input = spawn(true, move |requests, replies| {
         let mut editor = build_editor(history, completions, colour).with_external_printer(printer);
@@ -238,7 +239,7 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                     if !ahead.is_empty() {
                         editor.run_edit_commands(&[EditCommand::InsertString(ahead)]);
                     }
-                    let prompt = Dynamic::new(&status, prompt, Arc::clone(&status_line));
+                    let prompt = Dynamic::new(status, prompt, Arc::clone(&status_line));
                     let reply = match editor.read_line(&prompt) {
                         Ok(Signal::Success(text)) => {
                             // Written at once, so a crash or a quick exit
@@ -493,23 +494,56 @@ fn spawn(
 /// Paints the status line for a terminal width; empty for none.
 pub type StatusLine = Box<dyn Fn(usize) -> String + Send>;
 
+/// The status line the editor shows: how to paint it, and as painted for
+/// the widest terminal it was shown at.
+#[derive(Default)]
+pub struct Shown {
+    line: Option<StatusLine>,
+    width: usize,
+    painted: String,
+}
+
+impl Shown {
+    /// Shows `line`, painted for `width` columns.
+    fn show(&mut self, line: StatusLine, width: usize) {
+        self.painted = line(width);
+        self.width = width;
+        self.line = Some(line);
+    }
+
+    /// Paints it again for a terminal widened to `width` columns (after a
+    /// widening the status line was left as narrow as it was drawn).
+    /// Never for a narrower one: a reflowing terminal rewraps the line,
+    /// and the editor, which measures the prompt it drew, then finds it
+    /// where it is.
+    fn widen(&mut self, width: usize) {
+        if width > self.width
+            && let Some(line) = &self.line
+        {
+            self.painted = line(width);
+            self.width = width;
+        }
+    }
+}
+
+/// The terminal's width, or 80 when it cannot be told.
+fn terminal_width() -> usize {
+    crossterm::terminal::size().map_or(80, |(columns, _)| usize::from(columns))
+}
+
 /// The status line (if any) above the prompt text.
-///
-/// It is fitted to the terminal's width when the prompt starts and kept
-/// as it is after a resize: a reflowing terminal rewraps it, and the
-/// editor, which measures the prompt it drew, then finds it where it is.
 struct Dynamic {
     /// Shared with [`Input::set_status`].
-    status: Arc<Mutex<String>>,
+    status: Arc<Mutex<Shown>>,
     prompt: &'static str,
 }
 
 impl Dynamic {
-    fn new(status: &StatusLine, prompt: &'static str, shared: Arc<Mutex<String>>) -> Self {
-        let width = crossterm::terminal::size().map_or(80, |(columns, _)| usize::from(columns));
-        *shared
+    fn new(status: StatusLine, prompt: &'static str, shared: Arc<Mutex<Shown>>) -> Self {
+        shared
             .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = status(width);
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .show(status, terminal_width());
         Self {
             status: shared,
             prompt,
@@ -519,14 +553,15 @@ impl Dynamic {
 
 impl Prompt for Dynamic {
     fn render_prompt_left(&self) -> Cow<'_, str> {
-        let status = self
+        let mut shown = self
             .status
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if status.is_empty() {
+        shown.widen(terminal_width());
+        if shown.painted.is_empty() {
             Cow::Borrowed(self.prompt)
         } else {
-            Cow::Owned(format!("{}\n{}", *status, self.prompt))
+            Cow::Owned(format!("{}\n{}", shown.painted, self.prompt))
         }
     }
 

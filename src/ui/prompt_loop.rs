@@ -225,7 +225,7 @@ async fn next_reply(app: &mut App<'_>, input: &mut Input) -> Option<Reply> {
                 if !lines.is_empty() {
                     // The status line drawn again below them says what
                     // changed (a server down).
-                    input.set_status(app.status_line(None)(app.view.width));
+                    input.set_status(app.status_line(None));
                     input.print_above(format!("\x1b[1A\r\x1b[2K{}", lines.join("\n")));
                 }
             }
