@@ -134,7 +134,9 @@ fn ask_trust(environment: &Environment) -> Result<(), Failure> {
 
 /// The answer to a yes-or-no question at start: one key on a terminal, as
 /// approvals take (`y` is yes, any other key no, echoed), or a line when
-/// input is not a terminal.
+/// input is not a terminal. As with approvals, keys typed before the
+/// question showed, or within its grace period, are not an answer: a task
+/// typed ahead that starts with `y` must not trust the folder.
 fn answered_yes() -> bool {
     use crossterm::event::{Event, KeyCode, KeyEventKind};
     let terminal = std::io::stdin().is_terminal();
@@ -143,9 +145,13 @@ fn answered_yes() -> bool {
         let _ = std::io::stdin().read_line(&mut answer);
         return matches!(answer.trim(), "y" | "Y" | "yes");
     }
+    let shown = std::time::Instant::now();
     let yes = loop {
         match crossterm::event::read() {
-            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
+            Ok(Event::Key(key))
+                if key.kind != KeyEventKind::Release
+                    && shown.elapsed() >= live_turn::APPROVAL_GRACE =>
+            {
                 break matches!(key.code, KeyCode::Char('y' | 'Y'));
             }
             Ok(_) => {}

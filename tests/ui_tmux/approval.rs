@@ -100,10 +100,13 @@ fn a_loosening_project_config_is_asked_about_once_at_start() {
     .unwrap();
     let tmux = Tmux::new("trust");
     // Refused: the UI starts, says it is ignored, and asks before running.
+    // A task typed ahead that starts with `y` is no answer (keys before
+    // the question, or within its grace period, as for approvals).
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.type_text("one", "yes, run the tests");
     // One key answers, as an approval does.
     tmux.wait_for("one", "Trust this folder and apply them? [y/N]");
-    tmux.keys("one", &["n"]);
+    answer_after_grace(&tmux, "one", "n");
     tmux.wait_for("one", "Its stricter rules apply.");
     tmux.send("one", "run `touch refused-by-default`");
     tmux.wait_for("one", "answer:");
@@ -114,7 +117,7 @@ fn a_loosening_project_config_is_asked_about_once_at_start() {
     // Trusted: asked once, then the config applies and is not asked again.
     tmux.start("two", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.wait_for("two", "Trust this folder");
-    tmux.keys("two", &["y"]);
+    answer_after_grace(&tmux, "two", "y");
     tmux.wait_for("two", "Type a task");
     tmux.send("two", "run `touch allowed-by-trust`");
     assert!(wait_until(Duration::from_secs(20), || ws
