@@ -16,6 +16,7 @@ mod finish;
 mod grounded;
 mod guards;
 mod intent;
+mod leftover;
 mod mcp;
 mod permit;
 mod preread;

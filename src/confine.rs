@@ -556,47 +556,4 @@ pub struct SandboxConfig {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn go_builds_with_a_cache_in_the_private_temp_dir_unless_its_own_is_writable() {
-        let root = tempfile::tempdir().unwrap();
-        let confined =
-            Confinement::new(PathBuf::from("/x"), root.path(), &[], false, None, None).unwrap();
-        let env = |pairs: &'static [(&'static str, &'static str)]| {
-            move |name: &str| {
-                pairs
-                    .iter()
-                    .find(|(k, _)| *k == name)
-                    .map(|(_, v)| std::ffi::OsString::from(v))
-            }
-        };
-        let expected = confined.tmp().join("go-build");
-        assert_eq!(
-            confined.go_cache(env(&[("HOME", "/home/u")])),
-            Some(expected.clone())
-        );
-        assert_eq!(confined.go_cache(env(&[])), Some(expected));
-        // The user's own setting stands.
-        assert_eq!(
-            confined.go_cache(env(&[("GOCACHE", "/c"), ("HOME", "/home/u")])),
-            None
-        );
-        // A cache dir the rules let commands write is used as it is.
-        let cache = tempfile::tempdir().unwrap();
-        let writable = Confinement::new(
-            PathBuf::from("/x"),
-            root.path(),
-            &[cache.path().to_path_buf()],
-            false,
-            None,
-            None,
-        )
-        .unwrap();
-        let home: &'static str = Box::leak(cache.path().display().to_string().into_boxed_str());
-        let pairs: &'static [(&'static str, &'static str)] =
-            Box::leak(vec![("XDG_CACHE_HOME", home)].into_boxed_slice());
-        assert_eq!(writable.go_cache(env(pairs)), None);
-    }
-}
+mod tests;

@@ -13,6 +13,7 @@ pub mod line;
 pub mod live;
 pub mod live_turn;
 pub mod markdown;
+mod prompt;
 pub mod prompt_loop;
 pub mod render;
 #[cfg(test)]
