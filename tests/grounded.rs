@@ -25,6 +25,20 @@ fn task(ws: &Workspace, base_url: &str, prompt: &str) -> crate::support::Output 
     run(ws.offcode(base_url, &["run", "--yes", "--model", SMALL, prompt]))
 }
 
+/// A reply of one call of `tool` with `arguments`, and no words.
+fn call(id: &str, tool: &str, arguments: serde_json::Value) -> crate::support::Reply {
+    sse(&chunks::tool_answer("", &[(id, tool, arguments)]))
+}
+
+/// A reply of one `edit` of `path`.
+fn edit(id: &str, path: &str, old: &str, new: &str) -> crate::support::Reply {
+    call(
+        id,
+        "edit",
+        json!({"path": path, "old_string": old, "new_string": new}),
+    )
+}
+
 /// A workspace with a log of two ERROR lines among four.
 fn log() -> Workspace {
     let ws = Workspace::new();
@@ -43,24 +57,27 @@ fn a_count_written_with_no_command_run_is_undone_until_one_runs() {
         let server = mock();
         // The 1.5B model's way: the number written straight from the
         // file it was shown, then "Done." three times.
-        server.push(sse(&chunks::tool_answer(
-            "",
-            &[("w", "write", json!({"path": "count.txt", "content": "3"}))],
-        )));
+        server.push(call(
+            "w",
+            "write",
+            json!({"path": "count.txt", "content": "3"}),
+        ));
         for _ in 0..3 {
             server.push(sse(&chunks::text_answer("Done.")));
         }
         if repaired {
             // The grep tool's count is a command's (the 1.5B model's way,
             // done and yet exit 3 before this counted).
-            server.push(sse(&chunks::tool_answer(
-                "",
-                &[("g", "grep", json!({"pattern": "ERROR", "path": "app.log"}))],
-            )));
-            server.push(sse(&chunks::tool_answer(
-                "",
-                &[("w2", "write", json!({"path": "count.txt", "content": "2"}))],
-            )));
+            server.push(call(
+                "g",
+                "grep",
+                json!({"pattern": "ERROR", "path": "app.log"}),
+            ));
+            server.push(call(
+                "w2",
+                "write",
+                json!({"path": "count.txt", "content": "2"}),
+            ));
             server.push(sse(&chunks::text_answer("Wrote 2 to count.txt.")));
         } else {
             server.push(sse(&chunks::text_answer("Done.")));
@@ -145,19 +162,9 @@ fn an_edit_made_again_is_no_failure_and_an_edit_into_itself_no_change() {
     let ws = Workspace::new();
     let greet = ws.root.join("greet.py");
     std::fs::write(&greet, "def greet(name):\n    return \"Hello, \" + name\n").unwrap();
-    let edit = || {
-        sse(&chunks::tool_answer(
-            "",
-            &[(
-                "e",
-                "edit",
-                json!({"path": "greet.py", "old_string": "Hello", "new_string": "Goodbye"}),
-            )],
-        ))
-    };
     let server = mock();
-    server.push(edit());
-    server.push(edit());
+    server.push(edit("e1", "greet.py", "Hello", "Goodbye"));
+    server.push(edit("e2", "greet.py", "Hello", "Goodbye"));
     server.push(sse(&chunks::text_answer("")));
     let output = task(
         &ws,
@@ -187,14 +194,7 @@ fn an_edit_made_again_is_no_failure_and_an_edit_into_itself_no_change() {
     let add = "def add(a, b):\n    return a + b\n";
     std::fs::write(&calc, add).unwrap();
     let server = mock();
-    server.push(sse(&chunks::tool_answer(
-        "",
-        &[(
-            "e",
-            "edit",
-            json!({"path": "calc.py", "old_string": add, "new_string": add}),
-        )],
-    )));
+    server.push(edit("e", "calc.py", add, add));
     for _ in 0..4 {
         server.push(sse(&chunks::text_answer(
             "The function `sub(a, b)` has been added to the `calc.py` file.",
@@ -258,16 +258,7 @@ fn a_change_edited_back_is_no_change() {
     let greet = ws.root.join("greet.py");
     let before = "def greet(name):\n    return \"Hello, \" + name\n";
     std::fs::write(&greet, before).unwrap();
-    let edit = |id: &str, old: &str, new: &str| {
-        sse(&chunks::tool_answer(
-            "",
-            &[(
-                id,
-                "edit",
-                json!({"path": "greet.py", "old_string": old, "new_string": new}),
-            )],
-        ))
-    };
+    let edit = |id: &str, old: &str, new: &str| edit(id, "greet.py", old, new);
     let server = mock();
     server.push(edit("e1", "Hello", "Goodbye"));
     server.push(edit("e2", "Goodbye", "Hello"));
@@ -309,16 +300,7 @@ fn a_name_the_task_asks_for_in_no_file_is_undone_until_it_is_there() {
     let ws = Workspace::new();
     let calc = ws.root.join("calc.py");
     std::fs::write(&calc, "def add(a, b):\n    return a + b\n").unwrap();
-    let edit = |id: &str, old: &str, new: &str| {
-        sse(&chunks::tool_answer(
-            "",
-            &[(
-                id,
-                "edit",
-                json!({"path": "calc.py", "old_string": old, "new_string": new}),
-            )],
-        ))
-    };
+    let edit = |id: &str, old: &str, new: &str| edit(id, "calc.py", old, new);
     let server = mock();
     server.push(edit("e1", "return a + b", "return a - b"));
     for _ in 0..3 {
