@@ -135,26 +135,31 @@ fn ask_trust(environment: &Environment) -> Result<(), Failure> {
 
 /// The answer to a yes-or-no question at start: one key on a terminal, as
 /// approvals take (`y` is yes, any other key no, echoed), or a line when
-/// input is not a terminal. As with approvals, keys typed before the
-/// question showed, or within its grace period, are not an answer: a task
-/// typed ahead that starts with `y` must not trust the folder.
+/// input is not a terminal. A key answers only after a quiet moment: keys
+/// typed before the question showed, in its grace period, or in a stream
+/// (each within the grace of the one before: typing ahead, a held key)
+/// are not an answer. An outside tester trusted a folder with a stream of
+/// `y` that ran past the first grace period.
 fn answered_yes() -> bool {
-    use crossterm::event::{Event, KeyCode, KeyEventKind};
+    use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
     let terminal = std::io::stdin().is_terminal();
     if !terminal || crossterm::terminal::enable_raw_mode().is_err() {
         let mut answer = String::new();
         let _ = std::io::stdin().read_line(&mut answer);
         return matches!(answer.trim(), "y" | "Y" | "yes");
     }
-    let shown = std::time::Instant::now();
+    let mut quiet_since = std::time::Instant::now();
     let yes = loop {
         match crossterm::event::read() {
-            Ok(Event::Key(key))
-                if key.kind != KeyEventKind::Release
-                    && shown.elapsed() >= live_turn::APPROVAL_GRACE =>
-            {
-                break matches!(key.code, KeyCode::Char('y' | 'Y'));
+            Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
+                let quiet = quiet_since.elapsed() >= live_turn::APPROVAL_GRACE;
+                quiet_since = std::time::Instant::now();
+                if quiet {
+                    let plain = (key.modifiers - KeyModifiers::SHIFT).is_empty();
+                    break plain && matches!(key.code, KeyCode::Char('y' | 'Y'));
+                }
             }
+            Ok(Event::Paste(_)) => quiet_since = std::time::Instant::now(),
             Ok(_) => {}
             Err(_) => break false,
         }

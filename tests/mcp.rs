@@ -585,6 +585,8 @@ fn servers_die_with_offcode_killed_even_when_they_ignore_their_closed_stdin() {
     );
     offcode.kill().unwrap();
     offcode.wait().unwrap();
+    // Whatever the result, nothing of this test is left running after it.
+    let _cleanup = KillOnDrop(marker.clone());
     // The stdin of both is closed now: they linger, unless killed.
     assert!(
         crate::support::wait_until(std::time::Duration::from_secs(5), || {
@@ -985,4 +987,22 @@ fn what_a_server_writes_reaches_the_terminal_without_escape_sequences() {
         "{}",
         output.stderr
     );
+}
+
+/// Kills the processes whose command line holds its marker when dropped:
+/// a test that fails leaves nothing running.
+struct KillOnDrop(String);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for process in crate::support::processes_with(&self.0) {
+            let pid = process
+                .split(':')
+                .next()
+                .and_then(|pid| pid.parse::<i32>().ok());
+            if let Some(pid) = pid.and_then(rustix::process::Pid::from_raw) {
+                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+            }
+        }
+    }
 }

@@ -104,8 +104,14 @@ fn a_loosening_project_config_is_asked_about_once_at_start() {
     // the question, or within its grace period, as for approvals).
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.type_text("one", "yes, run the tests");
-    // One key answers, as an approval does.
+    // One key answers, as an approval does; nor does a stream of `y` (a
+    // held key, or typing on) that runs past the grace period: a key
+    // answers only after a quiet moment.
     tmux.wait_for("one", "Trust this folder and apply them? [y/N]");
+    for _ in 0..12 {
+        tmux.type_text("one", "y");
+        std::thread::sleep(Duration::from_millis(60));
+    }
     answer_after_grace(&tmux, "one", "n");
     tmux.wait_for("one", "Its stricter rules apply.");
     tmux.send("one", "run `touch refused-by-default`");
