@@ -223,18 +223,26 @@ impl AgentState {
             })
             .or_else(|| (asked && !changed).then(|| super::finish::nothing_changed(&ending.prompt)))
             .or_else(|| {
-                // "sub has been added", and no file has `sub`.
-                let absent = ending.new_names.iter().find(|name| {
-                    let holds = |file: &str| {
-                        std::fs::read_to_string(root.join(file)).is_ok_and(|text| text.contains(name.as_str()))
-                    };
-                    !ending.named.iter().chain(&ending.missing).any(|file| holds(file))
-                        && !ending.owed.done.iter().any(|done| match done {
-                            intent::Done::Changed(path) => holds(path),
-                            intent::Done::Ran(_) => false,
-                        })
+                // "sub has been added", and no file has `sub`. Each file
+                // read once, and only when the task asked for a change.
+                let absent = (asked && !ending.new_names.is_empty()).then(|| {
+                    let changed = ending.owed.done.iter().filter_map(|done| match done {
+                        intent::Done::Changed(path) => Some(path),
+                        intent::Done::Ran(_) => None,
+                    });
+                    let texts: Vec<String> = ending
+                        .named
+                        .iter()
+                        .chain(&ending.missing)
+                        .chain(changed)
+                        .filter_map(|file| std::fs::read_to_string(root.join(file)).ok())
+                        .collect();
+                    ending
+                        .new_names
+                        .iter()
+                        .find(|name| !texts.iter().any(|text| text.contains(name.as_str())))
                 });
-                asked.then_some(absent).flatten().map(|name| Undone {
+                absent.flatten().map(|name| Undone {
                     note: format!(
                         "The task asks for `{name}`, and no file has it yet, so the change it asks for is not made. Make it now: {}",
                         ending.prompt

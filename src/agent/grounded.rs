@@ -78,9 +78,7 @@ pub(super) fn ungrounded(
     let keys = keys(prompt, named)?;
     let mut lines = Vec::new();
     for name in named {
-        let path = root.join(name);
-        let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_SEARCHED);
-        let Some(text) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
+        let Some(text) = small_text(&root.join(name), MAX_SEARCHED) else {
             continue;
         };
         for (number, line) in text.lines().enumerate() {
@@ -156,25 +154,21 @@ fn keys(prompt: &str, named: &[String]) -> Option<Vec<String>> {
 pub(super) fn new_names(root: &Path, prompt: &str, named: &[String]) -> Vec<String> {
     let texts: Vec<String> = named
         .iter()
-        .filter_map(|name| {
-            let path = root.join(name);
-            let small =
-                std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_SEARCHED);
-            small.then(|| std::fs::read_to_string(&path).ok()).flatten()
-        })
+        .filter_map(|name| small_text(&root.join(name), MAX_SEARCHED))
         .collect();
-    let stem = |word: &str| {
-        named.iter().any(|name| {
-            let file = name.rsplit('/').next().unwrap_or(name);
-            file.split('.').next() == Some(word)
-        }) || std::fs::read_dir(root).is_ok_and(|entries| {
-            entries.flatten().any(|entry| {
-                let file = entry.file_name();
-                let file = file.to_string_lossy();
-                file.split('.').next() == Some(word) && file.contains('.')
-            })
-        })
-    };
+    // The stems of the files named and of those at the root, read once.
+    let listed = std::fs::read_dir(root)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|entry| entry.file_name().to_string_lossy().into_owned());
+    let stems: Vec<String> = named
+        .iter()
+        .map(|name| name.rsplit('/').next().unwrap_or(name).to_owned())
+        .chain(listed)
+        .filter_map(|file| file.split_once('.').map(|(stem, _)| stem.to_owned()))
+        .collect();
+    let stem = |word: &str| stems.iter().any(|stem| stem == word);
     let mut asked: Vec<String> = Vec::new();
     let mut rest = prompt;
     while let Some(at) = rest.find(|c: char| c.is_ascii_alphabetic() || c == '_') {
@@ -214,6 +208,13 @@ pub(super) fn echoed(answer: &str, given: &[&str]) -> bool {
         .filter(|line| line.chars().count() >= MIN_LINE)
         .peekable();
     long.peek().is_some() && long.all(|line| given.iter().any(|text| text.contains(line)))
+}
+
+/// The text of the file at `path` when it is a file of at most `max`
+/// bytes and UTF-8.
+pub(super) fn small_text(path: &Path, max: u64) -> Option<String> {
+    let small = std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.len() <= max);
+    small.then(|| std::fs::read_to_string(path).ok()).flatten()
 }
 
 /// A line's ASCII words: letters, digits and `_`.

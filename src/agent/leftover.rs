@@ -101,9 +101,7 @@ pub(super) fn still_holding<'a>(
         if owed.changed_path(name) {
             continue;
         }
-        let path = root.join(name);
-        let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= MAX_SEARCHED);
-        let Some(content) = small.then(|| std::fs::read_to_string(&path).ok()).flatten() else {
+        let Some(content) = super::grounded::small_text(&root.join(name), MAX_SEARCHED) else {
             continue;
         };
         if let Some(edit) = owed
