@@ -112,13 +112,9 @@ impl ToolOutput {
     /// A refused or failed call: `reason` for the person and the model,
     /// `advice` for the model alone ("Do not try to get around this…").
     pub fn refused(reason: &str, advice: &str) -> Self {
-        Self {
-            ok: false,
-            summary: reason.lines().next().unwrap_or_default().to_owned(),
-            output: format!("Error: {reason} {advice}"),
-            display: None,
-            in_place: false,
-        }
+        let mut refused = Self::error(reason);
+        refused.output = format!("{} {advice}", refused.output);
+        refused
     }
 
     /// A failed result whose text is the reason.
