@@ -59,6 +59,7 @@ fn main() {
             name: "read".into(),
             content: output.clone(),
             is_error: false,
+            shown: None,
         });
     }
     history.truncate(500);

@@ -430,9 +430,14 @@ pub struct ToolCallEndEvent {
     pub summary: String,
     /// What the model receives.
     pub output: String,
-    /// A richer form for the UI (diffs), never sent to the model.
+    /// A richer form for the UI (diffs, a command's output and exit),
+    /// never sent to the model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub display: Option<ToolDisplay>,
+    /// Why the call failed or was refused, for the person (without words
+    /// meant for the model alone); absent when it worked or a command ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// How a tool call ended.
@@ -497,6 +502,56 @@ pub enum ToolDisplay {
         /// The todo list.
         items: Vec<TodoItem>,
     },
+    /// A command that ran: what it printed and how it ended. The model's
+    /// text is made from these two.
+    Command {
+        /// What it printed (stdout and stderr as they came, capped), with
+        /// offcode's notes on it.
+        output: String,
+        /// How it ended.
+        end: CommandEnd,
+    },
+}
+
+/// How a command that was started ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "how", rename_all = "snake_case")]
+pub enum CommandEnd {
+    /// It exited by itself.
+    Exited {
+        /// Its exit code.
+        code: i32,
+    },
+    /// A signal killed it (not offcode's timeout).
+    Signalled,
+    /// offcode killed it: it ran past its time.
+    TimedOut {
+        /// The time it had.
+        after_secs: u64,
+    },
+    /// offcode could not wait for it.
+    WaitFailed {
+        /// Why.
+        error: String,
+    },
+}
+
+impl CommandEnd {
+    /// Whether the command succeeded (exit code 0).
+    pub fn ok(&self) -> bool {
+        matches!(self, Self::Exited { code: 0 })
+    }
+
+    /// How it ended in a few words: `exit code: 1`, `killed: timed out
+    /// after 120 s`.
+    pub fn describe(&self) -> String {
+        match self {
+            Self::Exited { code } => format!("exit code: {code}"),
+            Self::Signalled => "exit code: killed by a signal".to_owned(),
+            Self::TimedOut { after_secs } => format!("killed: timed out after {after_secs} s"),
+            Self::WaitFailed { error } => format!("failed to wait for the command: {error}"),
+        }
+    }
 }
 
 /// One item of the agent's todo list.

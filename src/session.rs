@@ -20,7 +20,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 
 pub use entry::{
-    AllowedRule, Compaction, Entry, EntryBody, Message, Meta, Origin, ParentRef, ToolCall,
+    AllowedRule, Compaction, Entry, EntryBody, Message, Meta, Origin, ParentRef, Shown, ToolCall,
     now_rfc3339,
 };
 
@@ -534,6 +534,11 @@ impl Session {
                     name: call.name,
                     content: "Error: offcode stopped before this call's result was recorded: it may not have run, or may have run in part (look before you rely on it)".to_owned(),
                     is_error: true,
+                    shown: Some(Shown {
+                        outcome: crate::protocol::CallOutcome::Failed,
+                        summary: "offcode stopped before this call's result was recorded"
+                            .to_owned(),
+                    }),
                 },
             })?;
         }

@@ -88,6 +88,10 @@ pub struct ToolOutput {
     /// A change asked for is in the file already: nothing was written,
     /// and the file is as the call would leave it.
     pub in_place: bool,
+    /// Why the call failed or was refused, for the person: without the
+    /// words meant for the model alone. `None` when it worked, and for a
+    /// command that ran (its [`ToolDisplay::Command`] says how it ended).
+    pub reason: Option<String>,
 }
 
 impl ToolOutput {
@@ -99,6 +103,52 @@ impl ToolOutput {
             summary: summary.into(),
             display: None,
             in_place: false,
+            reason: None,
+        }
+    }
+
+    /// A command's result: the model's text is what it printed and how it
+    /// ended; the display keeps the two apart.
+    pub fn command(output: String, end: crate::protocol::CommandEnd) -> Self {
+        let text = format!("{output}\n[{}]", end.describe());
+        Self {
+            ok: end.ok(),
+            output: text.trim_start_matches('\n').to_owned(),
+            summary: format!(
+                "{}, {} of output",
+                end.describe(),
+                crate::protocol::count(output.lines().count(), "line")
+            ),
+            display: Some(ToolDisplay::Command { output, end }),
+            in_place: false,
+            reason: None,
+        }
+    }
+
+    /// How a call that ran ended, as the tool says: worked or failed.
+    pub fn ran(&self) -> crate::protocol::CallOutcome {
+        if self.ok {
+            crate::protocol::CallOutcome::Ok
+        } else {
+            crate::protocol::CallOutcome::Failed
+        }
+    }
+
+    /// The event saying call `call_id` of `name` ended with this result.
+    pub fn end_event(
+        &self,
+        call_id: &str,
+        name: &str,
+        outcome: crate::protocol::CallOutcome,
+    ) -> crate::protocol::ToolCallEndEvent {
+        crate::protocol::ToolCallEndEvent {
+            call_id: call_id.to_owned(),
+            name: name.to_owned(),
+            outcome,
+            summary: self.summary.clone(),
+            output: self.output.clone(),
+            display: self.display.clone(),
+            reason: self.reason.clone(),
         }
     }
 
@@ -117,6 +167,12 @@ impl ToolOutput {
         refused
     }
 
+    /// What the person is shown of a failure: its reason, or the model's
+    /// text when there is none.
+    pub fn shown_reason(&self) -> &str {
+        self.reason.as_deref().unwrap_or(&self.output)
+    }
+
     /// A failed result whose text is the reason.
     pub fn error(reason: impl Into<String>) -> Self {
         let reason = reason.into();
@@ -126,6 +182,7 @@ impl ToolOutput {
             output: format!("Error: {reason}"),
             display: None,
             in_place: false,
+            reason: Some(reason),
         }
     }
 }

@@ -23,6 +23,7 @@ mod messages;
 mod network;
 mod ordinary;
 mod policy;
+mod results;
 mod sandbox;
 mod servers;
 mod small;

@@ -275,6 +275,13 @@ fn validation_is_a_command_like_any_other_asked_about_and_refused_without_a_pers
         "{}",
         output.stderr
     );
+    // The person reads why, not the words meant for the model.
+    assert!(!output.stderr.contains("Do not try"), "{}", output.stderr);
+    assert!(
+        !output.stderr.contains("Permission denied"),
+        "{}",
+        output.stderr
+    );
 }
 
 #[test]

@@ -9,10 +9,9 @@ use super::finish::Calls;
 use super::turn::{AgentState, Step};
 use crate::cancel::Cancel;
 use crate::protocol::{
-    CallOutcome, EventMsg, SubmissionId, ToolCallBeginEvent, ToolCallEndEvent, TurnState,
-    TurnStatus,
+    CallOutcome, EventMsg, SubmissionId, ToolCallBeginEvent, TurnState, TurnStatus,
 };
-use crate::session::{EntryBody, Message, ToolCall};
+use crate::session::{EntryBody, Message, Shown, ToolCall};
 use crate::tools::{Effect, ToolContext, ToolOutput, parse_argument_text};
 
 impl AgentState {
@@ -32,13 +31,19 @@ impl AgentState {
         // Every `task` call of the step runs at once, when the first is due.
         let mut tasks: Option<std::collections::HashMap<String, ToolOutput>> = None;
         for (index, call) in tool_calls.iter().enumerate() {
-            let output = if cancel.is_cancelled() {
-                ToolOutput::error("not run: the turn was aborted")
+            let (output, outcome) = if cancel.is_cancelled() {
+                (
+                    ToolOutput::error("not run: the turn was aborted"),
+                    CallOutcome::Aborted,
+                )
             } else if let Some(first) = waiting.filter(|&first| index >= first) {
                 calls
                     .deferred
                     .push((call.name.clone(), call.arguments.clone()));
-                self.not_yet(id, call, &tool_calls[..first])
+                (
+                    self.not_yet(id, call, &tool_calls[..first]),
+                    CallOutcome::Failed,
+                )
             } else if call.name == super::task::NAME {
                 if tasks.is_none() {
                     let due: Vec<&ToolCall> = tool_calls[index..]
@@ -52,66 +57,26 @@ impl AgentState {
                 }
                 calls.ran.push(call.name.clone());
                 calls.excused = true;
-                tasks
+                let output = tasks
                     .as_mut()
                     .and_then(|done| done.remove(&call.id))
-                    .unwrap_or_else(|| ToolOutput::error("not run: the turn was aborted"))
+                    .unwrap_or_else(|| ToolOutput::error("not run: the turn was aborted"));
+                let outcome = output.ran();
+                (output, outcome)
             } else {
                 let (output, outcome) = self.run_call(id, call, recovered, cancel).await;
-                let ran = matches!(outcome, CallOutcome::Ok | CallOutcome::Failed);
-                // As the tool saw them.
-                let arguments = self
-                    .tools
-                    .normalized(&call.name, &call.arguments, self.sandbox.root())
-                    .unwrap_or_else(|| call.arguments.clone());
-                if outcome == CallOutcome::Ok {
-                    // A change found made already is not the turn's: nothing
-                    // to report, and nothing changed.
-                    if !output.in_place {
-                        calls
-                            .done
-                            .extend(super::intent::Done::of(&call.name, &arguments));
-                    }
-                    calls
-                        .replaced
-                        .extend(super::intent::replaced(&call.name, &arguments));
-                    // What it named, and what it found (a search of the
-                    // workspace names the files it matched).
-                    let found: String = output.output.chars().take(64 * 1024).collect();
-                    calls.touched.push(format!("{arguments}\n{found}"));
-                    calls
-                        .worked
-                        .push((call.name.clone(), call.arguments.clone()));
-                }
-                match crate::tools::effect(&call.name) {
-                    crate::tools::Effect::ChangesFiles => {
-                        calls.changed |= outcome == CallOutcome::Ok && !output.in_place;
-                    }
-                    crate::tools::Effect::RunsCommands => calls.ran_command |= ran,
-                    _ => {}
-                }
-                calls.excused |= outcome == CallOutcome::Refused
-                    && matches!(
-                        crate::tools::effect(&call.name),
-                        crate::tools::Effect::ChangesFiles | crate::tools::Effect::RunsCommands
-                    );
-                if outcome == CallOutcome::Failed {
-                    calls
-                        .failed
-                        .push((call.name.clone(), output.output.clone()));
-                    calls
-                        .failed_edits
-                        .extend(super::intent::replaced(&call.name, &arguments));
-                } else {
-                    calls.ran.push(call.name.clone());
-                }
-                output
+                self.tally(&mut calls, call, &output, outcome);
+                (output, outcome)
             };
             let message = Message::Tool {
                 tool_call_id: call.id.clone(),
                 name: call.name.clone(),
                 content: output.output,
                 is_error: !output.ok,
+                shown: Some(Shown {
+                    outcome,
+                    summary: output.summary,
+                }),
             };
             if let Err(status) = self.record(id, EntryBody::Message { message }) {
                 return Step::End(status);
@@ -121,6 +86,57 @@ impl AgentState {
             return Step::End(TurnStatus::Aborted);
         }
         Step::Continue(calls)
+    }
+
+    /// What one call that ran (or was refused) tells about the step.
+    fn tally(&self, calls: &mut Calls, call: &ToolCall, output: &ToolOutput, outcome: CallOutcome) {
+        let ran = matches!(outcome, CallOutcome::Ok | CallOutcome::Failed);
+        // As the tool saw them.
+        let arguments = self
+            .tools
+            .normalized(&call.name, &call.arguments, self.sandbox.root())
+            .unwrap_or_else(|| call.arguments.clone());
+        if outcome == CallOutcome::Ok {
+            // A change found made already is not the turn's: nothing
+            // to report, and nothing changed.
+            if !output.in_place {
+                calls
+                    .done
+                    .extend(super::intent::Done::of(&call.name, &arguments));
+            }
+            calls
+                .replaced
+                .extend(super::intent::replaced(&call.name, &arguments));
+            // What it named, and what it found (a search of the
+            // workspace names the files it matched).
+            let found: String = output.output.chars().take(64 * 1024).collect();
+            calls.touched.push(format!("{arguments}\n{found}"));
+            calls
+                .worked
+                .push((call.name.clone(), call.arguments.clone()));
+        }
+        match crate::tools::effect(&call.name) {
+            crate::tools::Effect::ChangesFiles => {
+                calls.changed |= outcome == CallOutcome::Ok && !output.in_place;
+            }
+            crate::tools::Effect::RunsCommands => calls.ran_command |= ran,
+            _ => {}
+        }
+        calls.excused |= outcome == CallOutcome::Refused
+            && matches!(
+                crate::tools::effect(&call.name),
+                crate::tools::Effect::ChangesFiles | crate::tools::Effect::RunsCommands
+            );
+        if outcome == CallOutcome::Failed {
+            calls
+                .failed
+                .push((call.name.clone(), output.output.clone()));
+            calls
+                .failed_edits
+                .extend(super::intent::replaced(&call.name, &arguments));
+        } else {
+            calls.ran.push(call.name.clone());
+        }
     }
 
     /// Asks for approval when the policy says so, runs the tool and reports;
@@ -203,7 +219,7 @@ impl AgentState {
                 };
                 let (output, outcome) = tokio::select! {
                     output = run => {
-                        let outcome = if output.ok { CallOutcome::Ok } else { CallOutcome::Failed };
+                        let outcome = output.ran();
                         (output, outcome)
                     }
                     () = cancel.cancelled() => {
@@ -217,7 +233,7 @@ impl AgentState {
                 let todos_changed = self.after_call(&call.name, &output);
                 (output, todos_changed, outcome)
             }
-            Err(refusal) => (refusal, false, CallOutcome::Refused),
+            Err(refusal) => (refusal.into_output(&call.name), false, CallOutcome::Refused),
         };
         let (output, todos_changed, outcome) = output;
         self.ended(id, call, &output, outcome);
@@ -237,14 +253,7 @@ impl AgentState {
     ) {
         self.emit(
             id,
-            EventMsg::ToolCallEnd(ToolCallEndEvent {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                outcome,
-                summary: output.summary.clone(),
-                output: output.output.clone(),
-                display: output.display.clone(),
-            }),
+            EventMsg::ToolCallEnd(output.end_event(&call.id, &call.name, outcome)),
         );
     }
 

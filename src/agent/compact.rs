@@ -109,12 +109,14 @@ pub fn request_history(messages: &[Message], compaction: Option<&Compaction>) ->
                 tool_call_id,
                 name,
                 is_error,
+                shown,
                 ..
             } if index < compaction.prune_before => out.push(Message::Tool {
                 tool_call_id: tool_call_id.clone(),
                 name: name.clone(),
                 content: PRUNED.to_owned(),
                 is_error: *is_error,
+                shown: shown.clone(),
             }),
             other => out.push(other.clone()),
         }

@@ -198,6 +198,33 @@ impl Permits {
     }
 }
 
+/// Why a call may not run.
+#[derive(Debug)]
+pub(super) enum Refusal {
+    /// The rules or a person said no; `why` says which ("the user
+    /// declined", "denied by the rule …").
+    Denied {
+        /// Who said no, and by which rule.
+        why: String,
+    },
+    /// Anything else (a tool the agent does not offer, the same call
+    /// again, a policy that did not load): the result the model gets.
+    Other(ToolOutput),
+}
+
+impl Refusal {
+    /// What the model gets for a refused call of `tool`.
+    pub(super) fn into_output(self, tool: &str) -> ToolOutput {
+        match self {
+            Self::Denied { why } => ToolOutput::refused(
+                &format!("Permission denied: `{tool}` was not run ({why})."),
+                "Do not try to get around this; ask the user or choose another way.",
+            ),
+            Self::Other(output) => output,
+        }
+    }
+}
+
 impl AgentState {
     /// The refusal of a call that already ran [`SAME_ANSWERS`] times with
     /// the same result, said to the user.
@@ -273,15 +300,14 @@ impl AgentState {
         ToolOutput::error(message)
     }
 
-    /// `Ok` with how to run it when the call may run; otherwise the result
-    /// the model gets.
+    /// `Ok` with how to run it when the call may run; otherwise why not.
     pub(super) async fn permit(
         &mut self,
         id: SubmissionId,
         call: &ToolCall,
         arguments: Value,
         cancel: &Cancel,
-    ) -> Result<Permit, ToolOutput> {
+    ) -> Result<Permit, Refusal> {
         if self.tools.get(&call.name).is_none()
             && call.name != super::task::NAME
             && !self.is_mcp_tool(&call.name)
@@ -289,14 +315,18 @@ impl AgentState {
             return Ok(Permit::default()); // the registry reports the unknown tool
         }
         if let Some(refusal) = self.not_offered(call) {
-            return Err(refusal);
+            return Err(Refusal::Other(refusal));
         }
         let policy = match self.permits.policy.current() {
             Ok(policy) => policy,
-            Err(problem) => return Err(self.policy_unloaded(id, call, &arguments, &problem)),
+            Err(problem) => {
+                return Err(Refusal::Other(
+                    self.policy_unloaded(id, call, &arguments, &problem),
+                ));
+            }
         };
         if let Some(refusal) = self.refused_repeat(id, call) {
-            return Err(refusal);
+            return Err(Refusal::Other(refusal));
         }
         let mut decision = policy.decide_as(
             &call.name,
@@ -345,8 +375,11 @@ impl AgentState {
             rule: decision.rule.clone(),
             allowed,
         };
-        self.record(id, entry)
-            .map_err(|_| ToolOutput::error("not run: the session could not be written"))?;
+        self.record(id, entry).map_err(|_| {
+            Refusal::Other(ToolOutput::error(
+                "not run: the session could not be written",
+            ))
+        })?;
         if by != Decider::Policy || answer == ApprovalDecision::Deny {
             self.emit(
                 id,
@@ -370,10 +403,7 @@ impl AgentState {
                     (None, Decider::Policy) => format!("denied by the rule {}", decision.rule),
                     (None, _) => "the user declined".to_owned(),
                 };
-                Err(ToolOutput::refused(
-                    &format!("Permission denied: `{}` was not run ({why}).", call.name),
-                    "Do not try to get around this; ask the user or choose another way.",
-                ))
+                Err(Refusal::Denied { why })
             }
         }
     }

@@ -4,7 +4,7 @@
 
 use super::turn::AgentState;
 use crate::cancel::Cancel;
-use crate::protocol::{EventMsg, SubmissionId, TurnStatus};
+use crate::protocol::{EventMsg, SubmissionId, ToolDisplay, TurnStatus};
 use crate::session::{EntryBody, Message, ToolCall};
 use crate::tools::ToolOutput;
 
@@ -68,16 +68,15 @@ impl AgentState {
             self.run_call(id, &call, false, cancel).await.0
         };
         self.permits.break_repeats();
-        let reply = if output.output.contains("[exit code:") {
-            format!(
+        let reply = match &output.display {
+            Some(ToolDisplay::Command { .. }) => format!(
                 "The user ran `{command}` in the workspace:\n```\n{}\n```",
                 middle_cut(&output.output, SHELL_RECORD_BYTES)
-            )
-        } else {
-            format!(
+            ),
+            _ => format!(
                 "The user tried to run `{command}`; it did not run: {}",
-                output.output.trim_start_matches("Error: ")
-            )
+                output.shown_reason()
+            ),
         };
         let status = if cancel.is_cancelled() {
             TurnStatus::Aborted

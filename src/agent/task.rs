@@ -131,7 +131,9 @@ impl AgentState {
                 "A subagent cannot start subagents of its own; do the work yourself",
             ));
         }
-        self.permit(id, call, arguments, cancel).await?;
+        self.permit(id, call, arguments, cancel)
+            .await
+            .map_err(|refusal| refusal.into_output(&call.name))?;
         let store = Store::new(
             self.session
                 .path

@@ -12,6 +12,7 @@ use std::time::{Instant, SystemTime};
 
 use serde_json::json;
 
+use super::permit::Refusal;
 use super::turn::AgentState;
 use crate::cancel::Cancel;
 use crate::protocol::{EventMsg, SubmissionId, TurnState, ValidationEvent, ValidationStatus};
@@ -293,7 +294,10 @@ impl AgentState {
         let permit = match self.permit(id, &call, arguments, cancel).await {
             Ok(permit) => permit,
             Err(refusal) => {
-                let why = refusal_reason(&refusal.output).to_owned();
+                let why = match refusal {
+                    Refusal::Denied { why } => why,
+                    Refusal::Other(output) => output.shown_reason().to_owned(),
+                };
                 self.emit(
                     id,
                     event(ValidationStatus::NotRun, why.clone(), String::new()),
@@ -350,15 +354,6 @@ impl AgentState {
         }
         Some((output.ok, summary, output.output))
     }
-}
-
-/// Why a call was refused, for the user: the reason inside a refusal's
-/// text, without the words meant for the model.
-fn refusal_reason(text: &str) -> &str {
-    let text = text.trim_start_matches("Error: ");
-    text.split_once(" was not run (")
-        .and_then(|(_, rest)| rest.rsplit_once(")."))
-        .map_or(text, |(why, _)| why)
 }
 
 /// What failed, in a few words: `2 failed`, `3 errors`, `exit code 1`.

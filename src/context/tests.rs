@@ -31,12 +31,14 @@ fn text_messages_write_calls_and_results_as_blocks_and_alternate() {
             name: "bash".into(),
             content: "a.txt".into(),
             is_error: false,
+            shown: None,
         },
         Message::Tool {
             tool_call_id: "c2".into(),
             name: "read".into(),
             content: "bad arguments".into(),
             is_error: true,
+            shown: None,
         },
         Message::Assistant {
             content: "Done.".into(),
@@ -79,6 +81,7 @@ fn history_maps_to_wire_without_reasoning() {
             name: "read".into(),
             content: "x".into(),
             is_error: false,
+            shown: None,
         },
     ];
     let wire = serde_json::to_value(build_messages("sys", &history)).unwrap();

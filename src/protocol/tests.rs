@@ -11,6 +11,7 @@ fn end(outcome: CallOutcome) -> ToolCallEndEvent {
         summary: String::new(),
         output: String::new(),
         display: None,
+        reason: None,
     }
 }
 

@@ -268,7 +268,20 @@ pub enum Message {
         /// The tool failed or was refused.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         is_error: bool,
+        /// How the call ended as the person saw it, so that a replay shows
+        /// it the same way; absent in sessions written before it was kept.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        shown: Option<Shown>,
     },
+}
+
+/// How a tool call's end was shown: its mark and its line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Shown {
+    /// How it ended.
+    pub outcome: crate::protocol::CallOutcome,
+    /// Its one line (for a failure, the first line of its reason).
+    pub summary: String,
 }
 
 /// How a message offcode itself sent the model starts: it is stored as a

@@ -204,6 +204,7 @@ fn export_writes_markdown_with_fences_that_hold() {
                 name: "read".into(),
                 content: "1\t```rust\n2\tfn x() {}".into(),
                 is_error: false,
+                shown: None,
             },
         })
         .unwrap();

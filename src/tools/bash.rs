@@ -13,6 +13,7 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{Effect, Error, Tool, ToolContext, ToolOutput};
 use crate::confine::protect::Snapshot;
+use crate::protocol::CommandEnd;
 
 /// Seconds a command may run when the model gives no timeout.
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -129,38 +130,19 @@ async fn run_command(
             );
         }
     }
-    let ok = match finished {
-        Some(Ok(status)) => {
-            let code = status
-                .code()
-                .map_or_else(|| "killed by a signal".to_owned(), |c| c.to_string());
-            let _ = write!(text, "\n[exit code: {code}]");
-            status.success()
-        }
-        Some(Err(error)) => {
-            let _ = write!(text, "\n[failed to wait for the command: {error}]");
-            false
-        }
-        None => {
-            let _ = write!(text, "\n[killed: timed out after {} s]", timeout.as_secs());
-            false
-        }
+    let end = match finished {
+        Some(Ok(status)) => match status.code() {
+            Some(code) => CommandEnd::Exited { code },
+            None => CommandEnd::Signalled,
+        },
+        Some(Err(error)) => CommandEnd::WaitFailed {
+            error: error.to_string(),
+        },
+        None => CommandEnd::TimedOut {
+            after_secs: timeout.as_secs(),
+        },
     };
-    let summary = format!(
-        "{}, {} of output",
-        text.lines()
-            .last()
-            .unwrap_or_default()
-            .trim_matches(['[', ']']),
-        crate::protocol::count(text.lines().count().saturating_sub(2), "line")
-    );
-    Ok(ToolOutput {
-        ok,
-        output: text.trim_start_matches('\n').to_owned(),
-        summary,
-        display: None,
-        in_place: false,
-    })
+    Ok(ToolOutput::command(text, end))
 }
 
 /// Process groups of commands still running, so that leaving offcode

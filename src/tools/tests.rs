@@ -51,7 +51,7 @@ fn shown(display: Option<ToolDisplay>) -> Vec<(String, String, usize, usize)> {
             .into_iter()
             .map(|f| (f.path, f.operation, f.additions, f.deletions))
             .collect(),
-        Some(ToolDisplay::Todo { .. }) | None => Vec::new(),
+        Some(ToolDisplay::Todo { .. } | ToolDisplay::Command { .. }) | None => Vec::new(),
     }
 }
 

@@ -147,6 +147,7 @@ impl Tool for TodoWrite {
             output,
             display: Some(ToolDisplay::Todo { items }),
             in_place: false,
+            reason: None,
         })
     }
 }
@@ -181,6 +182,7 @@ impl Tool for TodoRead {
             output: checklist(&items),
             display: Some(ToolDisplay::Todo { items }),
             in_place: false,
+            reason: None,
         })
     }
 }

@@ -84,19 +84,17 @@ pub const FOLD_LINES: usize = 4;
 pub fn tool_end(end: &ToolCallEndEvent, width: usize, number: usize) -> Vec<Line> {
     let room = width.saturating_sub(4);
     let expand = |more: String| format!("{more} · /expand {number}");
-    if end.outcome.ok() {
-        let mut lines = vec![
-            Line::new()
-                .with(Role::Ok, "  ✓ ")
-                .with(Role::Text, truncate(&one_line(&end.summary), room)),
-        ];
-        if let Some(ToolDisplay::Diff { files }) = &end.display {
-            for file in files {
-                lines.extend(diff_excerpt(file, FOLD_LINES, width));
-            }
-        } else if end.name == "bash" {
-            let output = command_output(&end.output);
-            for line in head_and_tail(output, OUTPUT_ENDS) {
+    let (mark, role) = end_mark(end.outcome);
+    let head = || {
+        Line::new()
+            .with(role, mark)
+            .with(Role::Text, truncate(&one_line(&end.summary), room))
+    };
+    match &end.display {
+        // A command that ran, whatever its exit: its output's ends.
+        Some(ToolDisplay::Command { output, .. }) => {
+            let mut lines = vec![head()];
+            for line in head_and_tail(output.trim_end(), OUTPUT_ENDS) {
                 let (role, line) = match line.strip_prefix('…') {
                     Some(_) => (Role::Dim, expand(line)),
                     None => (Role::Text, line),
@@ -107,51 +105,52 @@ pub fn tool_end(end: &ToolCallEndEvent, width: usize, number: usize) -> Vec<Line
                         .with(role, truncate(&line, room)),
                 );
             }
+            lines
         }
-        return lines;
-    }
-    let refused = end.outcome == CallOutcome::Refused;
-    let (mark, role) = if refused {
-        ("  ⊘ ", Role::Warning)
-    } else {
-        ("  ✗ ", Role::Error)
-    };
-    // A refusal's summary is its reason for the person; what the model was
-    // also told ("Do not try to get around this…") is not for them.
-    let text = if refused && !end.summary.is_empty() {
-        &end.summary
-    } else {
-        end.output.strip_prefix("Error: ").unwrap_or(&end.output)
-    };
-    // Wrapped, not cut: the reason is what the model was told, and the
-    // user should read it whole.
-    let mut lines = Vec::new();
-    for (index, line) in fold(text, FOLD_LINES).into_iter().enumerate() {
-        let (lead, role, line) = if index == 0 {
-            (mark, role, line)
-        } else if line.starts_with('…') {
-            ("    ", Role::Dim, expand(line))
-        } else {
-            ("    ", Role::Dim, line)
-        };
-        for (row, text) in word_wrap(&line, room).into_iter().enumerate() {
-            let lead = if row == 0 { lead } else { "    " };
-            lines.push(Line::new().with(role, lead).with(role, text));
+        _ if end.outcome.ok() => {
+            let mut lines = vec![head()];
+            if let Some(ToolDisplay::Diff { files }) = &end.display {
+                for file in files {
+                    lines.extend(diff_excerpt(file, FOLD_LINES, width));
+                }
+            }
+            lines
+        }
+        // A failure's reason, wrapped, not cut: it is what the model was
+        // told (less the words meant for the model alone), and the person
+        // should read it whole.
+        _ => {
+            let text = end.reason.as_deref().unwrap_or(&end.output);
+            let mut lines = Vec::new();
+            for (index, line) in fold(text, FOLD_LINES).into_iter().enumerate() {
+                let (lead, role, line) = if index == 0 {
+                    (mark, role, line)
+                } else if line.starts_with('…') {
+                    ("    ", Role::Dim, expand(line))
+                } else {
+                    ("    ", Role::Dim, line)
+                };
+                for (row, text) in word_wrap(&line, room).into_iter().enumerate() {
+                    let lead = if row == 0 { lead } else { "    " };
+                    lines.push(Line::new().with(role, lead).with(role, text));
+                }
+            }
+            lines
         }
     }
-    lines
+}
+
+/// The mark a call's end is shown with, and its colour.
+pub fn end_mark(outcome: CallOutcome) -> (&'static str, Role) {
+    match outcome {
+        CallOutcome::Ok => ("  ✓ ", Role::Ok),
+        CallOutcome::Refused => ("  ⊘ ", Role::Warning),
+        CallOutcome::Failed | CallOutcome::Aborted => ("  ✗ ", Role::Error),
+    }
 }
 
 /// Lines of a command's output shown from its start and from its end.
 pub const OUTPUT_ENDS: usize = 3;
-
-/// A command's output without the `[exit code: N]` line the model gets.
-pub fn command_output(output: &str) -> &str {
-    let output = output.trim_end();
-    output
-        .rsplit_once("[exit code:")
-        .map_or(output, |(text, _)| text.trim_end())
-}
 
 /// The first and last `keep` lines of `text`, with a count of those
 /// between (`… N more lines`) when there are any.
@@ -497,37 +496,48 @@ mod tests {
             summary: String::new(),
             output: "Error: line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n".into(),
             display: None,
+            reason: Some("line 1\nline 2\nline 3\nline 4\nline 5\nline 6\n".into()),
         };
         assert_eq!(
             screen(&tool_end(&failed, 80, 1)),
             "  ✗ line 1\n    line 2\n    line 3\n    line 4\n    … 2 more lines · /expand 1\n"
         );
-        // A command that worked: the first and last lines of its output.
-        let output: String = (1..=15).fold(String::new(), |text, n| text + &format!("out {n}\n"))
-            + "\n[exit code: 0]";
-        let ran = ToolCallEndEvent {
-            outcome: crate::protocol::CallOutcome::Ok,
-            summary: "exit code: 0, 15 lines of output".into(),
-            output,
-            ..failed.clone()
+        // A command: the first and last lines of its output, worked or
+        // not, from what the command printed (not the model's text).
+        let output: String = (1..=15).fold(String::new(), |text, n| text + &format!("out {n}\n"));
+        let command = |code| {
+            let result = crate::tools::ToolOutput::command(
+                output.clone(),
+                crate::protocol::CommandEnd::Exited { code },
+            );
+            result.end_event("c", "bash", result.ran())
         };
         assert_eq!(
-            screen(&tool_end(&ran, 80, 4)),
+            screen(&tool_end(&command(0), 80, 4)),
             "  ✓ exit code: 0, 15 lines of output\n    out 1\n    out 2\n    out 3\n    \
              … 9 more lines · /expand 4\n    out 13\n    out 14\n    out 15\n"
         );
+        assert_eq!(
+            screen(&tool_end(&command(2), 80, 5)),
+            "  ✗ exit code: 2, 15 lines of output\n    out 1\n    out 2\n    out 3\n    \
+             … 9 more lines · /expand 5\n    out 13\n    out 14\n    out 15\n"
+        );
         let denied = ToolCallEndEvent {
             outcome: crate::protocol::CallOutcome::Refused,
-            output: "Error: Permission denied: `bash` was not run (the user declined)".into(),
+            output: "Error: Permission denied: `bash` was not run (the user declined). Do not try to get around this.".into(),
+            reason: Some("Permission denied: `bash` was not run (the user declined).".into()),
             ..failed.clone()
         };
         let lines = tool_end(&denied, 80, 2);
         assert_eq!(lines[0].0[0].role, Role::Warning);
         assert!(lines[0].plain().starts_with("  ⊘ Permission denied"));
+        // The words meant for the model alone are not the person's.
+        assert!(!screen(&lines).contains("Do not try"), "{}", screen(&lines));
         // The outcome decides, not the wording: a command that failed
         // printing the same words is a failure.
         let lookalike = ToolCallEndEvent {
             output: denied.output.clone(),
+            reason: denied.reason.clone(),
             ..failed.clone()
         };
         let lines = tool_end(&lookalike, 80, 2);

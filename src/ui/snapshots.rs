@@ -53,14 +53,12 @@ fn diff() -> FileDiff {
 }
 
 fn end(name: &str, outcome: CallOutcome, output: &str) -> ToolCallEndEvent {
-    ToolCallEndEvent {
-        call_id: format!("{name}-1"),
-        name: name.into(),
-        outcome,
-        summary: String::new(),
-        output: output.into(),
-        display: None,
-    }
+    ended(name, outcome, &crate::tools::ToolOutput::ok(output, ""))
+}
+
+/// The end of a call of `name` with `result`, as the core sends it.
+fn ended(name: &str, outcome: CallOutcome, result: &crate::tools::ToolOutput) -> ToolCallEndEvent {
+    result.end_event(&format!("{name}-1"), name, outcome)
 }
 
 fn ask(tool: &str, arguments: serde_json::Value) -> ApprovalRequestEvent {
@@ -134,12 +132,9 @@ fn a_turn_as_the_view_shows_it() {
         let _ = writeln!(out, "test t{n} ... ok");
         out
     });
-    let mut bash = end(
-        "bash",
-        CallOutcome::Ok,
-        &format!("{output}\n[exit code: 0]"),
-    );
-    bash.summary = "exit code: 0, 12 lines of output".into();
+    let result =
+        crate::tools::ToolOutput::command(output, crate::protocol::CommandEnd::Exited { code: 0 });
+    let bash = ended("bash", CallOutcome::Ok, &result);
     events.push(EventMsg::ToolCallEnd(bash));
     events.push(EventMsg::ToolCallBegin(ToolCallBeginEvent {
         call_id: "bash-2".into(),
@@ -147,13 +142,14 @@ fn a_turn_as_the_view_shows_it() {
         arguments: json!({"command": "git push"}),
         recovered: false,
     }));
-    // As the core sends it: the reason for the person in the summary.
-    let mut refused = end(
+    let refused = ended(
         "bash",
         CallOutcome::Refused,
-        "Error: Permission denied: `bash` was not run (denied by the rule managed /etc/offcode/policy.jsonc permission.bash[\"git push *\"]). Do not try to get around this; ask the user or choose another way.",
+        &crate::tools::ToolOutput::refused(
+            "Permission denied: `bash` was not run (denied by the rule managed /etc/offcode/policy.jsonc permission.bash[\"git push *\"]).",
+            "Do not try to get around this; ask the user or choose another way.",
+        ),
     );
-    refused.summary = "Permission denied: `bash` was not run (denied by the rule managed /etc/offcode/policy.jsonc permission.bash[\"git push *\"]).".into();
     events.push(EventMsg::ToolCallEnd(refused));
     events.push(EventMsg::Warning {
         message: "The server sent text that is not valid UTF-8".into(),
@@ -258,13 +254,19 @@ fn reports_at_80_columns() {
         status,
     });
     shown.extend(render::todo(&items, WIDTH));
-    let failed = end(
+    let failed = ended(
         "edit",
         CallOutcome::Failed,
-        "Error: `old_string` was not found in src/main.rs; read the file again and copy the text exactly",
+        &crate::tools::ToolOutput::error(
+            "`old_string` was not found in src/main.rs; read the file again and copy the text exactly",
+        ),
     );
     shown.extend(render::tool_end(&failed, WIDTH, 3));
-    let aborted = end("bash", CallOutcome::Aborted, "Error: Aborted by the user");
+    let aborted = ended(
+        "bash",
+        CallOutcome::Aborted,
+        &crate::tools::ToolOutput::error("Aborted by the user"),
+    );
     shown.extend(render::tool_end(&aborted, WIDTH, 4));
     insta::assert_snapshot!(styled(&shown));
 }

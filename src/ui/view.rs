@@ -14,7 +14,7 @@ pub use side::{SubagentRow, mcp_list};
 pub use status::Status;
 
 use super::render::{self, Line, Role};
-use crate::protocol::{EventMsg, ToolCallEndEvent, TurnState, TurnStatus};
+use crate::protocol::{EventMsg, ToolCallEndEvent, ToolDisplay, TurnState, TurnStatus};
 
 /// Lines of assistant text held back until their label is known.
 pub const HOLD_LINES: usize = 8;
@@ -323,7 +323,9 @@ impl View {
     fn tool_end(&mut self, end: &ToolCallEndEvent) {
         let width = self.width;
         self.outputs.push((end.name.clone(), end.output.clone()));
-        if self.shell && end.output.contains("[exit code:") {
+        if self.shell
+            && let Some(ToolDisplay::Command { output, .. }) = &end.display
+        {
             // The user's own command: its output, failed or not.
             let (mark, role) = if end.outcome.ok() {
                 ("  ✓ ", Role::Ok)
@@ -334,7 +336,7 @@ impl View {
                 Role::Text,
                 render::truncate(&render::one_line(&end.summary), width.saturating_sub(4)),
             ));
-            for line in render::fold(render::command_output(&end.output), SHELL_LINES) {
+            for line in render::fold(output.trim_end(), SHELL_LINES) {
                 self.commit(
                     Line::new()
                         .with(Role::Dim, "    ")

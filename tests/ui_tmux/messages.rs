@@ -86,8 +86,9 @@ fn a_resumed_session_shows_its_conversation_and_resume_picks_another() {
         screen.contains("> hello from the first session"),
         "{screen}"
     );
+    // The answer as the live view showed it: labelled.
     assert!(
-        screen.contains("Mock model here. You said: hello from the first session"),
+        screen.contains("ANSWER Mock model here. You said: hello from the first session"),
         "{screen}"
     );
     // A new session, then back to the first with the picker.

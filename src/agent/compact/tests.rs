@@ -68,6 +68,7 @@ fn the_summary_stands_in_for_old_messages_and_old_outputs_are_pruned() {
         name: "read".into(),
         content: c.into(),
         is_error: false,
+        shown: None,
     };
     let messages = vec![
         user("old"),

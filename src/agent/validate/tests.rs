@@ -157,20 +157,3 @@ fn a_change_by_a_command_is_seen_in_tracked_files_only() {
     std::fs::write(dir.path().join("src/b.rs"), "fn b() {}").unwrap();
     assert!(changed_since(dir.path(), since));
 }
-
-#[test]
-fn a_refusal_is_told_to_the_user_without_the_words_for_the_model() {
-    assert_eq!(
-        refusal_reason(
-            "Error: Permission denied: `bash` was not run (the user declined). Do not try to get around this; ask the user or choose another way."
-        ),
-        "the user declined"
-    );
-    assert_eq!(
-        refusal_reason(
-            "Error: Permission denied: `bash` was not run (denied by the rule agent `plan` (built in) permission.bash[\"*\"]). Do not try."
-        ),
-        "denied by the rule agent `plan` (built in) permission.bash[\"*\"]"
-    );
-    assert_eq!(refusal_reason("Error: odd"), "odd");
-}

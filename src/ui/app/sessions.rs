@@ -225,8 +225,7 @@ impl App<'_> {
         self.restart(false, Some(&id)).await;
     }
 
-    /// The conversation of a resumed session, compact: prompts, answers
-    /// and tool lines.
+    /// The conversation of a resumed session, as the live view showed it.
     pub(super) fn show_transcript(&mut self, id: &str) {
         let loaded = crate::startup::session_store(self.environment)
             .ok()
@@ -240,65 +239,102 @@ impl App<'_> {
     }
 }
 
-/// `messages` as a compact transcript at `width`: each prompt's first
-/// line, each tool call's line (a failed one marked), each answer's first
-/// lines; the oldest beyond [`TRANSCRIPT_MESSAGES`] counted.
+/// `messages` as the live view showed them at `width`: each prompt as
+/// typed, each answer under its label with its Markdown drawn, each tool
+/// call's line and how it ended. The oldest beyond [`TRANSCRIPT_MESSAGES`]
+/// are counted.
 pub fn transcript(messages: &[Message], width: usize) -> Vec<Line> {
+    use crate::protocol::{
+        AssistantMessageEvent, CallOutcome, EventMsg, ToolCallBeginEvent, ToolCallEndEvent,
+    };
     let skipped = messages.len().saturating_sub(TRANSCRIPT_MESSAGES);
     let mut lines = vec![Line::new().with(Role::Dim, "── the conversation so far ──")];
     if skipped > 0 {
         lines.push(Line::new().with(Role::Dim, format!("… {skipped} earlier messages")));
     }
-    let first_lines = |text: &str, keep: usize| {
-        let all: Vec<&str> = text.trim().lines().collect();
-        let mut shown: Vec<String> = all.iter().take(keep).map(|l| render::one_line(l)).collect();
-        match all.len().saturating_sub(keep) {
-            0 => {}
-            1 => shown.push("… 1 more line".to_owned()),
-            more => shown.push(format!("… {more} more lines")),
-        }
-        shown
-    };
+    // The live view itself, fed the events the turns sent.
+    let mut view = crate::ui::view::View::new(crate::ui::view::Status::default(), width);
+    let mut calls: Vec<crate::session::ToolCall> = Vec::new();
     for message in &messages[skipped..] {
         match message {
-            Message::User { content } => {
-                for (index, line) in first_lines(content, 1).into_iter().enumerate() {
+            Message::User { .. } => {
+                // offcode's notes to the model were never shown as prompts.
+                let Some(typed) = message.typed() else {
+                    continue;
+                };
+                lines.extend(view.take_committed());
+                for (index, line) in typed.trim().lines().enumerate() {
                     let lead = if index == 0 { "> " } else { "  " };
                     lines.push(
                         Line::new()
-                            .with(Role::Label, lead)
-                            .with(Role::Text, render::truncate(&line, width.saturating_sub(2))),
+                            .with(Role::Text, lead)
+                            .with(Role::Text, render::truncate(line, width.saturating_sub(2))),
                     );
                 }
+                view.event(&EventMsg::TurnStarted {
+                    text: typed.to_owned(),
+                });
             }
             Message::Assistant {
                 content,
                 tool_calls,
                 ..
             } => {
-                for line in first_lines(content, 2) {
-                    lines.push(Line::new().with(Role::Dim, render::truncate(&line, width)));
-                }
-                for call in tool_calls {
-                    let arguments = serde_json::from_str(&call.arguments).unwrap_or_default();
-                    let subject = crate::tools::subject(&call.name, &arguments).unwrap_or("");
-                    lines.push(render::tool_begin(&call.name, subject, width));
-                }
+                view.event(&EventMsg::AssistantDelta {
+                    delta: content.clone(),
+                });
+                view.event(&EventMsg::AssistantMessage(AssistantMessageEvent {
+                    text: content.clone(),
+                    tool_calls: tool_calls.len(),
+                }));
+                calls.clone_from(tool_calls);
             }
             Message::Tool {
-                content, is_error, ..
-            } if *is_error => {
-                let first = content.lines().next().unwrap_or("");
-                let first = first.strip_prefix("Error: ").unwrap_or(first);
-                lines.push(
-                    Line::new()
-                        .with(Role::Error, "  ✗ ")
-                        .with(Role::Dim, render::truncate(first, width.saturating_sub(4))),
-                );
+                tool_call_id,
+                name,
+                content,
+                is_error,
+                shown,
+            } => {
+                // Each call starts when it runs, as it did live.
+                if let Some(call) = calls.iter().find(|c| &c.id == tool_call_id) {
+                    let arguments = serde_json::from_str(&call.arguments).unwrap_or_default();
+                    view.event(&EventMsg::ToolCallBegin(ToolCallBeginEvent {
+                        call_id: call.id.clone(),
+                        name: call.name.clone(),
+                        arguments,
+                        recovered: false,
+                    }));
+                }
+                // Written before offcode kept how a call ended: a
+                // failure's first line.
+                let (outcome, summary) = match shown {
+                    Some(shown) => (shown.outcome, shown.summary.clone()),
+                    None if *is_error => (
+                        CallOutcome::Failed,
+                        content.lines().next().unwrap_or_default().to_owned(),
+                    ),
+                    None => continue,
+                };
+                view.event(&EventMsg::ToolCallEnd(ToolCallEndEvent {
+                    call_id: tool_call_id.clone(),
+                    name: name.clone(),
+                    outcome,
+                    reason: (!outcome.ok()).then(|| summary.clone()),
+                    summary,
+                    output: content.clone(),
+                    display: None,
+                }));
             }
-            Message::Tool { .. } => {}
         }
     }
+    view.event(&EventMsg::TurnComplete(
+        crate::protocol::TurnCompleteEvent {
+            status: crate::protocol::TurnStatus::Done,
+            last_message: None,
+        },
+    ));
+    lines.extend(view.take_committed());
     lines.push(Line::new().with(Role::Dim, "── continued below ──"));
     lines
 }
@@ -330,19 +366,98 @@ mod tests {
     use crate::session::ToolCall;
 
     #[test]
-    fn a_transcript_is_compact_prompts_tools_and_answers() {
-        let messages = vec![
+    fn a_resumed_conversation_is_shown_as_the_live_view_showed_it() {
+        use crate::protocol::{AssistantMessageEvent, CallOutcome, EventMsg, ToolCallBeginEvent};
+        let answer = "It is **offcode**:\n\n- tools\n- tests";
+        let refused = crate::tools::ToolOutput::refused(
+            "Permission denied: `bash` was not run (the user declined).",
+            "Do not try to get around this.",
+        );
+        let messages = recorded(answer, &refused);
+        let replay: Vec<String> = transcript(&messages, 80).iter().map(Line::plain).collect();
+        assert_eq!(
+            replay,
+            [
+                "── the conversation so far ──",
+                "> read README.md",
+                "  and summarise it",
+                "PLAN Let me read it.",
+                "TOOL read  README.md",
+                "  ✓ README.md: 1 line",
+                "TOOL bash  make",
+                "  ⊘ Permission denied: `bash` was not run (the user declined).",
+                "ANSWER It is offcode:",
+                "",
+                "• tools",
+                "• tests",
+                "── continued below ──",
+            ]
+        );
+        // The live view, fed the events of the same turn, drew the same
+        // lines (the prompt is the editor's, not the view's).
+        let mut live = crate::ui::view::View::new(crate::ui::view::Status::default(), 80);
+        let step = |text: &str, calls| {
+            [
+                EventMsg::AssistantDelta { delta: text.into() },
+                EventMsg::AssistantMessage(AssistantMessageEvent {
+                    text: text.into(),
+                    tool_calls: calls,
+                }),
+            ]
+        };
+        let begin = |id: &str, name: &str, arguments| {
+            EventMsg::ToolCallBegin(ToolCallBeginEvent {
+                call_id: id.into(),
+                name: name.into(),
+                arguments,
+                recovered: false,
+            })
+        };
+        let read = crate::tools::ToolOutput::ok("1\t# offcode", "README.md: 1 line");
+        let mut events = vec![EventMsg::TurnStarted {
+            text: "read README.md\nand summarise it".into(),
+        }];
+        events.extend(step("Let me read it.", 2));
+        events.push(begin(
+            "c1",
+            "read",
+            serde_json::json!({"path": "README.md"}),
+        ));
+        events.push(end("c1", "read", CallOutcome::Ok, &read));
+        events.push(begin("c2", "bash", serde_json::json!({"command": "make"})));
+        events.push(end("c2", "bash", CallOutcome::Refused, &refused));
+        events.extend(step(answer, 0));
+        for event in &events {
+            live.event(event);
+        }
+        let live: Vec<String> = live.take_committed().iter().map(Line::plain).collect();
+        assert_eq!(replay[3..replay.len() - 1], live[..]);
+    }
+
+    /// The session's messages of a turn: a read that worked, a command
+    /// refused, an offcode note, and `answer`.
+    fn recorded(answer: &str, refused: &crate::tools::ToolOutput) -> Vec<Message> {
+        use crate::protocol::CallOutcome;
+        use crate::session::Shown;
+        vec![
             Message::User {
                 content: "read README.md\nand summarise it".into(),
             },
             Message::Assistant {
                 content: "Let me read it.".into(),
                 reasoning: None,
-                tool_calls: vec![ToolCall {
-                    id: "c1".into(),
-                    name: "read".into(),
-                    arguments: r#"{"path": "README.md"}"#.into(),
-                }],
+                tool_calls: vec![
+                    ToolCall {
+                        id: "c1".into(),
+                        name: "read".into(),
+                        arguments: r#"{"path": "README.md"}"#.into(),
+                    },
+                    ToolCall {
+                        id: "c2".into(),
+                        name: "bash".into(),
+                        arguments: r#"{"command": "make"}"#.into(),
+                    },
+                ],
                 interrupted: false,
             },
             Message::Tool {
@@ -350,35 +465,51 @@ mod tests {
                 name: "read".into(),
                 content: "1\t# offcode".into(),
                 is_error: false,
+                shown: Some(Shown {
+                    outcome: CallOutcome::Ok,
+                    summary: "README.md: 1 line".into(),
+                }),
             },
             Message::Tool {
                 tool_call_id: "c2".into(),
                 name: "bash".into(),
-                content: "Error: Permission denied: `bash` was not run".into(),
+                content: refused.output.clone(),
                 is_error: true,
+                shown: Some(Shown {
+                    outcome: CallOutcome::Refused,
+                    summary: refused.summary.clone(),
+                }),
             },
+            Message::offcode_note("You ended without an answer."),
             Message::Assistant {
-                content: "It is about offcode.\nIt has tools.\nAnd tests.".into(),
+                content: answer.into(),
                 reasoning: None,
                 tool_calls: Vec::new(),
                 interrupted: false,
             },
-        ];
-        let text: Vec<String> = transcript(&messages, 80).iter().map(Line::plain).collect();
-        assert_eq!(
-            text,
-            [
-                "── the conversation so far ──",
-                "> read README.md",
-                "  … 1 more line",
-                "Let me read it.",
-                "TOOL read  README.md",
-                "  ✗ Permission denied: `bash` was not run",
-                "It is about offcode.",
-                "It has tools.",
-                "… 1 more line",
-                "── continued below ──",
-            ]
-        );
+        ]
+    }
+
+    /// The end of a call with `result`, as the core sends it.
+    fn end(
+        id: &str,
+        name: &str,
+        outcome: crate::protocol::CallOutcome,
+        result: &crate::tools::ToolOutput,
+    ) -> crate::protocol::EventMsg {
+        crate::protocol::EventMsg::ToolCallEnd(result.end_event(id, name, outcome))
+    }
+
+    #[test]
+    fn a_session_written_before_ends_were_kept_shows_its_failures() {
+        let messages = vec![Message::Tool {
+            tool_call_id: "c2".into(),
+            name: "bash".into(),
+            content: "Error: it broke\nmore".into(),
+            is_error: true,
+            shown: None,
+        }];
+        let replay: Vec<String> = transcript(&messages, 80).iter().map(Line::plain).collect();
+        assert_eq!(replay[1], "  ✗ Error: it broke");
     }
 }

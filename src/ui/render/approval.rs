@@ -43,7 +43,7 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
                 lines.extend(diff_excerpt(file, PROMPT_DIFF_LINES, width));
             }
         }
-        (_, Some(ToolDisplay::Todo { .. }) | None) => {
+        (_, Some(ToolDisplay::Todo { .. } | ToolDisplay::Command { .. }) | None) => {
             let subject = argument("path")
                 .or_else(|| argument("pattern"))
                 .map_or_else(|| summarize_arguments(&request.arguments), str::to_owned);

@@ -31,6 +31,23 @@ pub struct Status {
     pub mcp_down: Vec<String>,
 }
 
+impl Default for Status {
+    /// Nothing known yet, no turn running.
+    fn default() -> Self {
+        Self {
+            agent: String::new(),
+            model: String::new(),
+            state: crate::protocol::TurnState::Idle,
+            used: None,
+            limit: None,
+            session: String::new(),
+            retry: None,
+            held: None,
+            mcp_down: Vec::new(),
+        }
+    }
+}
+
 impl Status {
     /// The status line at `width` columns; `spinner` marks work going on.
     pub fn line(&self, width: usize, spinner: &str) -> Line {

@@ -174,14 +174,7 @@ fn a_failing_bang_command_shows_its_output() {
         out.push('\n');
         out
     });
-    view.event(&EventMsg::ToolCallEnd(crate::protocol::ToolCallEndEvent {
-        call_id: "shell_0".into(),
-        name: "bash".into(),
-        outcome: crate::protocol::CallOutcome::Failed,
-        summary: "exit code: 2, 25 lines of output".into(),
-        output: format!("{output}\n[exit code: 2]"),
-        display: None,
-    }));
+    view.event(&EventMsg::ToolCallEnd(command_end("shell_0", &output, 2)));
     let lines = plain(&view.take_committed());
     assert_eq!(lines[0], "  ✗ exit code: 2, 25 lines of output");
     assert_eq!(lines[1], "    error 1");
@@ -284,18 +277,15 @@ fn the_status_line_fits_and_drops_the_session_first() {
 fn expand_shows_a_calls_whole_output_by_its_number() {
     let mut view = view();
     assert!(view.expand(None).unwrap_err().contains("No tool has run"));
-    for (n, output) in ["first output", "a\nb\nc\nd\ne\nf\ng\nh\n\n[exit code: 0]"]
+    for (n, output) in ["first output", "a\nb\nc\nd\ne\nf\ng\nh\n"]
         .iter()
         .enumerate()
     {
-        view.event(&EventMsg::ToolCallEnd(crate::protocol::ToolCallEndEvent {
-            call_id: format!("c{n}"),
-            name: "bash".into(),
-            outcome: crate::protocol::CallOutcome::Ok,
-            summary: "exit code: 0".into(),
-            output: (*output).to_owned(),
-            display: None,
-        }));
+        view.event(&EventMsg::ToolCallEnd(command_end(
+            &format!("c{n}"),
+            output,
+            0,
+        )));
     }
     let shown = plain(&view.take_committed());
     assert!(
@@ -314,7 +304,7 @@ fn expand_shows_a_calls_whole_output_by_its_number() {
     view.expand(Some(1)).unwrap();
     assert_eq!(
         plain(&view.take_committed()),
-        ["OUTPUT 1 bash", "    first output"]
+        ["OUTPUT 1 bash", "    first output", "    [exit code: 0]"]
     );
     assert!(view.expand(Some(3)).unwrap_err().contains("calls 1 to 2"));
 }
@@ -380,6 +370,7 @@ fn child_call(view: &mut View, id: &str, n: usize, ok: bool) {
             },
             output: String::new(),
             display: None,
+            reason: None,
         }),
     );
 }
@@ -446,4 +437,14 @@ fn a_subagent_that_fails_keeps_its_last_line_above_the_summary() {
             "  └ explore failed · 0 steps · 1 call · child-2",
         ]
     );
+}
+
+/// The end of a `bash` call that printed `output` and exited with `code`,
+/// as the core sends it.
+fn command_end(id: &str, output: &str, code: i32) -> crate::protocol::ToolCallEndEvent {
+    let result = crate::tools::ToolOutput::command(
+        output.to_owned(),
+        crate::protocol::CommandEnd::Exited { code },
+    );
+    result.end_event(id, "bash", result.ran())
 }
