@@ -11,6 +11,7 @@ mod catalog;
 mod conn;
 mod lifecycle;
 mod render;
+mod wire;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -339,7 +340,7 @@ impl Mcp {
             .await
         {
             Ok(result) => {
-                let (text, failed) = render::result_text(&result, self.limits.result_bytes);
+                let (text, failed) = render::result_text(result, self.limits.result_bytes);
                 let summary = summary(&text, failed);
                 if failed {
                     let mut output = ToolOutput::error(text);

@@ -444,13 +444,14 @@ pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path)
     )
 }
 
-/// offcode's data folder (sessions, history, checkpoints), kept from
-/// commands and file tools, unless the workspace lies inside it.
+/// offcode's data folder (sessions, history, checkpoints) and its config
+/// folder (the endpoint's API key, MCP servers' tokens), kept from commands
+/// and file tools, each unless the workspace lies inside it.
 pub fn secret(environment: &Environment, root: &std::path::Path) -> Vec<std::path::PathBuf> {
-    environment
-        .data_dir()
-        .filter(|data| !root.starts_with(data) && !root.starts_with(crate::paths::real_path(data)))
+    [environment.data_dir(), environment.config_dir()]
         .into_iter()
+        .flatten()
+        .filter(|dir| !root.starts_with(dir) && !root.starts_with(crate::paths::real_path(dir)))
         .collect()
 }
 

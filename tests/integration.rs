@@ -19,6 +19,7 @@ mod fixtures;
 mod grounded;
 mod layout;
 mod mcp;
+mod mcp_wire;
 mod messages;
 mod network;
 mod ordinary;

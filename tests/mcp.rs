@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::support::{Workspace, chunks, mock, run, sse, tool_results};
 
 /// The test server, built by `cargo test` with the other examples.
-fn server_bin() -> PathBuf {
+pub fn server_bin() -> PathBuf {
     let exe = std::env::current_exe().unwrap();
     let target = exe.parent().unwrap().parent().unwrap();
     let bin = target.join("examples/mcp-server");
@@ -19,7 +19,7 @@ fn server_bin() -> PathBuf {
 }
 
 /// A global config with `servers` as its `mcp` block and `extra` keys.
-fn configure(ws: &Workspace, servers: &Value, extra: &str) {
+pub fn configure(ws: &Workspace, servers: &Value, extra: &str) {
     std::fs::write(
         ws.home.join(".config/offcode/offcode.jsonc"),
         format!(
@@ -30,7 +30,7 @@ fn configure(ws: &Workspace, servers: &Value, extra: &str) {
 }
 
 /// A `test` server with `args` that logs to `log`.
-fn test_server(log: &Path, args: &[&str]) -> Value {
+pub fn test_server(log: &Path, args: &[&str]) -> Value {
     let mut command = vec![
         server_bin().display().to_string(),
         "--log".to_owned(),
@@ -40,7 +40,7 @@ fn test_server(log: &Path, args: &[&str]) -> Value {
     json!({"type": "local", "command": command, "timeout": 5000})
 }
 
-fn call(id: &str, name: &str, arguments: &Value) -> Vec<String> {
+pub fn call(id: &str, name: &str, arguments: &Value) -> Vec<String> {
     chunks::tool_answer("", &[(id, name, arguments.clone())])
 }
 
@@ -53,7 +53,7 @@ fn session_text(ws: &Workspace) -> String {
     text
 }
 
-fn log_lines(log: &Path) -> Vec<String> {
+pub fn log_lines(log: &Path) -> Vec<String> {
     std::fs::read_to_string(log)
         .unwrap_or_default()
         .lines()

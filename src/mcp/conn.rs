@@ -20,6 +20,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 use tokio::sync::{mpsc, oneshot, watch};
 
+use super::wire::{ErrorObject, Incoming, Notice, Reply, Request};
 use crate::cancel::Cancel;
 
 /// A line longer than this is skipped as garbage (a result of several MB
@@ -163,7 +164,12 @@ impl Connection {
         let id = self.next_id.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = oneshot::channel();
         lock(&self.waiting).insert(id, sender);
-        let message = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let message = Request {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params,
+        };
         if let Err(error) = self.send(&message).await {
             lock(&self.waiting).remove(&id);
             return Err(error);
@@ -194,12 +200,20 @@ impl Connection {
 
     /// Sends a notification.
     pub async fn notify(&self, method: &str, params: Value) -> Result<(), RpcError> {
-        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}))
-            .await
+        self.send(&Notice {
+            jsonrpc: "2.0",
+            method,
+            params,
+        })
+        .await
     }
 
-    async fn send(&self, message: &Value) -> Result<(), RpcError> {
-        let mut line = message.to_string();
+    async fn send(&self, message: &impl serde::Serialize) -> Result<(), RpcError> {
+        let Ok(mut line) = serde_json::to_string(message) else {
+            return Err(RpcError::Closed(
+                "a message could not be written".to_owned(),
+            ));
+        };
         line.push('\n');
         let mut stdin = self.stdin.lock().await;
         let Some(pipe) = stdin.as_mut() else {
@@ -281,45 +295,30 @@ impl Reader {
         if line.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let Ok(Value::Object(message)) = serde_json::from_slice::<Value>(line) else {
+        let Some(message) = Incoming::parse(line) else {
             self.garbage.fetch_add(1, Ordering::Relaxed);
             return;
         };
-        let method = message.get("method").and_then(Value::as_str);
-        let id = message.get("id").filter(|id| !id.is_null());
-        match (method, id) {
-            (Some(method), Some(id)) => self.answer(method, id.clone()).await,
-            (Some(method), None) => {
-                let _ = self.notes.send(Notification {
-                    method: method.to_owned(),
-                    params: message.get("params").cloned().unwrap_or(Value::Null),
-                });
+        match message {
+            Incoming::Request { id, method } => self.answer(&method, id).await,
+            Incoming::Notification { method, params } => {
+                let _ = self.notes.send(Notification { method, params });
             }
-            (None, Some(id)) => {
-                let sender = id.as_u64().and_then(|id| lock(&self.waiting).remove(&id));
+            Incoming::Answer { id, result } => {
+                let sender = id.and_then(|id| lock(&self.waiting).remove(&id));
                 let Some(sender) = sender else {
                     // An answer to nothing asked (or asked and given up).
                     return;
                 };
-                let answer = match (message.get("result"), message.get("error")) {
-                    (_, Some(error)) => Err(RpcError::Server {
-                        code: error.get("code").and_then(Value::as_i64).unwrap_or(0),
-                        message: error
-                            .get("message")
-                            .and_then(Value::as_str)
-                            .unwrap_or("an error without a message")
-                            .to_owned(),
-                    }),
-                    (Some(result), None) => Ok(result.clone()),
-                    (None, None) => Err(RpcError::Server {
-                        code: 0,
-                        message: "an answer with neither a result nor an error".to_owned(),
-                    }),
-                };
+                let answer = result.map_err(|error| RpcError::Server {
+                    code: error.code,
+                    message: if error.message.is_empty() {
+                        "an error without a message".to_owned()
+                    } else {
+                        error.message
+                    },
+                });
                 let _ = sender.send(answer);
-            }
-            (None, None) => {
-                self.garbage.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -330,13 +329,20 @@ impl Reader {
         let Some(connection) = self.replies.upgrade() else {
             return;
         };
-        let reply = if method == "ping" {
-            json!({"jsonrpc": "2.0", "id": id, "result": {}})
+        let (result, error) = if method == "ping" {
+            (Some(json!({})), None)
         } else {
-            json!({"jsonrpc": "2.0", "id": id, "error": {
-                "code": -32601,
-                "message": format!("offcode does not offer {method}"),
-            }})
+            let error = ErrorObject {
+                code: -32601,
+                message: format!("offcode does not offer {method}"),
+            };
+            (None, Some(error))
+        };
+        let reply = Reply {
+            jsonrpc: "2.0",
+            id,
+            result,
+            error,
         };
         // Not awaited in the reader's own loop for long: a full pipe means
         // the server is not reading, and then it is stopping anyway.

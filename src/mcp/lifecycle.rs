@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::conn::{Connection, Notification};
+use super::wire::{InitializeResult, ToolsPage};
 use super::{CRASH_WINDOW, MOST_RESTARTS, Mcp, RemoteTool, STOP_GRACE, VERSIONS, lock};
 use crate::protocol::McpState;
 use std::sync::atomic::Ordering;
@@ -111,10 +112,8 @@ impl Mcp {
                 )
                 .await
                 .map_err(|e| format!("`initialize` failed: {e}"))?;
-            let version = hello
-                .get("protocolVersion")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
+            let hello: InitializeResult = serde_json::from_value(hello).unwrap_or_default();
+            let version = hello.protocol_version.as_str();
             if !VERSIONS.contains(&version) {
                 return Err(format!(
                     "it speaks MCP version `{version}`; offcode speaks {}",
@@ -253,36 +252,18 @@ async fn list_tools(connection: &Connection, timeout: Duration) -> Result<Vec<Re
             .request("tools/list", params, timeout, None)
             .await
             .map_err(|e| format!("`tools/list` failed: {e}"))?;
-        let listed = page
-            .get("tools")
-            .and_then(Value::as_array)
-            .ok_or("`tools/list` answered without `tools`")?;
-        for tool in listed {
-            let Some(name) = tool.get("name").and_then(Value::as_str) else {
-                continue;
-            };
-            tools.push(RemoteTool {
-                name: name.to_owned(),
-                description: tool
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                read_only: tool
-                    .pointer("/annotations/readOnlyHint")
-                    .and_then(Value::as_bool)
-                    .unwrap_or(false),
-                schema: tool
-                    .get("inputSchema")
-                    .filter(|s| s.is_object())
-                    .cloned()
-                    .unwrap_or_else(|| json!({"type": "object", "properties": {}})),
-            });
-        }
-        cursor = page
-            .get("nextCursor")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
+        let page: ToolsPage = serde_json::from_value(page)
+            .map_err(|e| format!("`tools/list` answered without a list of tools: {e}"))?;
+        tools.extend(page.tools.into_iter().map(|tool| RemoteTool {
+            name: tool.name,
+            description: tool.description,
+            read_only: tool.annotations.read_only_hint,
+            schema: tool.input_schema.map_or_else(
+                || json!({"type": "object", "properties": {}}),
+                Value::Object,
+            ),
+        }));
+        cursor = page.next_cursor;
         if cursor.is_none() {
             return Ok(tools);
         }

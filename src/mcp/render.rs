@@ -4,64 +4,55 @@
 
 use serde_json::Value;
 
+use super::wire::{CallResult, Content};
+
 fn format_size(bytes: usize) -> String {
     crate::protocol::format_size(u64::try_from(bytes).unwrap_or(u64::MAX))
 }
 
 /// The result's text, and whether the tool reported an error.
-pub fn result_text(result: &Value, limit: usize) -> (String, bool) {
-    let failed = result.get("isError").and_then(Value::as_bool) == Some(true);
-    let mut parts: Vec<String> = result
-        .get("content")
-        .and_then(Value::as_array)
-        .map(|content| content.iter().map(describe).collect())
-        .unwrap_or_default();
+pub fn result_text(result: Value, limit: usize) -> (String, bool) {
+    let result: CallResult = serde_json::from_value(result).unwrap_or_default();
+    let mut parts: Vec<String> = result.content.iter().map(describe).collect();
     if parts.is_empty()
-        && let Some(structured) = result.get("structuredContent")
+        && let Some(structured) = result.structured_content
     {
         parts.push(structured.to_string());
     }
     if parts.is_empty() {
         parts.push("(the tool returned nothing)".to_owned());
     }
-    (cut(&parts.join("\n"), limit), failed)
+    (cut(&parts.join("\n"), limit), result.is_error)
 }
 
 /// One content item as text.
-fn describe(item: &Value) -> String {
-    let text = |key: &str| item.get(key).and_then(Value::as_str).unwrap_or_default();
+fn describe(item: &Content) -> String {
     let data_size = |data: &str| format_size(data.len() / 4 * 3);
-    match text("type") {
-        "text" => text("text").to_owned(),
+    match item.kind.as_str() {
+        "text" => item.text.clone(),
         "image" | "audio" => format!(
             "[{}: {}, {}, not shown]",
-            text("type"),
-            or_unknown(text("mimeType")),
-            data_size(text("data"))
+            item.kind,
+            or_unknown(&item.mime_type),
+            data_size(&item.data)
         ),
         "resource" => {
-            let resource = item.get("resource").unwrap_or(&Value::Null);
-            let field = |key: &str| {
-                resource
-                    .get(key)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-            };
-            let size = match (resource.get("text"), resource.get("blob")) {
-                (Some(Value::String(text)), _) => format!("{} of text", format_size(text.len())),
-                (_, Some(Value::String(blob))) => format!("{} of data", data_size(blob)),
+            let resource = &item.resource;
+            let size = match (&resource.text, &resource.blob) {
+                (Some(text), _) => format!("{} of text", format_size(text.len())),
+                (_, Some(blob)) => format!("{} of data", data_size(blob)),
                 _ => "empty".to_owned(),
             };
             format!(
                 "[resource {}: {}, {size}, not shown]",
-                or_unknown(field("uri")),
-                or_unknown(field("mimeType"))
+                or_unknown(&resource.uri),
+                or_unknown(&resource.mime_type)
             )
         }
         "resource_link" => format!(
             "[resource link {}: {}]",
-            or_unknown(text("uri")),
-            or_unknown(text("name"))
+            or_unknown(&item.uri),
+            or_unknown(&item.name)
         ),
         other => format!("[{} content, not shown]", or_unknown(other)),
     }
@@ -102,7 +93,7 @@ mod tests {
             {"type": "resource", "resource": {"uri": "file:///n.txt", "mimeType": "text/plain", "text": "secret words"}},
             {"type": "text", "text": "two attachments"}
         ]});
-        let (text, failed) = result_text(&result, 10_000);
+        let (text, failed) = result_text(result, 10_000);
         assert!(!failed);
         assert_eq!(
             text,
@@ -113,7 +104,7 @@ mod tests {
     #[test]
     fn a_long_result_is_cut_with_a_marker_and_an_error_is_flagged() {
         let (text, failed) = result_text(
-            &json!({"content": [{"type": "text", "text": "é".repeat(100)}], "isError": true}),
+            json!({"content": [{"type": "text", "text": "é".repeat(100)}], "isError": true}),
             51,
         );
         assert!(failed);
@@ -122,7 +113,7 @@ mod tests {
             text.ends_with("[… cut by offcode: the result was 200 B, only the first 50 B are shown (mcp_limits.result_bytes)]"),
             "{text}"
         );
-        let (text, _) = result_text(&json!({"structuredContent": {"n": 1}}), 100);
+        let (text, _) = result_text(json!({"structuredContent": {"n": 1}}), 100);
         assert_eq!(text, "{\"n\":1}");
     }
 }
