@@ -33,7 +33,7 @@ pub mod protect;
 mod sys;
 
 pub use lasting::on_lasting_thread;
-pub use sys::die_with_parent;
+pub use sys::{die_with_parent, new_session};
 
 pub use helper::helper;
 

@@ -16,6 +16,7 @@ pub mod config;
 pub mod confine;
 pub mod context;
 pub mod failure;
+pub mod groups;
 mod headless;
 pub mod ids;
 pub mod log;

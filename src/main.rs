@@ -20,6 +20,11 @@ fn main() -> ExitCode {
             }
         };
     }
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(offcode::groups::REAPER_ARG))
+    {
+        return ExitCode::from(offcode::groups::reaper());
+    }
     let cli = offcode::cli::Cli::parse();
     let result = offcode::config::Environment::capture()
         .map_err(|e| Failure::new(&e, EXIT_USAGE))

@@ -29,7 +29,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-pub use bash::{Running, SECRET_VARIABLES, kill_running};
+pub use crate::groups::{Running, kill_running};
+pub use bash::SECRET_VARIABLES;
 
 use crate::cancel::Cancel;
 use crate::protocol::ToolDisplay;

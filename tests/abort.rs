@@ -1,15 +1,31 @@
-//! Aborting a running command, headless: SIGINT to `offcode run` ends the
-//! command and everything it started, confined or not.
+//! Ending offcode while a command runs, headless: SIGINT to `offcode run`,
+//! or SIGKILL, which offcode never sees. Either way the command and
+//! everything it started in the background end with it, confined or not:
+//! checked by the processes themselves and the files they would write.
 
 use std::process::Stdio;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use crate::support::{Workspace, demo_mock, wait_until};
+use rustix::process::Signal;
 
-/// Runs `command` through the demo model's `run` with `--yes`, sends
-/// SIGINT once it runs, and returns the workspace after the markers would
-/// have been written.
-fn interrupt_while_running(command: &str, global_config: Option<&str>) -> Workspace {
+use crate::support::{Workspace, demo_mock, processes_with, wait_until};
+
+/// Runs a command that starts a background child through the demo model's
+/// `run` with `--yes`, sends `signal` to offcode once the command runs,
+/// and checks that nothing of the command is left: no process, and none
+/// of the files it would have written after.
+fn end_while_running(signal: Signal, global_config: Option<&str>) {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    // `sleep 30.PIDN`: long enough to be killed, and found by its name.
+    let marker = format!(
+        "30.{}{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    );
+    let command = format!(
+        "touch started; (sleep {marker}; touch survived.1) & sleep {marker}; touch survived.2"
+    );
     let server = demo_mock();
     let workspace = Workspace::new();
     if let Some(config) = global_config {
@@ -19,49 +35,68 @@ fn interrupt_while_running(command: &str, global_config: Option<&str>) -> Worksp
     let mut child = workspace
         .offcode(&server.base_url(), &["run", "--yes", &prompt])
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    // `started` is written first thing by the command itself.
+    // Both sleeps run: the command's and its background child's.
+    let sleeps = || {
+        processes_with(&marker)
+            .iter()
+            .filter(|p| p.contains(": sleep "))
+            .count()
+    };
     assert!(
-        wait_until(Duration::from_secs(20), || workspace
-            .root
-            .join("started")
-            .exists()),
-        "the command never started"
+        wait_until(Duration::from_secs(20), || sleeps() == 2),
+        "the command never started: {:?}",
+        processes_with(&marker)
     );
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
     let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(1), "an interrupted run fails");
-    std::thread::sleep(Duration::from_secs(4));
-    workspace
+    if signal == Signal::INT {
+        assert_eq!(status.code(), Some(1), "an interrupted run fails");
+    }
+    let gone = wait_until(Duration::from_secs(10), || {
+        processes_with(&marker).is_empty()
+    });
+    let left = processes_with(&marker);
+    // Whatever the result, nothing of this test is left running after it.
+    for process in &left {
+        if let Some(pid) = process
+            .split(':')
+            .next()
+            .and_then(|p| p.parse().ok())
+            .and_then(rustix::process::Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
+        }
+    }
+    assert!(gone, "outlived offcode: {left:?}");
+    assert!(workspace.root.join("started").exists());
+    for name in ["survived.1", "survived.2"] {
+        assert!(
+            !workspace.root.join(name).exists(),
+            "{name} was written after offcode ended"
+        );
+    }
 }
 
 #[test]
 fn sigint_to_a_run_kills_the_command_and_its_background_children() {
-    let workspace = interrupt_while_running(
-        "touch started; (sleep 3; touch survived.1) & sleep 3; touch survived.2",
-        None,
-    );
-    for name in ["survived.1", "survived.2"] {
-        assert!(
-            !workspace.root.join(name).exists(),
-            "{name} was written after the interrupt"
-        );
-    }
+    end_while_running(Signal::INT, None);
 }
 
 #[test]
 fn unconfined_commands_die_with_their_group_too() {
-    let workspace = interrupt_while_running(
-        "touch started; (sleep 3; touch survived.1) & sleep 3; touch survived.2",
-        Some(r#"{ "sandbox": "off" }"#),
-    );
-    for name in ["survived.1", "survived.2"] {
-        assert!(
-            !workspace.root.join(name).exists(),
-            "{name} was written after the interrupt"
-        );
-    }
+    end_while_running(Signal::INT, Some(r#"{ "sandbox": "off" }"#));
+}
+
+#[test]
+fn a_confined_command_and_its_children_die_with_offcode_killed() {
+    end_while_running(Signal::KILL, None);
+}
+
+#[test]
+fn an_unconfined_command_and_its_children_die_with_offcode_killed() {
+    end_while_running(Signal::KILL, Some(r#"{ "sandbox": "off" }"#));
 }

@@ -68,8 +68,8 @@ pub struct Connection {
     stdin: tokio::sync::Mutex<Option<ChildStdin>>,
     waiting: Waiting,
     next_id: AtomicU64,
-    /// Its process group (the process's own id).
-    group: Option<u32>,
+    /// Its process group (the process's own id), killed with it.
+    group: crate::groups::Group,
     /// Set once its output has ended, with the reason.
     closed: watch::Receiver<Option<String>>,
     /// Lines of its output that were not JSON-RPC.
@@ -95,7 +95,7 @@ impl Connection {
             .stderr(Stdio::piped())
             .kill_on_drop(true)
             .spawn()?;
-        let group = child.id();
+        let group = crate::groups::Running::global().hold(child.id());
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -250,19 +250,7 @@ impl Connection {
     }
 
     fn signal(&self, signal: rustix::process::Signal) {
-        let group = self
-            .group
-            .and_then(|id| rustix::process::Pid::from_raw(i32::try_from(id).ok()?));
-        if let Some(group) = group {
-            let _ = rustix::process::kill_process_group(group, signal);
-        }
-    }
-}
-
-impl Drop for Connection {
-    fn drop(&mut self) {
-        // Whatever the server left running in its group goes with it.
-        self.signal(rustix::process::Signal::KILL);
+        self.group.signal(signal);
     }
 }
 

@@ -6,7 +6,6 @@ use std::fmt::Write as _;
 use std::process::Stdio;
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group};
 use serde::Deserialize;
 use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
@@ -106,7 +105,7 @@ async fn run_command(
         })?;
     // However this call ends (done, timed out, aborted, or its future
     // dropped by an abort elsewhere), the whole group goes with it.
-    let group = Group::new(child.id(), &context.running);
+    let group = context.running.hold(child.id());
     let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
         return Err(Error::Aborted);
     };
@@ -143,71 +142,6 @@ async fn run_command(
         },
     };
     Ok(ToolOutput::command(text, end))
-}
-
-/// Process groups of commands still running, so that leaving offcode
-/// takes them along ([`Running::kill_all`]). offcode has one
-/// ([`Running::global`]); a test has its own, so that killing what it
-/// started never reaches a neighbour's command.
-#[derive(Debug, Default)]
-pub struct Running(std::sync::Mutex<Vec<i32>>);
-
-impl Running {
-    /// The process's own: what leaving offcode kills.
-    pub fn global() -> std::sync::Arc<Self> {
-        static GLOBAL: std::sync::LazyLock<std::sync::Arc<Running>> =
-            std::sync::LazyLock::new(std::sync::Arc::default);
-        std::sync::Arc::clone(&GLOBAL)
-    }
-
-    /// Kills every command still running: called when offcode leaves,
-    /// where the tasks running them may never be dropped.
-    pub fn kill_all(&self) {
-        for raw in self.lock().drain(..) {
-            if let Some(pid) = Pid::from_raw(raw) {
-                let _ = kill_process_group(pid, Signal::KILL);
-            }
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<i32>> {
-        self.0
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-/// Kills every command offcode still runs ([`Running::global`]).
-pub fn kill_running() {
-    Running::global().kill_all();
-}
-
-/// A command's process group, killed when this is dropped.
-///
-/// Under confinement the group's leader is the helper, whose child (PID 1
-/// of the command's PID namespace) dies with it, and the kernel then ends
-/// every process in that namespace, even one that left the group with
-/// `setsid`. Unconfined, only the group is reached.
-struct Group(Option<Pid>, std::sync::Arc<Running>);
-
-impl Group {
-    fn new(id: Option<u32>, running: &std::sync::Arc<Running>) -> Self {
-        let pid = id.and_then(|id| Pid::from_raw(id.try_into().ok()?));
-        if let Some(pid) = pid {
-            running.lock().push(pid.as_raw_nonzero().get());
-        }
-        Self(pid, std::sync::Arc::clone(running))
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        if let Some(pid) = self.0 {
-            let _ = kill_process_group(pid, Signal::KILL);
-            let raw = pid.as_raw_nonzero().get();
-            self.1.lock().retain(|running| *running != raw);
-        }
-    }
 }
 
 /// Reads both pipes until they close and the command exits. A command that
