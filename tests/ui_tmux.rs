@@ -282,7 +282,16 @@ fn abort_mid_stream_keeps_the_partial_answer_and_ctrl_c_twice_leaves() {
     tmux.keys("one", &["C-c"]);
     tmux.wait_for("one", "ready");
     tmux.keys("one", &["C-c"]);
-    tmux.wait_for("one", "Ctrl+C again");
+    let screen = tmux.wait_for("one", "Ctrl+C again");
+    // The notice joins the status line; the state and model stay.
+    let status = screen
+        .lines()
+        .find(|l| l.contains("Ctrl+C again"))
+        .unwrap_or_default();
+    assert!(
+        status.contains("ready") && status.contains("mock-model"),
+        "{screen}"
+    );
     tmux.keys("one", &["C-c"]);
     tmux.wait_for("one", "EXITED 0");
     assert!(!session_text(&data).contains("never sent"));
@@ -471,11 +480,25 @@ fn shift_tab_and_slash_agent_switch_the_agent_and_keep_what_was_typed() {
     tmux.wait_for("one", "`explore` is a subagent");
     tmux.send("one", "/agent build");
     tmux.wait_for("one", "build · mock-model · ready");
-    // The session records both switches.
+    // Shift+Tab at once after `/agent plan`: the status line above the
+    // prompt is the last switch's, and no other is left below the command.
+    tmux.send("one", "/agent plan");
+    tmux.keys("one", &["BTab"]);
+    assert!(
+        crate::support::wait_until(std::time::Duration::from_secs(10), || {
+            let history = tmux.history("one");
+            let after = history.rsplit("> /agent plan").next().unwrap_or_default();
+            after.matches("· mock-model · ready").count() == 1
+                && after.contains("build · mock-model · ready")
+        }),
+        "{}",
+        tmux.history("one")
+    );
+    // The session records every switch.
     let text = session_text(&data);
     assert_eq!(
         text.matches("\"type\":\"agent_change\"").count(),
-        2,
+        4,
         "{text}"
     );
 }

@@ -174,7 +174,7 @@ impl<'a> App<'a> {
         let palette = self.palette;
         Box::new(move |width| {
             let line = match hint {
-                Some(hint) => Line::new().with(Role::Warning, render::truncate(hint, width)),
+                Some(hint) => status.line_with_notice(width.saturating_sub(1), hint),
                 None => status.line(width.saturating_sub(1), ""),
             };
             palette.paint(&line)

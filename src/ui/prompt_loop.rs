@@ -136,7 +136,7 @@ const PRINT_BATCH: std::time::Duration = std::time::Duration::from_millis(150);
 /// in it.
 fn ask_for_line(app: &mut App<'_>, input: &Input, interrupted: bool, typed: String) {
     refresh_width(app, input);
-    let hint = interrupted.then_some("Ctrl+C again (on an empty prompt) leaves");
+    let hint = interrupted.then_some("Ctrl+C again leaves");
     input.request(Request::Line {
         status: app.status_line(hint),
         prompt: input::TASK,

@@ -109,40 +109,69 @@ impl Question {
         }
     }
 
-    /// The answer row: the keys that answer now, then how to see the rest
-    /// (cut first when the row is narrow).
+    /// The answer row: the keys that answer now, then how to see the rest.
+    /// Narrow, the words get shorter before anything is cut, so every key
+    /// that answers or pages stays on the screen.
     pub fn answer_row(&self, width: usize, height: usize) -> Line {
-        let mut line = Line::new().with(Role::Label, "answer: ");
+        // Longest first: the first that fits is shown.
+        let forms = [(true, 0), (true, 1), (false, 1), (false, 2)];
+        let rows: Vec<Line> = forms
+            .iter()
+            .map(|&(label, short)| self.answer_form(label, short, height))
+            .collect();
+        rows.iter()
+            .find(|row| row.width() <= width)
+            .map_or_else(|| render::fit(&rows[rows.len() - 1], width), Clone::clone)
+    }
+
+    /// One form of the answer row: with or without its label, its words
+    /// `short` steps shorter (0 is the whole form).
+    fn answer_form(&self, label: bool, short: u8, height: usize) -> Line {
+        let mut line = if label {
+            Line::new().with(Role::Label, "answer: ")
+        } else {
+            Line::new()
+        };
+        let word = |long: &'static str, brief: &'static str| if short == 0 { long } else { brief };
         if self.read {
-            line = line.with(Role::Key, " y ").with(Role::Text, " once  ");
+            line = line
+                .with(Role::Key, " y ")
+                .with(Role::Text, word(" once  ", " once "));
         }
         line = line.with(Role::Key, " n ").with(Role::Text, " deny");
         if self.read && self.request.session_allowed {
             line = line
-                .with(Role::Text, "  ")
+                .with(Role::Text, word("  ", " "))
                 .with(Role::Key, " a ")
-                .with(Role::Text, " session");
+                .with(Role::Text, word(" session", " all"));
         }
         if let Some(page) = self.page {
             let last = self.rows.min(page + page_rows(height));
+            let first = page + 1;
+            let rows = self.rows;
             line = line.with(
                 Role::Dim,
-                format!(
-                    "  · rows {}–{last} of {}: ↓ ↑ page, q closes",
-                    page + 1,
-                    self.rows
-                ),
+                match short {
+                    0 => format!("  · rows {first}–{last} of {rows}: ↓ ↑ page, q closes"),
+                    1 => format!(" · {first}–{last}/{rows} ↓↑ q"),
+                    _ => format!(" {first}–{last}/{rows} ↓↑q"),
+                },
             );
         } else if !self.read {
+            let rows = self.rows;
             line = line
                 .with(
                     Role::Warning,
-                    format!("  · {} rows, taller than the screen: ", self.rows),
+                    match short {
+                        0 => format!("  · {rows} rows, taller than the screen: "),
+                        1 => format!(" · {rows} rows: "),
+                        _ => " · ".to_owned(),
+                    },
                 )
                 .with(Role::Key, " v ")
-                .with(Role::Text, " read it all");
+                .with(Role::Text, word(" read it all", " read"));
         }
-        render::fit(&line, width)
+        line
     }
 
     /// While paging, the prompt's rows shown in place of the live area.
@@ -188,6 +217,7 @@ pub fn answered(decision: ApprovalDecision, request: &ApprovalRequestEvent) -> L
 #[cfg(test)]
 mod tests {
     use super::*;
+    use unicode_width::UnicodeWidthStr;
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)
@@ -266,6 +296,39 @@ mod tests {
             question.key(&key(KeyCode::Char('a')), 20),
             Answer::Decided(ApprovalDecision::AllowSession, None)
         );
+    }
+
+    #[test]
+    fn at_40_columns_and_less_every_key_stays_on_the_answer_row() {
+        let command = (1..=40).fold(String::new(), |text, n| text + &format!("echo line {n}\n"));
+        let mut question = Question::new(request(&command, true), 40, 20);
+        for width in [40, 30, 24] {
+            let row = question.answer_row(width, 20).plain();
+            assert!(
+                row.contains(" n  deny") && row.contains(" v  read"),
+                "{width}: {row}"
+            );
+            assert!(row.width() <= width, "{width}: {row}");
+        }
+        assert!(
+            question
+                .answer_row(120, 20)
+                .plain()
+                .contains("taller than the screen")
+        );
+        question.key(&key(KeyCode::Char('v')), 20);
+        for width in [40, 30] {
+            let row = question.answer_row(width, 20).plain();
+            assert!(row.contains("↓") && row.contains('q'), "{width}: {row}");
+            assert!(row.contains('/'), "{width}: {row}");
+        }
+        for _ in 0..5 {
+            question.key(&key(KeyCode::Down), 20);
+        }
+        let row = question.answer_row(40, 20).plain();
+        for key in [" y ", " n ", " a "] {
+            assert!(row.contains(key), "{row}");
+        }
     }
 
     #[test]

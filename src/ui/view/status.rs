@@ -113,6 +113,19 @@ impl Status {
         }
     }
 
+    /// The line with `notice` (what a key just did) after it: the notice
+    /// stays whole, and the status gives up its fields to make room, down
+    /// to its state; only a notice wider than the line is cut.
+    pub fn line_with_notice(&self, width: usize, notice: &str) -> Line {
+        let notice = render::truncate(notice, width);
+        let room = width.saturating_sub(notice.width() + 3);
+        let status = self.line(room, "");
+        if room < "ready".len() || status.plain().is_empty() {
+            return Line::new().with(Role::Warning, notice);
+        }
+        status.with(Role::Dim, " · ").with(Role::Warning, notice)
+    }
+
     /// `1.2k/32.8k (4%)`, or `1.2k` when the limit is unknown.
     pub fn context(&self) -> Option<String> {
         let used = self.used?;

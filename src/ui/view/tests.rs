@@ -310,6 +310,28 @@ fn expand_shows_a_calls_whole_output_by_its_number() {
 }
 
 #[test]
+fn a_notice_after_ctrl_c_joins_the_status_line_instead_of_replacing_it() {
+    let mut status = view().status;
+    status.used = Some(1_234);
+    status.limit = Some(32_768);
+    let notice = "Ctrl+C again leaves";
+    assert_eq!(
+        status.line_with_notice(100, notice).plain(),
+        "build · qwen3 · ready · 1.2k/32.8k (3%) · s1 · Ctrl+C again leaves"
+    );
+    // Narrow, the status gives up fields down to its state; the notice
+    // stays whole (a 40-column terminal gives the line 39).
+    assert_eq!(
+        status.line_with_notice(39, notice).plain(),
+        "build · ready · Ctrl+C again leaves"
+    );
+    assert_eq!(
+        status.line_with_notice(24, notice).plain(),
+        "Ctrl+C again leaves"
+    );
+}
+
+#[test]
 fn the_status_line_and_context_agree() {
     let mut view = view();
     view.status.limit = Some(32_768);
