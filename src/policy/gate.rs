@@ -348,7 +348,7 @@ impl Check<'_> {
     /// Rules from `policy/dangerous.jsonc` and `dangerous.extra`.
     fn class_rules(&mut self, name: &str, args: &[Arg], text: &str) {
         let gate = self.gate;
-        for (pattern, why) in &gate.commands {
+        for (pattern, why) in &gate.class().commands {
             if wildcard::matches(pattern, name) {
                 self.danger(text, format!("`{name}` {why}"));
             }
@@ -361,7 +361,7 @@ impl Check<'_> {
         } else {
             args.to_vec()
         };
-        for rule in &gate.rules {
+        for rule in &gate.class().rules {
             self.rule(rule, name, &args, text);
         }
         for extra in &gate.extra {
@@ -419,7 +419,11 @@ impl Check<'_> {
                 "-c" => {
                     let value = args.get(index + 1).map_or("", |arg| arg.text.as_str());
                     if args.get(index + 1).is_some_and(|arg| arg.dynamic)
-                        || self.gate.git_config.is_match(&value.to_ascii_lowercase())
+                        || self
+                            .gate
+                            .class()
+                            .git_config
+                            .is_match(&value.to_ascii_lowercase())
                     {
                         self.danger(text, format!("git -c {value} runs a program"));
                     }

@@ -1,5 +1,6 @@
 //! The dangerous class as data: the built-in `policy/dangerous.jsonc` and
-//! the `dangerous.extra` rules config adds, compiled once per load.
+//! the `dangerous.extra` rules config adds; the built-in part read once per
+//! process, when the first command is judged.
 
 use regex::Regex;
 use serde::Deserialize;
@@ -7,12 +8,52 @@ use serde::Deserialize;
 /// The built-in class (`policy/dangerous.jsonc`) and the rules config adds.
 #[derive(Debug)]
 pub struct Gate {
+    pub(super) extra: Vec<Extra>,
+    pub(super) table: super::table::Table,
+}
+
+/// The built-in class, read and compiled once per process, the first time
+/// a command is judged (not on the way to the first request).
+#[derive(Debug)]
+pub(super) struct BuiltIn {
     pub(super) commands: Vec<(String, String)>,
     pub(super) rules: Vec<Rule>,
     pub(super) code_variables: Vec<String>,
     pub(super) git_config: Regex,
-    pub(super) extra: Vec<Extra>,
-    pub(super) table: super::table::Table,
+}
+
+impl BuiltIn {
+    fn read() -> Result<Self, String> {
+        let file: ClassFile = json5::from_str(BUILT_IN)
+            .map_err(|e| format!("policy/dangerous.jsonc is broken: {e}"))?;
+        let rules = file
+            .rules
+            .iter()
+            .map(|rule| Rule::from_file(rule, "policy/dangerous.jsonc"))
+            .collect::<Result<_, _>>()?;
+        Ok(Self {
+            commands: file.commands.0,
+            rules,
+            code_variables: file.code_variables,
+            git_config: compile(&file.git_config, "git_config")?,
+        })
+    }
+}
+
+impl Gate {
+    /// The built-in class. Should it not read (a test keeps it readable),
+    /// every program is dangerous, with the reason: the gate fails closed.
+    pub(super) fn class(&self) -> &'static BuiltIn {
+        static CLASS: std::sync::LazyLock<BuiltIn> = std::sync::LazyLock::new(|| {
+            BuiltIn::read().unwrap_or_else(|error| BuiltIn {
+                commands: vec![("*".to_owned(), format!("cannot be judged: {error}"))],
+                rules: Vec::new(),
+                code_variables: Vec::new(),
+                git_config: Regex::new(".").unwrap_or_else(|_| unreachable!()),
+            })
+        });
+        &CLASS
+    }
 }
 
 #[derive(Debug)]
@@ -124,13 +165,6 @@ impl Gate {
         extra: &[(String, Vec<ExtraFile>)],
         commands: &[(String, serde_json::Value)],
     ) -> Result<Self, String> {
-        let file: ClassFile = json5::from_str(BUILT_IN)
-            .map_err(|e| format!("policy/dangerous.jsonc is broken: {e}"))?;
-        let rules = file
-            .rules
-            .iter()
-            .map(|rule| Rule::from_file(rule, "policy/dangerous.jsonc"))
-            .collect::<Result<_, _>>()?;
         let extra = extra
             .iter()
             .flat_map(|(origin, entries)| {
@@ -147,12 +181,19 @@ impl Gate {
             })
             .collect::<Result<_, _>>()?;
         Ok(Self {
-            commands: file.commands.0,
-            rules,
-            code_variables: file.code_variables,
-            git_config: compile(&file.git_config, "git_config")?,
             extra,
             table: super::table::Table::load(commands)?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_built_in_class_reads() {
+        // Read lazily and failing closed, a broken file would make every
+        // command ask; this says so at once instead.
+        let class = super::BuiltIn::read().unwrap();
+        assert!(class.rules.len() > 10 && !class.commands.is_empty());
     }
 }

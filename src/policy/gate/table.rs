@@ -140,49 +140,85 @@ pub struct Examples {
 }
 
 /// The table: program name to entry.
+///
+/// Read lazily: the built-in table is parsed the first time a command is
+/// judged (not on the way to the first request), and each program's entry
+/// is resolved and its patterns compiled the first time that program is
+/// looked up. Entries a config adds are checked whole when it loads, so a
+/// mistake in them is reported at start, naming the entry.
 #[derive(Debug, Default)]
 pub struct Table {
-    programs: BTreeMap<String, Entry>,
+    /// Entries from config (origin, table), later ones winning.
+    extra: Vec<(String, Value)>,
+    /// The merged raw table and each entry, compiled when first asked for.
+    programs: std::sync::OnceLock<Programs>,
+}
+
+/// The merged table as read, and the entries compiled so far.
+#[derive(Debug)]
+struct Programs {
+    raw: Map<String, Value>,
+    /// `None` inside: the entry does not compile (a built-in one cannot:
+    /// the examples test compiles them all).
+    compiled: BTreeMap<String, std::sync::OnceLock<Option<Entry>>>,
+}
+
+/// The built-in table, parsed once per process.
+fn built_in() -> Result<&'static Map<String, Value>, String> {
+    static PARSED: std::sync::LazyLock<Result<Map<String, Value>, String>> =
+        std::sync::LazyLock::new(|| match json5::from_str(BUILT_IN) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(_) => Err("policy/commands.jsonc must be an object".to_owned()),
+            Err(e) => Err(format!("policy/commands.jsonc is broken: {e}")),
+        });
+    PARSED.as_ref().map_err(Clone::clone)
 }
 
 impl Table {
     /// The built-in table plus `extra` tables (name, source), later ones
-    /// adding to or replacing earlier entries.
+    /// adding to or replacing earlier entries. The extra entries are
+    /// checked now; the built-in ones when first used.
     pub fn load(extra: &[(String, Value)]) -> Result<Self, String> {
-        let built_in: Value = json5::from_str(BUILT_IN)
-            .map_err(|e| format!("policy/commands.jsonc is broken: {e}"))?;
-        let Value::Object(mut raw) = built_in else {
-            return Err("policy/commands.jsonc must be an object".to_owned());
+        let table = Self {
+            extra: extra.to_vec(),
+            programs: std::sync::OnceLock::new(),
         };
-        for (origin, table) in extra {
-            let Value::Object(map) = table else {
-                return Err(format!("{origin}: `commands` must be an object"));
-            };
-            for (name, entry) in map {
-                raw.insert(name.clone(), entry.clone());
+        if !extra.is_empty() {
+            let raw = merged(extra)?;
+            for (_, added) in extra {
+                if let Value::Object(map) = added {
+                    for name in map.keys() {
+                        compile_entry(name, &raw)?;
+                    }
+                }
             }
         }
-        let mut programs = BTreeMap::new();
-        for (name, value) in &raw {
-            let resolved =
-                resolve(value, &raw, 0).map_err(|e| format!("commands entry `{name}`: {e}"))?;
-            let mut entry: Entry = serde_json::from_value(resolved)
-                .map_err(|e| format!("commands entry `{name}`: {e}"))?;
-            entry
-                .compile()
-                .map_err(|e| format!("commands entry `{name}`: {e}"))?;
-            programs.insert(name.clone(), entry);
-        }
-        Ok(Self { programs })
+        Ok(table)
+    }
+
+    fn programs(&self) -> &Programs {
+        self.programs.get_or_init(|| {
+            // The extra tables were checked at load; the built-in one by
+            // tests. Should either fail here, no program is understood,
+            // and every command asks.
+            let raw = merged(&self.extra).unwrap_or_default();
+            let compiled = raw
+                .keys()
+                .map(|name| (name.clone(), std::sync::OnceLock::new()))
+                .collect();
+            Programs { raw, compiled }
+        })
     }
 
     /// Every program's entry (not the `@` grammars), by name.
     #[cfg_attr(not(test), expect(dead_code, reason = "read by the examples test"))]
-    pub fn programs(&self) -> impl Iterator<Item = (&str, &Entry)> {
-        self.programs
-            .iter()
-            .filter(|(name, _)| !name.starts_with('@'))
-            .map(|(name, entry)| (name.as_str(), entry))
+    pub fn programs_with_entries(&self) -> impl Iterator<Item = (&str, &Entry)> {
+        let programs = self.programs();
+        programs
+            .compiled
+            .keys()
+            .filter(|name| !name.starts_with('@'))
+            .filter_map(|name| Some((name.as_str(), self.get(name)?)))
     }
 
     /// The entry for a program name (`@` entries are grammars, not names).
@@ -190,8 +226,42 @@ impl Table {
         if name.starts_with('@') {
             return None;
         }
-        self.programs.get(name)
+        let programs = self.programs();
+        programs
+            .compiled
+            .get(name)?
+            .get_or_init(|| compile_entry(name, &programs.raw).ok())
+            .as_ref()
     }
+}
+
+/// The built-in table with `extra` tables' entries added over it.
+fn merged(extra: &[(String, Value)]) -> Result<Map<String, Value>, String> {
+    let mut raw = built_in()?.clone();
+    for (origin, table) in extra {
+        let Value::Object(map) = table else {
+            return Err(format!("{origin}: `commands` must be an object"));
+        };
+        for (name, entry) in map {
+            raw.insert(name.clone(), entry.clone());
+        }
+    }
+    Ok(raw)
+}
+
+/// The entry `name` of `raw`, its `like`s resolved and its patterns
+/// compiled.
+fn compile_entry(name: &str, raw: &Map<String, Value>) -> Result<Entry, String> {
+    let value = raw
+        .get(name)
+        .ok_or_else(|| format!("commands entry `{name}` is missing"))?;
+    let resolved = resolve(value, raw, 0).map_err(|e| format!("commands entry `{name}`: {e}"))?;
+    let mut entry: Entry =
+        serde_json::from_value(resolved).map_err(|e| format!("commands entry `{name}`: {e}"))?;
+    entry
+        .compile()
+        .map_err(|e| format!("commands entry `{name}`: {e}"))?;
+    Ok(entry)
 }
 
 /// `value` with every `"like": "@name"` replaced by that entry's keys

@@ -124,3 +124,16 @@ fn a_vouched_entry_extends_the_table_and_bad_ones_are_named() {
     assert!(error.contains("commands entry `bad`"), "{error}");
     assert!(error.contains("colour"), "{error}");
 }
+
+#[test]
+fn every_built_in_entry_compiles() {
+    // The table is read lazily, an entry when its program is first looked
+    // up; one that did not compile would make that program ask for ever.
+    let raw = super::built_in().unwrap();
+    assert!(raw.len() > 100, "{}", raw.len());
+    for name in raw.keys() {
+        if let Err(error) = super::compile_entry(name, raw) {
+            panic!("{error}");
+        }
+    }
+}
