@@ -74,6 +74,15 @@ impl Running {
         }
     }
 
+    /// Starts the reaper, if this owner has one and it is not running:
+    /// called before a process is started, so that the reaper is there to
+    /// be told of its group however soon offcode is killed after.
+    pub fn prepare(&self) {
+        if let Some(reaper) = &self.reaper {
+            reaper.get_or_init(|| Mutex::new(start_reaper()));
+        }
+    }
+
     /// Tells the reaper a line, starting it first when it is not running.
     /// A reaper that cannot be started or has gone is done without: the
     /// groups are still killed when offcode leaves or drops them.
@@ -142,16 +151,9 @@ fn start_reaper() -> Option<std::process::ChildStdin> {
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
     crate::confine::new_session(&mut command);
-    match command.spawn() {
-        Ok(mut child) => child.stdin.take(),
-        Err(error) => {
-            crate::log::line(
-                "warning",
-                &format!("the reaper could not be started: {error}"),
-            );
-            None
-        }
-    }
+    // Not started (no binary to run, as under qemu-user without binfmt):
+    // groups are still killed when offcode leaves or drops them.
+    command.spawn().ok()?.stdin.take()
 }
 
 /// The reaper's life: reads `+PGID` and `-PGID` lines until stdin closes,

@@ -89,6 +89,7 @@ impl Connection {
         command: std::process::Command,
         notes: mpsc::UnboundedSender<Notification>,
     ) -> std::io::Result<Arc<Self>> {
+        crate::groups::Running::global().prepare();
         let mut child = tokio::process::Command::from(command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())

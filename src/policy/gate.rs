@@ -348,7 +348,7 @@ impl Check<'_> {
     /// Rules from `policy/dangerous.jsonc` and `dangerous.extra`.
     fn class_rules(&mut self, name: &str, args: &[Arg], text: &str) {
         let gate = self.gate;
-        for (pattern, why) in &gate.class().commands {
+        for (pattern, why) in &Gate::class().commands {
             if wildcard::matches(pattern, name) {
                 self.danger(text, format!("`{name}` {why}"));
             }
@@ -361,7 +361,7 @@ impl Check<'_> {
         } else {
             args.to_vec()
         };
-        for rule in &gate.class().rules {
+        for rule in &Gate::class().rules {
             self.rule(rule, name, &args, text);
         }
         for extra in &gate.extra {
@@ -419,9 +419,7 @@ impl Check<'_> {
                 "-c" => {
                     let value = args.get(index + 1).map_or("", |arg| arg.text.as_str());
                     if args.get(index + 1).is_some_and(|arg| arg.dynamic)
-                        || self
-                            .gate
-                            .class()
+                        || Gate::class()
                             .git_config
                             .is_match(&value.to_ascii_lowercase())
                     {

@@ -91,6 +91,7 @@ async fn run_command(
     // Killed with offcode (even by SIGKILL): under confinement the whole
     // PID namespace goes with it.
     crate::confine::die_with_parent(&mut shell);
+    context.running.prepare();
     let mut child = tokio::process::Command::from(shell)
         .current_dir(context.sandbox.root())
         .stdin(Stdio::null())

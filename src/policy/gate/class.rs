@@ -43,7 +43,7 @@ impl BuiltIn {
 impl Gate {
     /// The built-in class. Should it not read (a test keeps it readable),
     /// every program is dangerous, with the reason: the gate fails closed.
-    pub(super) fn class(&self) -> &'static BuiltIn {
+    pub(super) fn class() -> &'static BuiltIn {
         static CLASS: std::sync::LazyLock<BuiltIn> = std::sync::LazyLock::new(|| {
             BuiltIn::read().unwrap_or_else(|error| BuiltIn {
                 commands: vec![("*".to_owned(), format!("cannot be judged: {error}"))],

@@ -360,9 +360,7 @@ impl Check<'_> {
                 "git-config" => {
                     let value = option.value.as_ref().map_or("", |v| v.text.as_str());
                     if option.value.as_ref().is_some_and(|v| v.dynamic)
-                        || self
-                            .gate
-                            .class()
+                        || super::Gate::class()
                             .git_config
                             .is_match(&value.to_ascii_lowercase())
                     {

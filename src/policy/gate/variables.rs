@@ -133,7 +133,11 @@ impl Check<'_> {
                 format!("sets {name}, which changes how commands are found or run"),
             );
         }
-        if self.gate.class().code_variables.iter().any(|v| v == name) {
+        if super::Gate::class()
+            .code_variables
+            .iter()
+            .any(|v| v == name)
+        {
             self.danger(
                 &format!("{name}={}", assignment.value.text),
                 format!("sets {name}, which changes what programs run"),
@@ -182,7 +186,10 @@ impl Check<'_> {
         if FORBIDDEN_VARIABLES.contains(&name)
             || name.starts_with("BASH_FUNC_")
             || name.starts_with("LD_")
-            || self.gate.class().code_variables.iter().any(|v| v == name)
+            || super::Gate::class()
+                .code_variables
+                .iter()
+                .any(|v| v == name)
         {
             self.danger(
                 text,
