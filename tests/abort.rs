@@ -61,16 +61,7 @@ fn end_while_running(signal: Signal, global_config: Option<&str>) {
     });
     let left = processes_with(&marker);
     // Whatever the result, nothing of this test is left running after it.
-    for process in &left {
-        if let Some(pid) = process
-            .split(':')
-            .next()
-            .and_then(|p| p.parse().ok())
-            .and_then(rustix::process::Pid::from_raw)
-        {
-            let _ = rustix::process::kill_process(pid, Signal::KILL);
-        }
-    }
+    crate::support::kill_with(&marker);
     assert!(gone, "outlived offcode: {left:?}");
     assert!(workspace.root.join("started").exists());
     for name in ["survived.1", "survived.2"] {

@@ -15,6 +15,7 @@ mod cli;
 mod client;
 mod confine;
 mod doctor;
+mod escape;
 mod fixtures;
 mod grounded;
 mod layout;

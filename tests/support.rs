@@ -74,6 +74,17 @@ pub fn processes_with(marker: &str) -> Vec<String> {
     found
 }
 
+/// Kills every process whose command line holds `marker` (what a test
+/// started and found alive), so that nothing of it outlives the test.
+pub fn kill_with(marker: &str) {
+    for process in processes_with(marker) {
+        let pid = process.split(':').next().and_then(|p| p.parse().ok());
+        if let Some(pid) = pid.and_then(rustix::process::Pid::from_raw) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
 /// The `(offcode)` notes a chat request carried.
 pub fn notes(body: &serde_json::Value) -> Vec<String> {
     body["messages"]

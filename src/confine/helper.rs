@@ -78,6 +78,14 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
     if !private_mounts {
         sys::refuse_unix_sockets().map_err(|e| Error::Seccomp(e.to_string()))?;
     }
+    // The user namespace gave the helper every capability in it (and
+    // offcode run as root has them anyway); the command gets none, so it
+    // cannot clone the workspace's mount from under the private mounts
+    // (`open_tree`), change them, or regain what Landlock leaves out.
+    sys::drop_capabilities().map_err(|e| Error::Namespace {
+        step: "dropping capabilities",
+        source: e,
+    })?;
     let error = std::process::Command::new(&program[0])
         .args(&program[1..])
         .exec();
@@ -147,6 +155,12 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
     }
     match sys::fork().map_err(step("fork"))? {
         sys::Forked::Child => {
+            // PID 1 of the namespace: dies with the helper outside (and so
+            // with offcode), and the kernel then ends every process in the
+            // namespace. It stays offcode's own code, never the command's:
+            // a command that was PID 1 could clear this signal and leave
+            // its process group, and outlive offcode (an outside tester's
+            // `prctl(PR_SET_PDEATHSIG, 0); setpgrp()`).
             let _ = rustix::process::set_parent_process_death_signal(Some(
                 rustix::process::Signal::KILL,
             ));
@@ -162,26 +176,48 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
                     | rustix::mount::MountFlags::NOEXEC,
                 None,
             );
-            Ok(None)
+            match sys::fork().map_err(step("fork"))? {
+                // The command, PID 2: goes on to Landlock and exec.
+                sys::Forked::Child => Ok(None),
+                // Init: reaps what is orphaned to it until the command
+                // ends, then ends, and everything left ends with it.
+                sys::Forked::Parent(pid) => Ok(Some(reap_until(pid))),
+            }
         }
         sys::Forked::Parent(pid) => {
             let pid = rustix::process::Pid::from_raw(pid);
             let status = rustix::process::waitpid(pid, rustix::process::WaitOptions::empty())
                 .map_err(|e| step("waiting for the command")(e.into()))?;
-            let code = status.map_or(1, |(_, status)| {
-                status
-                    .exit_status()
-                    .map(|code| u8::try_from(code & 0xff).unwrap_or(1))
-                    .or_else(|| {
-                        status
-                            .terminating_signal()
-                            .map(|signal| u8::try_from(128 + (signal & 0x7f)).unwrap_or(1))
-                    })
-                    .unwrap_or(1)
-            });
-            Ok(Some(code))
+            Ok(Some(status.map_or(1, |(_, status)| exit_code(status))))
         }
     }
+}
+
+/// As init of the command's PID namespace: waits for any child, so that
+/// orphans are reaped, until `command` has ended; its exit code.
+fn reap_until(command: i32) -> u8 {
+    loop {
+        match rustix::process::wait(rustix::process::WaitOptions::empty()) {
+            Ok(Some((pid, status))) if pid.as_raw_nonzero().get() == command => {
+                return exit_code(status);
+            }
+            Ok(_) | Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return 1,
+        }
+    }
+}
+
+/// A wait status as a shell's exit code (128 + the signal for a kill).
+fn exit_code(status: rustix::process::WaitStatus) -> u8 {
+    status
+        .exit_status()
+        .map(|code| u8::try_from(code & 0xff).unwrap_or(1))
+        .or_else(|| {
+            status
+                .terminating_signal()
+                .map(|signal| u8::try_from(128 + (signal & 0x7f)).unwrap_or(1))
+        })
+        .unwrap_or(1)
 }
 
 /// Puts an empty private directory (a fresh, writable tmpfs) over a

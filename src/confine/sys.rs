@@ -123,6 +123,28 @@ pub fn die_with_parent(command: &mut std::process::Command) {
     }
 }
 
+/// Leaves the calling thread no capability, now or after `exec`: every one
+/// is dropped from the bounding set, then from the effective, permitted
+/// and inheritable sets (which clears the ambient set too).
+pub fn drop_capabilities() -> io::Result<()> {
+    use rustix::thread::{CapabilitySet, CapabilitySets};
+    for bit in 0..64 {
+        // Numbers past the kernel's last capability are refused: skipped.
+        let _ = rustix::thread::remove_capability_from_bounding_set(
+            CapabilitySet::from_bits_retain(1 << bit),
+        );
+    }
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )?;
+    Ok(())
+}
+
 /// Who returned from [`fork`].
 pub enum Forked {
     /// The new process (PID 1 of the new PID namespace).

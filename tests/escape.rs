@@ -1,0 +1,80 @@
+//! What an outside tester did from inside the sandbox, checked by its real
+//! effect: a command that clears its parent-death signal and leaves its
+//! process group must still end with its call, and a command that clones
+//! the workspace's mount from under the private mounts (`open_tree`) must
+//! find nothing of offcode's there.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::support::{Workspace, chunks, mock, processes_with, run, sse, tool_results, wait_until};
+
+/// Runs `bash s.sh` (with `script` as s.sh in `dir`) as the model's one
+/// call with `timeout` seconds, headless with `--yes`; the tool result.
+fn run_script(ws: &Workspace, dir: &std::path::Path, script: &str, timeout: u64) -> String {
+    std::fs::write(dir.join("s.sh"), script).unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "s1",
+            "bash",
+            json!({"command": "bash s.sh", "timeout": timeout}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let mut command = ws.offcode(
+        &server.base_url(),
+        &["run", "--yes", "--model", "mock-model", "run the script"],
+    );
+    command.current_dir(dir);
+    let output = run(command);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    tool_results(&server.chat_bodies()[1]).join("\n")
+}
+
+#[test]
+fn a_command_that_clears_its_death_signal_and_leaves_its_group_still_ends() {
+    let ws = Workspace::new();
+    let marker = format!("40.{}7", std::process::id());
+    // As PID 1 of its namespace, this outlived offcode and its own
+    // timeout, and went on writing in the workspace.
+    let script = format!(
+        "exec python3 -c 'import ctypes,os; l=ctypes.CDLL(None); l.prctl(1,0,0,0,0); os.setpgrp(); os.system(\"sleep {marker} & sleep {marker}; touch survived\")'\n"
+    );
+    let result = run_script(&ws, &ws.root, &script, 2);
+    assert!(result.contains("timed out"), "{result}");
+    let gone = wait_until(Duration::from_secs(10), || {
+        processes_with(&marker).is_empty()
+    });
+    let left = processes_with(&marker);
+    crate::support::kill_with(&marker);
+    assert!(gone, "outlived its call: {left:?}");
+    assert!(!ws.root.join("survived").exists());
+}
+
+#[test]
+fn a_clone_of_the_workspace_mount_shows_nothing_of_offcodes_config() {
+    // The workspace is the home folder, so offcode's config folder lies
+    // in it, covered by an empty private folder.
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "api_key": "sk-cloned-key-5555" }"#,
+    )
+    .unwrap();
+    // open_tree(AT_FDCWD, ".", OPEN_TREE_CLONE) is syscall 428 on every
+    // architecture offcode ships for.
+    let script = "python3 -c '
+import ctypes, os
+libc = ctypes.CDLL(None, use_errno=True)
+fd = libc.syscall(428, -100, b\".\", 1)
+print(\"clone:\", fd, os.strerror(ctypes.get_errno()) if fd < 0 else \"made\")
+if fd >= 0:
+    print(open(os.open(\".config/offcode/offcode.jsonc\", 0, dir_fd=fd)).read())
+'\n";
+    let result = run_script(&ws, &ws.home, script, 20);
+    assert!(result.contains("clone:"), "{result}");
+    assert!(!result.contains("sk-cloned-key"), "{result}");
+}
