@@ -7,6 +7,7 @@
 //! abort. Otherwise (a pipe, `TERM=dumb`) input is plain lines of standard
 //! input. Only one of these reads at a time, and only when asked.
 
+pub use super::prompt::StatusLine;
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -489,9 +490,6 @@ fn spawn(
         status: Arc::default(),
     }
 }
-
-/// Paints the status line for a terminal width; empty for none.
-pub type StatusLine = Box<dyn Fn(usize) -> String + Send>;
 
 #[cfg(test)]
 mod tests {

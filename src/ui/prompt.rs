@@ -6,7 +6,8 @@ use std::sync::{Arc, Mutex};
 
 use reedline::{Prompt, PromptEditMode, PromptHistorySearch};
 
-use super::input::StatusLine;
+/// Paints the status line for a terminal width; empty for none.
+pub type StatusLine = Box<dyn Fn(usize) -> String + Send>;
 
 /// The status line the editor shows: how to paint it, and as painted for
 /// the widest terminal it was shown at.
@@ -47,7 +48,7 @@ pub(super) fn terminal_width() -> usize {
 
 /// The status line (if any) above the prompt text.
 pub(super) struct Dynamic {
-    /// Shared with [`super::input::Input::set_status`].
+    /// Shared with `Input::set_status`.
     pub(super) status: Arc<Mutex<Shown>>,
     pub(super) prompt: &'static str,
 }

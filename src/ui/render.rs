@@ -234,7 +234,7 @@ pub use rewind::{rewind, turns};
 /// What a request carries, part by part, with the total against the
 /// model's limit.
 pub fn context_report(report: &ContextReport, width: usize) -> Vec<Line> {
-    let count = |n: u64| crate::ui::view::tokens(n);
+    let count = |n: u64| crate::protocol::format_tokens(n);
     let total = match report.limit {
         Some(limit) if limit > 0 => format!(
             "{} of {} tokens ({}%), estimated",
