@@ -8,6 +8,7 @@
 //! in between ops.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod budget;
 mod call;
 mod compact;
 mod ending;
@@ -19,6 +20,7 @@ mod intent;
 mod leftover;
 mod mcp;
 mod permit;
+mod permits;
 mod preread;
 mod profile;
 mod repeat;
@@ -26,6 +28,7 @@ mod request;
 mod rewind;
 mod shell;
 mod startup;
+mod state;
 mod task;
 mod textcalls;
 mod title;
@@ -154,7 +157,7 @@ pub fn spawn(setup: AgentSetup) -> AgentHandle {
     let shared = Arc::new(Shared::default());
     tokio::spawn(route(op_receiver, queue_sender, Arc::clone(&shared)));
     let (listed_sender, listed_receiver) = mpsc::unbounded_channel();
-    let state = turn::AgentState::new(setup, event_sender, listed_sender, shared);
+    let state = state::AgentState::new(setup, event_sender, listed_sender, shared);
     tokio::spawn(state.run(queue_receiver, listed_receiver));
     AgentHandle {
         ops: OpSender {

@@ -93,6 +93,9 @@ pub struct ToolOutput {
     /// words meant for the model alone. `None` when it worked, and for a
     /// command that ran (its [`ToolDisplay::Command`] says how it ended).
     pub reason: Option<String>,
+    /// offcode held a change back before it ran (a rewrite of a file that
+    /// exists, a call written as a file's content): nothing was written.
+    pub held_back: bool,
 }
 
 impl ToolOutput {
@@ -105,6 +108,7 @@ impl ToolOutput {
             display: None,
             in_place: false,
             reason: None,
+            held_back: false,
         }
     }
 
@@ -123,6 +127,7 @@ impl ToolOutput {
             display: Some(ToolDisplay::Command { output, end }),
             in_place: false,
             reason: None,
+            held_back: false,
         }
     }
 
@@ -184,6 +189,7 @@ impl ToolOutput {
             display: None,
             in_place: false,
             reason: Some(reason),
+            held_back: false,
         }
     }
 }

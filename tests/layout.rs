@@ -105,14 +105,7 @@ fn module_graph() -> BTreeMap<String, BTreeSet<String>> {
     let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     for file in &files {
         let relative = file.strip_prefix(&src).unwrap();
-        let top = relative
-            .components()
-            .next()
-            .unwrap()
-            .as_os_str()
-            .to_string_lossy()
-            .trim_end_matches(".rs")
-            .to_owned();
+        let top = first_name(relative);
         let text = std::fs::read_to_string(file).unwrap();
         let mut named: Vec<String> = path.captures_iter(&text).map(|c| c[1].to_owned()).collect();
         for group in list.captures_iter(&text) {
@@ -167,7 +160,27 @@ fn no_import_circle_spans_modules() {
         graph["startup"].contains("agent"),
         "the graph is read: {graph:?}"
     );
-    // A module is on a circle when it reaches itself.
+    assert_eq!(
+        on_circles(&graph),
+        Vec::<String>::new(),
+        "modules on an import circle; graph: {graph:#?}"
+    );
+}
+
+/// The module a file belongs to: the first part of its path, less `.rs`.
+fn first_name(relative: &Path) -> String {
+    relative
+        .components()
+        .next()
+        .unwrap()
+        .as_os_str()
+        .to_string_lossy()
+        .trim_end_matches(".rs")
+        .to_owned()
+}
+
+/// The modules of `graph` that reach themselves.
+fn on_circles(graph: &BTreeMap<String, BTreeSet<String>>) -> Vec<String> {
     let mut circles = Vec::new();
     for start in graph.keys() {
         let mut seen = BTreeSet::new();
@@ -182,9 +195,70 @@ fn no_import_circle_spans_modules() {
             }
         }
     }
-    assert_eq!(
-        circles,
-        Vec::<String>::new(),
-        "modules on an import circle; graph: {graph:#?}"
-    );
+    circles
+}
+
+/// The modules directly in `src/FOLDER` (a module's own sub-folder counted
+/// as it) and the ones of them each names: `super::NAME` from its file,
+/// `super::super::NAME` from a file one folder down, `crate::FOLDER::NAME`.
+/// Code only: comments and unit tests may name anything.
+fn folder_graph(folder: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src")
+        .join(folder);
+    let mut files = Vec::new();
+    rust_files(&dir, &mut files);
+    let names: BTreeSet<String> = files
+        .iter()
+        .filter(|f| f.parent() == Some(dir.as_path()))
+        .map(|f| f.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    let tests = regex::Regex::new(r"(?s)#\[cfg\(test\)\]\s*mod tests\s*\{.*").unwrap();
+    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for file in &files {
+        let relative = file.strip_prefix(&dir).unwrap();
+        let module = first_name(relative);
+        if relative.ends_with("tests.rs") || relative.components().any(|c| c.as_os_str() == "tests")
+        {
+            continue;
+        }
+        let depth = relative.components().count() - 1;
+        let up = "super::".repeat(depth + 1);
+        let sibling =
+            regex::Regex::new(&format!(r"(?:(?:^|[^:\w]){up}|crate::{folder}::)(\w+)")).unwrap();
+        let text = std::fs::read_to_string(file).unwrap();
+        let code: String = tests
+            .replace(&text, "")
+            .lines()
+            .filter(|line| !line.trim_start().starts_with("//"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let edges = graph.entry(module.clone()).or_default();
+        for found in sibling.captures_iter(&code) {
+            let name = found[1].to_owned();
+            if name != module && names.contains(&name) {
+                edges.insert(name);
+            }
+        }
+    }
+    graph
+}
+
+#[test]
+fn the_agent_and_ui_folders_have_no_import_circle() {
+    for folder in ["agent", "ui"] {
+        let graph = folder_graph(folder);
+        assert!(
+            graph
+                .get("turn")
+                .or(graph.get("app"))
+                .is_some_and(|e| !e.is_empty()),
+            "the {folder} graph is read: {graph:?}"
+        );
+        assert_eq!(
+            on_circles(&graph),
+            Vec::<String>::new(),
+            "{folder}: modules on an import circle; graph: {graph:#?}"
+        );
+    }
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::finish::Calls;
-use super::turn::{AgentState, Step};
+use super::state::{AgentState, Step};
 use crate::cancel::Cancel;
 use crate::protocol::{
     CallOutcome, EventMsg, SubmissionId, ToolCallBeginEvent, TurnState, TurnStatus,
@@ -127,7 +127,11 @@ impl AgentState {
                 crate::tools::effect(&call.name),
                 crate::tools::Effect::ChangesFiles | crate::tools::Effect::RunsCommands
             );
-        if outcome == CallOutcome::Failed {
+        if outcome == CallOutcome::Failed && output.held_back {
+            calls
+                .held_back
+                .push((call.name.clone(), output.output.clone()));
+        } else if outcome == CallOutcome::Failed {
             calls
                 .failed
                 .push((call.name.clone(), output.output.clone()));
@@ -370,7 +374,7 @@ impl AgentState {
         }
         let arguments = parse_argument_text(&call.arguments).ok()?;
         let path = arguments["path"].as_str()?;
-        let target = lexical(&self.sandbox.relative(path).ok()?);
+        let target = super::intent::lexical(&self.sandbox.relative(path).ok()?);
         // Only an existing file can be lost.
         self.sandbox.open(path, rustix::fs::OFlags::RDONLY).ok()?;
         // The file as it may be written: as the call gives it, relative,
@@ -400,7 +404,7 @@ impl AgentState {
                     "read" | "write" | "edit" => a["path"]
                         .as_str()
                         .and_then(|p| self.sandbox.relative(p).ok())
-                        .is_some_and(|p| lexical(&p) == target),
+                        .is_some_and(|p| super::intent::lexical(&p) == target),
                     "patch" | "bash" => names(&a.to_string()),
                     _ => false,
                 }
@@ -487,13 +491,6 @@ fn mentions(text: &str, path: &str) -> bool {
         };
         before.is_none_or(|c| !part(c)) && after_ends
     })
-}
-
-/// `path` without `.` components, so `./a` and `a` compare equal.
-pub(super) fn lexical(path: &std::path::Path) -> std::path::PathBuf {
-    path.components()
-        .filter(|c| *c != std::path::Component::CurDir)
-        .collect()
 }
 
 /// Among calls the model wrote as text all at once, the first that may

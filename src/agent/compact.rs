@@ -7,7 +7,8 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::turn::AgentState;
+use super::budget::{ratio, scale_tokens};
+use super::state::AgentState;
 
 mod budget;
 use crate::cancel::Cancel;
@@ -16,14 +17,10 @@ use crate::client::{self, Update};
 use crate::context::{build_messages, estimate_tokens, text_message};
 use crate::protocol::{EventMsg, SubmissionId};
 use crate::session::{Compaction, EntryBody, Message};
-pub(in crate::agent) use budget::Budget;
 
 /// Estimated tokens from which the server is asked for the context
 /// length (when the config does not give it).
 const ASK_LIMIT_FROM: u64 = 4_096;
-/// The largest correction of the estimate that usage may apply (code and
-/// JSON run about 1.4 times the estimate; more is a suspect count).
-const MAX_SCALE: f64 = 2.0;
 /// Tool outputs kept whole when older ones are pruned.
 const KEEP_TOOL_OUTPUTS: usize = 4;
 /// What a pruned tool output becomes.
@@ -450,25 +447,6 @@ pub(super) fn estimate_request(
 ) -> u64 {
     estimate_tokens(&serde_json::to_string(messages).unwrap_or_default())
         + estimate_tokens(&serde_json::to_string(specs).unwrap_or_default())
-}
-
-/// `exact / estimate`, for scaling later estimates.
-#[allow(
-    clippy::cast_precision_loss,
-    reason = "token counts are far below 2^52"
-)]
-pub(super) fn ratio(exact: u64, estimate: u64) -> f64 {
-    exact as f64 / estimate.max(1) as f64
-}
-
-#[allow(
-    clippy::cast_precision_loss,
-    clippy::cast_possible_truncation,
-    clippy::cast_sign_loss,
-    reason = "token counts are far below 2^52 and the scale is positive"
-)]
-fn scale_tokens(tokens: u64, scale: f64) -> u64 {
-    (tokens as f64 * scale).round() as u64
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use super::finish::{Owed, Undone};
 use super::intent;
 use super::leftover::{left_alone, same_edit, still_holding};
-use super::turn::AgentState;
+use super::state::AgentState;
 use super::validate::Validation;
 use crate::protocol::{EventMsg, SubmissionId, TurnStatus};
 
@@ -358,7 +358,10 @@ impl AgentState {
         validation.changed |= calls.changed;
         validation.ran_command |= calls.ran_command;
         // A change worked, and nothing waits or failed.
-        let clean = calls.changed && calls.deferred.is_empty() && calls.failed.is_empty();
+        let clean = calls.changed
+            && calls.deferred.is_empty()
+            && calls.failed.is_empty()
+            && calls.held_back.is_empty();
         ending.owed.after_step(calls);
         match self.progress(ending, clean) {
             Some(note) => self.tell_model(id, &note),

@@ -5,8 +5,8 @@
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
 use super::finish::Calls;
+use super::state::{AgentState, Step};
 use super::textcalls::StepText;
-use super::turn::{AgentState, Step};
 use crate::cancel::Cancel;
 use crate::client;
 use crate::protocol::{ErrorKind, SubmissionId, TurnStatus};

@@ -19,6 +19,10 @@ pub(super) struct Calls {
     pub(super) deferred: Vec<(String, String)>,
     /// Calls that ran and failed: the name and the error.
     pub(super) failed: Vec<(String, String)>,
+    /// Writes offcode held back (nothing written): the name and the error.
+    /// A failure, unless the turn changed files (a small model rewriting
+    /// the file it had just fixed): then the change stands.
+    pub(super) held_back: Vec<(String, String)>,
     /// A write, edit or patch worked.
     pub(super) changed: bool,
     /// A command ran, and may have changed files.
@@ -87,10 +91,8 @@ impl Owed {
         }
         // A small model's write refused after the turn changed files (a
         // rewrite of the file it had just fixed): the change stands.
-        if !self.done.is_empty() || calls.changed {
-            calls.failed.retain(|(name, error)| {
-                name != "write" || !error.contains(super::guards::NOT_WRITTEN)
-            });
+        if self.done.is_empty() && !calls.changed {
+            calls.failed.append(&mut calls.held_back);
         }
         self.excused |= calls.excused;
         self.worked.extend(calls.worked);

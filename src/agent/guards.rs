@@ -3,14 +3,14 @@
 //! Both were measured on a 1.5B model that ended at exit 0 with the file
 //! wrong; a larger model's writes are its own.
 
-use super::call::lexical;
-use super::turn::AgentState;
+use super::intent::lexical;
+use super::state::AgentState;
 use crate::session::ToolCall;
 use crate::tools::{ToolOutput, parse_argument_text};
 
 /// How each refusal here starts: a refusal after the turn changed files
 /// is no failure of the task ([`super::finish::Owed`]).
-pub(super) const NOT_WRITTEN: &str = "Not written:";
+const NOT_WRITTEN: &str = "Not written:";
 
 impl AgentState {
     /// A small model's `write` whose content is nothing but a call to one
@@ -28,8 +28,9 @@ impl AgentState {
         let _ = parser.push(content);
         let (_, calls) = parser.finish(false);
         let first = calls.first()?;
-        parser.visible().trim().is_empty().then(|| {
-            ToolOutput::error(format!(
+        parser.visible().trim().is_empty().then(|| ToolOutput {
+            held_back: true,
+            ..ToolOutput::error(format!(
                 "{NOT_WRITTEN} the content is a call to `{}`, not the file's text. To make that call, send it alone in your message.",
                 first.name
             ))
@@ -55,8 +56,11 @@ impl AgentState {
             self.permits.creating.insert(target);
             return None;
         }
-        Some(ToolOutput::error(format!(
-            "{NOT_WRITTEN} `{path}` already exists. Change it with `edit` (old_string: the exact text to replace, new_string: what replaces it), so the rest of the file stays as it is."
-        )))
+        Some(ToolOutput {
+            held_back: true,
+            ..ToolOutput::error(format!(
+                "{NOT_WRITTEN} `{path}` already exists. Change it with `edit` (old_string: the exact text to replace, new_string: what replaces it), so the rest of the file stays as it is."
+            ))
+        })
     }
 }

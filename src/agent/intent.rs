@@ -261,6 +261,13 @@ fn first_line(command: &str) -> String {
     cut
 }
 
+/// `path` without `.` components, so `./a` and `a` compare equal.
+pub(super) fn lexical(path: &std::path::Path) -> std::path::PathBuf {
+    path.components()
+        .filter(|c| *c != std::path::Component::CurDir)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::{Done, asks_for_change, only_asks, report};

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use super::turn::AgentState;
+use super::state::AgentState;
 use crate::mcp::Mcp;
 use crate::policy::{Action, Decision};
 use crate::protocol::{EventMsg, Mandate, SubmissionId};

@@ -16,7 +16,7 @@
 use serde_json::json;
 
 use super::finish::Calls;
-use super::turn::{AgentState, Step};
+use super::state::{AgentState, Step};
 use crate::cancel::Cancel;
 use crate::protocol::{AssistantMessageEvent, EventMsg, SubmissionId, TurnStatus};
 use crate::session::{EntryBody, Message, ToolCall};

@@ -2,7 +2,7 @@
 //! prompt, the tools offered, the rules, the model and sampling), and the
 //! record of each switch.
 
-use super::turn::AgentState;
+use super::state::AgentState;
 use crate::agents::Profile;
 use crate::config::Config;
 use crate::policy::AgentRules;

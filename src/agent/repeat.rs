@@ -7,8 +7,8 @@
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
+use super::state::{AgentState, Step};
 use super::textcalls::StepText;
-use super::turn::{AgentState, Step};
 use crate::cancel::Cancel;
 use crate::client;
 use crate::protocol::{EventMsg, SubmissionId};

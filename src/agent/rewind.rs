@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use super::turn::AgentState;
+use super::state::AgentState;
 use crate::checkpoint::rewind::{self, Turn};
 use crate::protocol::{EventMsg, RewindKind, RewindReport, SubmissionId, TurnRow};
 use crate::session::EntryBody;

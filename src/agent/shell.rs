@@ -2,7 +2,7 @@
 //! permission check as the model's `bash` calls and recorded as a user and
 //! an assistant message, so the model sees it next turn.
 
-use super::turn::AgentState;
+use super::state::AgentState;
 use crate::cancel::Cancel;
 use crate::protocol::{EventMsg, SubmissionId, ToolDisplay, TurnStatus};
 use crate::session::{EntryBody, Message, ToolCall};

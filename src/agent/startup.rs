@@ -1,6 +1,6 @@
 //! What the core says once, when a session starts, before the first turn.
 
-use super::turn::AgentState;
+use super::state::AgentState;
 use crate::protocol::EventMsg;
 
 impl AgentState {

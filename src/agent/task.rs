@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::turn::AgentState;
+use super::state::AgentState;
 use super::{AgentHandle, AgentSetup, Shared, lock};
 use crate::cancel::Cancel;
 use crate::client::wire::{FunctionSpec, ToolSpec};

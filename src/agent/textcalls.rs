@@ -11,7 +11,7 @@ use crate::config::ToolCallMode;
 use crate::protocol::{EventMsg, SubmissionId};
 use crate::servers::ToolSupport;
 
-use super::turn::AgentState;
+use super::state::AgentState;
 
 /// A step's streamed text, split by the inline parser.
 #[derive(Debug, Default)]

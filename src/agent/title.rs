@@ -6,9 +6,7 @@
 
 use std::sync::Arc;
 
-use tokio::sync::mpsc;
-
-use super::turn::AgentState;
+use super::state::AgentState;
 use crate::cancel::Cancel;
 use crate::client::wire::ChatRequest;
 use crate::context::text_message;
@@ -18,33 +16,6 @@ use crate::session::{EntryBody, Message};
 const SHOWN: usize = 2_000;
 /// Characters a title keeps.
 const LONGEST: usize = 60;
-
-/// Whether a title is still to be asked for, and where it comes back.
-#[derive(Debug)]
-pub(super) struct Titles {
-    wanted: bool,
-    sender: mpsc::UnboundedSender<String>,
-    receiver: Option<mpsc::UnboundedReceiver<String>>,
-}
-
-impl Titles {
-    /// For a core whose session is named (`wanted`) or not.
-    pub(super) fn new(wanted: bool) -> Self {
-        let (sender, receiver) = mpsc::unbounded_channel();
-        Self {
-            wanted,
-            sender,
-            receiver: Some(receiver),
-        }
-    }
-
-    /// Where titles arrive; taken once, by the runner.
-    pub(super) fn receiver(&mut self) -> mpsc::UnboundedReceiver<String> {
-        self.receiver
-            .take()
-            .unwrap_or_else(|| mpsc::unbounded_channel().1)
-    }
-}
 
 impl AgentState {
     /// After a turn: when it was the session's first request, asks the

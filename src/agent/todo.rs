@@ -1,7 +1,7 @@
 //! The agent's todo list in the core: each new version is recorded in the
 //! session and shown, and a task that changes files gets one.
 
-use super::turn::AgentState;
+use super::state::AgentState;
 use crate::client;
 use crate::protocol::{EventMsg, SubmissionId, TodoStatus};
 

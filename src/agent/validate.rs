@@ -13,7 +13,7 @@ use std::time::{Instant, SystemTime};
 use serde_json::json;
 
 use super::permit::Refusal;
-use super::turn::AgentState;
+use super::state::AgentState;
 use crate::cancel::Cancel;
 use crate::protocol::{EventMsg, SubmissionId, TurnState, ValidationEvent, ValidationStatus};
 use crate::session::{EntryBody, ToolCall};
@@ -271,7 +271,7 @@ impl AgentState {
         let call = ToolCall {
             id: format!(
                 "{}{}_{attempt}",
-                super::permit::VALIDATION_ID,
+                super::permits::VALIDATION_ID,
                 self.session.messages.len()
             ),
             name: "bash".to_owned(),

@@ -148,6 +148,7 @@ impl Tool for TodoWrite {
             display: Some(ToolDisplay::Todo { items }),
             in_place: false,
             reason: None,
+            held_back: false,
         })
     }
 }
@@ -183,6 +184,7 @@ impl Tool for TodoRead {
             display: Some(ToolDisplay::Todo { items }),
             in_place: false,
             reason: None,
+            held_back: false,
         })
     }
 }
