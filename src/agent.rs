@@ -17,6 +17,7 @@ mod finish;
 mod grounded;
 mod guards;
 mod intent;
+mod kind;
 mod leftover;
 mod mcp;
 mod permit;

@@ -1,6 +1,7 @@
 //! Running the tool calls of a step, each as the model asked: announce it, ask the
 //! policy (and the user), run it so an abort always wins, report it.
 
+use super::kind::Kind;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -44,11 +45,11 @@ impl AgentState {
                     self.not_yet(id, call, &tool_calls[..first]),
                     CallOutcome::Failed,
                 )
-            } else if call.name == super::task::NAME {
+            } else if self.kind(&call.name) == Kind::Task {
                 if tasks.is_none() {
                     let due: Vec<&ToolCall> = tool_calls[index..]
                         .iter()
-                        .filter(|c| c.name == super::task::NAME)
+                        .filter(|c| self.kind(&c.name) == Kind::Task)
                         .collect();
                     let task = super::task::NAME;
                     let before = self.begin_step(id, task, task, None).await;
@@ -202,7 +203,10 @@ impl AgentState {
                 let context = self.tool_context(permit, cancel);
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.
-                let mcp = self.mcp.clone().filter(|m| m.offers(&call.name));
+                let mcp = self
+                    .mcp
+                    .clone()
+                    .filter(|_| matches!(self.kind(&call.name), Kind::Mcp { .. }));
                 let run = async {
                     match &mcp {
                         Some(mcp) => match crate::tools::parse_argument_text(&call.arguments) {

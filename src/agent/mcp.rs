@@ -112,10 +112,7 @@ impl AgentState {
     /// todo tools out: an outside tester's small model still ran `task`).
     pub(super) fn offered(&self, name: &str) -> bool {
         let changes_things = self.agent.reads_only()
-            && self
-                .mcp
-                .as_ref()
-                .is_some_and(|mcp| mcp.offers(name) && !mcp.is_read_only(name));
+            && self.kind(name) == super::kind::Kind::Mcp { read_only: false };
         let listed = self
             .request
             .tools()
@@ -128,10 +125,5 @@ impl AgentState {
     pub(super) fn list_mcp(&mut self, id: SubmissionId) {
         let servers = self.mcp.as_ref().map(|m| m.reports()).unwrap_or_default();
         self.emit(id, EventMsg::McpList { servers });
-    }
-
-    /// Whether `name` is an MCP tool offered now.
-    pub(super) fn is_mcp_tool(&self, name: &str) -> bool {
-        self.mcp.as_ref().is_some_and(|mcp| mcp.offers(name))
     }
 }

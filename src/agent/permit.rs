@@ -128,10 +128,7 @@ impl AgentState {
         arguments: Value,
         cancel: &Cancel,
     ) -> Result<Permit, Refusal> {
-        if self.tools.get(&call.name).is_none()
-            && call.name != super::task::NAME
-            && !self.is_mcp_tool(&call.name)
-        {
+        if self.kind(&call.name) == super::kind::Kind::Unknown {
             return Ok(Permit::default()); // the registry reports the unknown tool
         }
         if let Some(refusal) = self.not_offered(call) {

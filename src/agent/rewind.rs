@@ -2,6 +2,7 @@
 //! back: `/undo`, `/revert`, `/diff`, the turns for the picker, and the
 //! summary `/summarize` starts a new session with.
 
+use super::kind::Kind;
 use std::sync::Arc;
 
 use super::state::AgentState;
@@ -17,14 +18,10 @@ impl AgentState {
         if self.checkpoints.is_none() {
             return false;
         }
-        if name == super::task::NAME {
-            return true;
-        }
-        if self.tools.get(name).is_none()
-            && let Some(mcp) = &self.mcp
-            && mcp.offers(name)
-        {
-            return !mcp.is_read_only(name);
+        match self.kind(name) {
+            Kind::Task => return true,
+            Kind::Mcp { read_only } => return !read_only,
+            Kind::BuiltIn | Kind::Unknown => {}
         }
         matches!(
             crate::tools::effect(name),
