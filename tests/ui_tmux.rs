@@ -771,6 +771,9 @@ fn a_large_paste_arrives_whole() {
     // `-p` pastes the way a terminal does when the program asks for
     // bracketed paste.
     tmux.tmux(&["paste-buffer", "-p", "-b", "big", "-t", "one"]);
+    // Enter once the paste is in: read with it, the editor takes a key
+    // that arrives with a paste for part of it (a new line).
+    tmux.wait_for("one", "粘贴的文字");
     tmux.keys("one", &["Enter"]);
     tmux.wait_for("one", "last line");
     assert!(wait_until(Duration::from_secs(20), || server

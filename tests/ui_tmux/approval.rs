@@ -67,6 +67,9 @@ fn a_command_taller_than_the_screen_is_read_before_y_answers() {
     std::fs::write(&file, format!("run `{command}`")).unwrap();
     tmux.tmux(&["load-buffer", "-b", "prompt", file.to_str().unwrap()]);
     tmux.tmux(&["paste-buffer", "-p", "-b", "prompt", "-t", "one"]);
+    // Enter once the paste is in: read with it, the editor takes a key
+    // that arrives with a paste for part of it (a new line).
+    tmux.wait_for("one", "padding padding");
     tmux.keys("one", &["Enter"]);
     tmux.wait_for("one", "taller than the screen");
     // `y` does not answer what was not seen: `v`, right behind it, still
