@@ -148,8 +148,12 @@ fn chinese_editing_approval_by_key_and_history_after_restart() {
     tmux.wait_for("one", "Type a task");
     // Wide characters: two Lefts move over two of them, Backspace deletes
     // one, and the submitted text is exactly what is on the screen.
+    // Each batch waits for the last to be drawn: keys that arrive with
+    // typed text in one read are taken as a paste, where arrows do nothing.
     tmux.type_text("one", "你好世界");
+    tmux.wait_for("one", "> 你好世界");
     tmux.keys("one", &["Left", "Left", "BSpace"]);
+    tmux.wait_for("one", "> 你世界");
     tmux.send("one", "X");
     tmux.wait_for("one", "You said: 你X世界");
     // A write asks; `y` and Enter approve it.
