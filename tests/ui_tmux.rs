@@ -484,9 +484,19 @@ fn shift_tab_and_slash_agent_switch_the_agent_and_keep_what_was_typed() {
     tmux.wait_for("one", "`explore` is a subagent");
     tmux.send("one", "/agent build");
     tmux.wait_for("one", "build · mock-model · ready");
-    // Shift+Tab at once after `/agent plan`: the status line above the
-    // prompt is the last switch's, and no other is left below the command.
+    // Shift+Tab soon after `/agent plan` (once it is drawn: a key that
+    // arrives in one read with the line before is taken as a paste): the
+    // status line above the prompt is the last switch's, and no other is
+    // left below the command.
     tmux.send("one", "/agent plan");
+    assert!(crate::support::wait_until(
+        std::time::Duration::from_secs(20),
+        || tmux
+            .history("one")
+            .rsplit("> /agent plan")
+            .next()
+            .is_some_and(|after| after.contains("plan · mock-model · ready"))
+    ));
     tmux.keys("one", &["BTab"]);
     assert!(
         crate::support::wait_until(std::time::Duration::from_secs(10), || {
