@@ -310,7 +310,13 @@ pub fn include_targets(root: &Path) -> Vec<PathBuf> {
     let git_dir = root.join(".git");
     let mut targets = Vec::new();
     for name in ["config", "config.worktree"] {
-        let Ok(settings) = read_config(&git_dir.join(name)) else {
+        // Not there, nothing included: no git to start (two of them cost
+        // the start-up several milliseconds before the first request).
+        let path = git_dir.join(name);
+        if !path.is_file() {
+            continue;
+        }
+        let Ok(settings) = read_config(&path) else {
             continue;
         };
         for setting in settings {
