@@ -78,19 +78,23 @@ impl Running {
     /// called before a process is started, so that the reaper is there to
     /// be told of its group however soon offcode is killed after.
     pub fn prepare(&self) {
-        if let Some(reaper) = &self.reaper {
-            reaper.get_or_init(|| Mutex::new(start_reaper()));
-        }
+        let _ = self.reaper();
+    }
+
+    /// The reaper's stdin, started on first use; `None` for an owner
+    /// without a reaper.
+    fn reaper(&self) -> Option<&Mutex<Option<std::process::ChildStdin>>> {
+        let reaper = self.reaper.as_ref()?;
+        Some(reaper.get_or_init(|| Mutex::new(start_reaper())))
     }
 
     /// Tells the reaper a line, starting it first when it is not running.
     /// A reaper that cannot be started or has gone is done without: the
     /// groups are still killed when offcode leaves or drops them.
     fn tell(&self, line: &str) {
-        let Some(reaper) = &self.reaper else {
+        let Some(stdin) = self.reaper() else {
             return;
         };
-        let stdin = reaper.get_or_init(|| Mutex::new(start_reaper()));
         let mut stdin = lock(stdin);
         if let Some(pipe) = stdin.as_mut()
             && writeln!(pipe, "{line}").is_err()
