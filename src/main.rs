@@ -25,6 +25,9 @@ fn main() -> ExitCode {
     {
         return ExitCode::from(offcode::groups::reaper());
     }
+    // No file offcode was started with (a shell's `7>>file`) reaches an
+    // unconfined command, an MCP server or the reaper.
+    offcode::confine::close_inherited_on_exec();
     let cli = offcode::cli::Cli::parse();
     let result = offcode::config::Environment::capture()
         .map_err(|e| Failure::new(&e, EXIT_USAGE))

@@ -15,10 +15,10 @@ use offcode::sandbox::Sandbox;
 use offcode::tools::{Registry, ToolContext, ToolOutput};
 use serde_json::json;
 
-struct Jail {
+pub(crate) struct Jail {
     _dir: tempfile::TempDir,
     /// The workspace.
-    root: PathBuf,
+    pub(crate) root: PathBuf,
     /// A directory beside it, outside the workspace.
     outside: PathBuf,
     context: ToolContext,
@@ -27,7 +27,7 @@ struct Jail {
 /// The workspace and the victim beside it, out of `/tmp` (which commands
 /// see as an empty private folder) so that the kernel's rules are what
 /// keeps the victim.
-fn sandbox_box() -> Jail {
+pub(crate) fn sandbox_box() -> Jail {
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let root = dir.path().join("work");
     let outside = dir.path().join("outside");
@@ -175,7 +175,7 @@ fn a_test_suite_can_still_use_its_own_loopback() {
 }
 
 /// A spec that lets commands write `writable` only, tried with namespaces.
-fn spec(writable: &Path) -> Spec {
+pub(crate) fn spec(writable: &Path) -> Spec {
     Spec {
         writable: vec![writable.to_path_buf()],
         read_only: Vec::new(),
@@ -190,7 +190,7 @@ fn spec(writable: &Path) -> Spec {
 }
 
 /// Runs `command` through the helper with `spec` directly.
-fn helper(spec: &Spec, command: &str, dir: &Path) -> std::process::Output {
+pub(crate) fn helper(spec: &Spec, command: &str, dir: &Path) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_offcode"))
         .arg(offcode::confine::HELPER_ARG)
         .arg(serde_json::to_string(spec).unwrap())

@@ -18,6 +18,7 @@ mod doctor;
 mod escape;
 mod fixtures;
 mod grounded;
+mod host_channels;
 mod layout;
 mod mcp;
 mod mcp_wire;

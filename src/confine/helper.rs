@@ -75,9 +75,11 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
         }
     };
     restrict(&spec, network_namespace, private_mounts)?;
-    if !private_mounts {
-        sys::refuse_unix_sockets().map_err(|e| Error::Seccomp(e.to_string()))?;
-    }
+    sys::install_filter(sys::Refused {
+        unix_sockets: !private_mounts,
+        ipc: !private_mounts,
+    })
+    .map_err(|e| Error::Seccomp(e.to_string()))?;
     // The user namespace gave the helper every capability in it (and
     // offcode run as root has them anyway); the command gets none, so it
     // cannot clone the workspace's mount from under the private mounts
@@ -86,6 +88,8 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
         step: "dropping capabilities",
         source: e,
     })?;
+    // Nothing offcode was started with reaches the command.
+    sys::close_inherited_on_exec();
     let error = std::process::Command::new(&program[0])
         .args(&program[1..])
         .exec();
@@ -176,6 +180,11 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
                     | rustix::mount::MountFlags::NOEXEC,
                 None,
             );
+            // The key descriptions the person's keyrings hold: the
+            // keyring calls themselves are refused by the filter.
+            for keys in ["/proc/keys", "/proc/key-users"] {
+                let _ = rustix::mount::mount_bind("/dev/null", keys);
+            }
             match sys::fork().map_err(step("fork"))? {
                 // The command, PID 2: goes on to Landlock and exec.
                 sys::Forked::Child => Ok(None),

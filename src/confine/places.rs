@@ -15,6 +15,9 @@ const SOCKET_PLACES: &[&str] = &[
     "/var/run",
     "/var/lock",
     "/dev/shm",
+    // POSIX message queues: the IPC namespace has its own, but a mount of
+    // the host's queue file system would still show them.
+    "/dev/mqueue",
 ];
 
 /// How deep beneath a hidden folder of the home directory sockets are

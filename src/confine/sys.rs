@@ -17,7 +17,7 @@ pub struct Namespaces {
     pub network: bool,
 }
 
-/// Moves the calling process into a new user, mount and PID namespace
+/// Moves the calling process into a new user, mount, PID and IPC namespace
 /// (and network namespace when asked), with its own user and group ids
 /// mapped to themselves.
 ///
@@ -27,7 +27,10 @@ pub struct Namespaces {
 /// non-root).
 pub fn unshare(namespaces: &Namespaces) -> io::Result<()> {
     use std::io::{Read, Write};
-    let mut flags = libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID;
+    // The IPC namespace: the host's System V shared memory, semaphores and
+    // message queues, and its POSIX message queues, are out of reach.
+    let mut flags =
+        libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
     if namespaces.network {
         flags |= libc::CLONE_NEWNET;
     }
@@ -145,6 +148,44 @@ pub fn drop_capabilities() -> io::Result<()> {
     Ok(())
 }
 
+/// Marks every file descriptor from 3 up close-on-exec, so none that
+/// offcode was started with (a shell's `7>>file`, a parent's pipe) reaches
+/// what it runs. Kernels before 5.11 (and qemu-user) lack
+/// `close_range`'s flag: the open descriptors are then listed and marked
+/// one by one.
+pub fn close_inherited_on_exec() {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    // SAFETY: `close_range` takes plain integers and touches no memory.
+    let marked = unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            3_u32,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    } == 0;
+    if marked {
+        return;
+    }
+    let open: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|entry| entry.file_name().to_str()?.parse().ok())
+        .filter(|&fd| fd > 2)
+        .collect();
+    for fd in open {
+        // SAFETY: `fcntl` on a descriptor number changes only its flags; one
+        // that was the directory listing's own and is closed now fails.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFD);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+            }
+        }
+    }
+}
+
 /// Who returned from [`fork`].
 pub enum Forked {
     /// The new process (PID 1 of the new PID namespace).
@@ -239,14 +280,49 @@ pub fn read_only_tree(path: &std::path::Path, read_only: bool) -> io::Result<()>
     }
 }
 
-/// The audit architecture and `socket`'s number, for the filter below.
+/// The audit architecture of the native system calls.
 #[cfg(target_arch = "x86_64")]
-const NATIVE: (u32, u32) = (0xC000_003E, 41);
+const NATIVE_ARCH: u32 = 0xC000_003E;
 #[cfg(target_arch = "aarch64")]
-const NATIVE: (u32, u32) = (0xC000_00B7, 198);
+const NATIVE_ARCH: u32 = 0xC000_00B7;
 /// `io_uring_setup`, the same number on every architecture: its rings
 /// create sockets without the `socket` call.
 const IO_URING_SETUP: u32 = 425;
+
+/// The kernel's keyrings (`add_key`, `keyctl`, `request_key`): not
+/// namespaced, so a command could read the person's keys and leave its own.
+const KEYRING_CALLS: [libc::c_long; 3] =
+    [libc::SYS_add_key, libc::SYS_keyctl, libc::SYS_request_key];
+/// System V shared memory, semaphores and message queues, and POSIX
+/// message queues: the host's, where no IPC namespace could be made.
+const IPC_CALLS: [libc::c_long; 14] = [
+    libc::SYS_shmget,
+    libc::SYS_shmat,
+    libc::SYS_shmctl,
+    libc::SYS_shmdt,
+    libc::SYS_semget,
+    libc::SYS_semop,
+    libc::SYS_semctl,
+    libc::SYS_semtimedop,
+    libc::SYS_msgget,
+    libc::SYS_msgsnd,
+    libc::SYS_msgrcv,
+    libc::SYS_msgctl,
+    libc::SYS_mq_open,
+    libc::SYS_mq_unlink,
+];
+
+/// Which shared channels of the host the system-call filter closes, beyond
+/// the keyrings it always closes.
+#[derive(Debug, Clone, Copy)]
+pub struct Refused {
+    /// `socket(AF_UNIX, ...)` and `io_uring`: where no mount namespace
+    /// hides the places daemons listen.
+    pub unix_sockets: bool,
+    /// System V and POSIX message-queue IPC: where no IPC namespace was
+    /// made.
+    pub ipc: bool,
+}
 
 const fn statement(code: u32, k: u32) -> libc::sock_filter {
     #[allow(clippy::cast_possible_truncation, reason = "BPF codes fit 16 bits")]
@@ -268,12 +344,23 @@ const fn jump(k: u32, jt: u8, jf: u8) -> libc::sock_filter {
     }
 }
 
-/// Makes `socket(AF_UNIX, ...)` fail with `EACCES` for the caller and all
-/// it runs (`socketpair` still works): where no mount namespace can hide
-/// the places daemons listen, a command can reach none of them. System
-/// calls of another architecture (a 32-bit program's) end the process,
-/// x32 ones and `io_uring` fail.
-pub fn refuse_unix_sockets() -> io::Result<()> {
+/// A system call's number as the filter compares it.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_sign_loss,
+    reason = "system call numbers are small and positive"
+)]
+const fn number(call: libc::c_long) -> u32 {
+    call as u32
+}
+
+/// Installs the system-call filter for the caller and all it runs: the
+/// keyring calls fail with `ENOSYS` (as on a kernel built without them),
+/// and, as `refused` says, the host's IPC and `socket(AF_UNIX, ...)` with
+/// `EACCES` (`socketpair` still works). System calls of another
+/// architecture (a 32-bit program's) end the process, x32 ones fail, so
+/// none goes around the filter.
+pub fn install_filter(refused: Refused) -> io::Result<()> {
     const LOAD: u32 = libc::BPF_LD | libc::BPF_W | libc::BPF_ABS;
     const RETURN: u32 = libc::BPF_RET | libc::BPF_K;
     #[allow(clippy::cast_sign_loss, reason = "errno values are small and positive")]
@@ -282,10 +369,9 @@ pub fn refuse_unix_sockets() -> io::Result<()> {
     const NO_SYSCALL: u32 = libc::SECCOMP_RET_ERRNO | libc::ENOSYS as u32;
     #[allow(clippy::cast_sign_loss, reason = "AF_UNIX is 1")]
     const UNIX: u32 = libc::AF_UNIX as u32;
-    let (arch, socket) = NATIVE;
-    let filter = [
+    let mut filter = vec![
         statement(LOAD, 4), // seccomp_data.arch
-        jump(arch, 1, 0),
+        jump(NATIVE_ARCH, 1, 0),
         statement(RETURN, libc::SECCOMP_RET_KILL_PROCESS),
         statement(LOAD, 0), // seccomp_data.nr
         #[allow(clippy::cast_possible_truncation, reason = "BPF codes fit 16 bits")]
@@ -296,21 +382,33 @@ pub fn refuse_unix_sockets() -> io::Result<()> {
             k: 0x4000_0000, // the x32 bit
         },
         statement(RETURN, NO_SYSCALL),
-        jump(IO_URING_SETUP, 0, 1),
-        statement(RETURN, NO_SYSCALL),
-        jump(socket, 0, 3),
-        statement(LOAD, 16), // the low half of seccomp_data.args[0]
-        jump(UNIX, 0, 1),
-        statement(RETURN, DENY),
-        statement(RETURN, libc::SECCOMP_RET_ALLOW),
     ];
+    let mut refuse = |call: u32, answer: u32| {
+        filter.push(jump(call, 0, 1));
+        filter.push(statement(RETURN, answer));
+    };
+    for call in KEYRING_CALLS {
+        refuse(number(call), NO_SYSCALL);
+    }
+    if refused.ipc {
+        for call in IPC_CALLS {
+            refuse(number(call), DENY);
+        }
+    }
+    if refused.unix_sockets {
+        refuse(IO_URING_SETUP, NO_SYSCALL);
+        // Last: it loads the first argument over the call's number.
+        filter.extend([
+            jump(number(libc::SYS_socket), 0, 3),
+            statement(LOAD, 16), // the low half of seccomp_data.args[0]
+            jump(UNIX, 0, 1),
+            statement(RETURN, DENY),
+        ]);
+    }
+    filter.push(statement(RETURN, libc::SECCOMP_RET_ALLOW));
     let program = libc::sock_fprog {
-        #[allow(
-            clippy::cast_possible_truncation,
-            reason = "the filter has 13 statements"
-        )]
-        len: filter.len() as u16,
-        filter: filter.as_ptr().cast_mut(),
+        len: u16::try_from(filter.len()).map_err(io::Error::other)?,
+        filter: filter.as_mut_ptr(),
     };
     // SAFETY: `program` points at `filter`, both alive for the call, which
     // copies them; no_new_privs is set (Landlock's `restrict_self` set it).
