@@ -24,6 +24,7 @@
 //! cannot confine it as asked.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+pub mod after;
 mod gitconfig;
 pub mod gitdirs;
 mod helper;
@@ -83,6 +84,12 @@ pub struct Spec {
     /// `None`. Writable directories are readable too.
     #[serde(default)]
     pub readable: Option<Vec<PathBuf>>,
+    /// Paths bound over themselves in the mount namespace, so that they can
+    /// be neither renamed nor removed: the workspace's `.git` (renamed
+    /// away, its read-only config and hooks would go with it, and a new
+    /// `.git` take its place).
+    #[serde(default)]
+    pub pinned: Vec<PathBuf>,
     /// offcode's own records (sessions, history, checkpoints): neither read
     /// nor written. In the mount namespace an empty private folder covers
     /// each; without one, Landlock's rules go around them.
@@ -241,6 +248,9 @@ impl Status {
 pub struct Shell {
     confinement: Option<Confinement>,
     status: Status,
+    /// Where the checks after running commands are recorded
+    /// ([`after::RECORDS`] in offcode's data folder).
+    records: Option<PathBuf>,
 }
 
 impl Shell {
@@ -261,6 +271,7 @@ impl Shell {
             Ok(confinement) => Self {
                 confinement: Some(confinement),
                 status,
+                records: None,
             },
             Err(error) => Self::unconfined(Status::Unavailable {
                 reason: format!("no private temp dir: {error}"),
@@ -288,7 +299,22 @@ impl Shell {
         Self {
             confinement: None,
             status,
+            records: None,
         }
+    }
+
+    /// Records the checks after commands in `dir` (in offcode's data
+    /// folder, which commands cannot reach), so that they are made even
+    /// when offcode dies during a command ([`after`]).
+    #[must_use]
+    pub fn with_records(mut self, dir: Option<PathBuf>) -> Self {
+        self.records = dir;
+        self
+    }
+
+    /// Where the checks after commands are recorded.
+    pub fn records(&self) -> Option<&Path> {
+        self.records.as_deref()
     }
 
     /// How commands run.
@@ -390,6 +416,7 @@ impl Confinement {
                 network,
                 namespaces: true,
                 readable,
+                pinned: Vec::new(),
                 secret: Vec::new(),
             },
             tmp,
@@ -455,6 +482,15 @@ impl Confinement {
         spec.hidden.sort();
         spec.hidden.dedup();
         spec.personal.extend(home.personal);
+        // The workspace (the first writable directory) as it is now: a
+        // repository made since the session started is pinned too.
+        spec.pinned = spec
+            .writable
+            .first()
+            .map(|root| root.join(".git"))
+            .filter(|git| std::fs::symlink_metadata(git).is_ok_and(|m| !m.file_type().is_symlink()))
+            .into_iter()
+            .collect();
         let mut command = std::process::Command::new(&self.helper);
         command
             .arg(HELPER_ARG)

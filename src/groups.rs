@@ -1,15 +1,26 @@
 //! The one owner of the process groups offcode starts: commands and MCP
-//! servers alike. A group is held while it runs and killed when its holder
-//! is dropped; leaving offcode kills every group still held; and should
+//! servers alike. A group is held while it runs and stopped when its holder
+//! is dropped; leaving offcode stops every group still held; and should
 //! offcode be killed outright (SIGKILL, the OOM killer), a small reaper
-//! process it started kills them for it.
+//! process it started stops them for it.
+//!
+//! Stopping a group is SIGTERM to its leader, a wait of up to [`GRACE`] for
+//! the leader to exit, then SIGKILL to the whole group. Under confinement
+//! the leader is offcode's helper, which on SIGTERM kills the command's
+//! PID namespace and exits only once the kernel has ended everything in
+//! it: so when the leader is gone, nothing of the command can still change
+//! a file, and the check after the command ([`crate::confine::after`]) sees
+//! the workspace as the command left it.
 //!
 //! The reaper is this binary again (`offcode __reaper`), in a session of
 //! its own so that the terminal's signals pass it by. offcode tells it
-//! each group as it starts (`+PGID`) and ends (`-PGID`) through a pipe;
-//! when the pipe closes, however offcode ended, the reaper kills the
-//! groups it was told of and not told are gone, then exits. It is started
-//! with the first group, so a run that starts none never has one.
+//! each group as it starts (`+PGID`) and ends (`-PGID`), and each check
+//! after a command (`=PATH` of its record, removed once the check is
+//! made), through a pipe; when the pipe closes, however offcode ended, the reaper
+//! stops the groups it was told of and not told are gone, then makes the
+//! checks still pending, removes the session's private temp dir (`#PATH`),
+//! then exits. It is started with the first group,
+//! so a run that starts none never has one.
 //!
 //! The parent-death signal (`PR_SET_PDEATHSIG`) already ends a command's
 //! first process with offcode, and under confinement the PID namespace
@@ -19,17 +30,92 @@
 //! is reached by neither.
 
 use std::io::{BufRead as _, Write as _};
+use std::os::fd::OwnedFd;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
+use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process_group};
 
 /// `offcode __reaper`: read groups from stdin, kill them when it closes.
 pub const REAPER_ARG: &str = "__reaper";
 
+/// How long a group's leader is given to end after SIGTERM before the
+/// whole group is killed.
+pub const GRACE: Duration = Duration::from_secs(2);
+
+/// A running group: its id (its leader's PID) and, where the kernel has
+/// them, a pidfd of its leader (which says when the leader is gone, and
+/// cannot reach another process that took its PID).
+#[derive(Debug)]
+struct Held {
+    group: Pid,
+    leader: Option<OwnedFd>,
+}
+
+impl Held {
+    fn new(group: Pid) -> Self {
+        Self {
+            group,
+            leader: rustix::process::pidfd_open(group, rustix::process::PidfdFlags::empty()).ok(),
+        }
+    }
+}
+
+/// Stops `groups` together: SIGTERM to each leader, up to [`GRACE`] for
+/// all of them to exit, then SIGKILL to each whole group.
+fn stop(groups: &[Held]) {
+    for held in groups {
+        let _ = match &held.leader {
+            Some(fd) => rustix::process::pidfd_send_signal(fd, Signal::TERM),
+            None => rustix::process::kill_process(held.group, Signal::TERM),
+        };
+    }
+    let deadline = Instant::now() + GRACE;
+    let mut waiting: Vec<&Held> = groups.iter().collect();
+    while !waiting.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        waiting.retain(|held| !leader_gone(held, left));
+    }
+    for held in groups {
+        let _ = kill_process_group(held.group, Signal::KILL);
+    }
+}
+
+/// Waits up to `at_most` for `held`'s leader to exit; whether it has.
+fn leader_gone(held: &Held, at_most: Duration) -> bool {
+    use rustix::event::{PollFd, PollFlags, Timespec};
+    let Some(fd) = &held.leader else {
+        // No pidfds: the leader's state, looked at every 5 ms.
+        let state = std::fs::read_to_string(format!("/proc/{}/stat", held.group.as_raw_nonzero()));
+        let gone = state.map_or(true, |stat| {
+            stat.rsplit_once(") ")
+                .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
+        });
+        if !gone {
+            std::thread::sleep(at_most.min(Duration::from_millis(5)));
+        }
+        return gone;
+    };
+    let timeout = Timespec {
+        tv_sec: i64::try_from(at_most.as_secs()).unwrap_or(i64::MAX),
+        tv_nsec: i64::from(at_most.subsec_nanos()),
+    };
+    let mut fds = [PollFd::new(fd, PollFlags::IN)];
+    match rustix::event::poll(&mut fds, Some(&timeout)) {
+        Ok(ready) => ready > 0,
+        Err(rustix::io::Errno::INTR) => false,
+        Err(_) => true,
+    }
+}
+
 /// Process groups that are running, and who kills them.
 #[derive(Debug, Default)]
 pub struct Running {
-    groups: Mutex<Vec<i32>>,
+    groups: Mutex<Vec<Held>>,
     /// The reaper's stdin, once started (`None` inside: it could not be).
     /// Only offcode's own ([`Running::global`]) has one.
     reaper: Option<OnceLock<Mutex<Option<std::process::ChildStdin>>>>,
@@ -54,7 +140,7 @@ impl Running {
         let pid = leader.and_then(|id| Pid::from_raw(id.try_into().ok()?));
         if let Some(pid) = pid {
             let raw = pid.as_raw_nonzero().get();
-            lock(&self.groups).push(raw);
+            lock(&self.groups).push(Held::new(pid));
             self.tell(&format!("+{raw}"));
         }
         Group {
@@ -63,14 +149,31 @@ impl Running {
         }
     }
 
-    /// Kills every group still running: called when offcode leaves, where
+    /// Stops every group still running: called when offcode leaves, where
     /// the tasks holding them may never be dropped.
     pub fn kill_all(&self) {
-        for raw in lock(&self.groups).drain(..) {
-            if let Some(pid) = Pid::from_raw(raw) {
-                let _ = kill_process_group(pid, Signal::KILL);
-            }
-            self.tell(&format!("-{raw}"));
+        let groups: Vec<Held> = lock(&self.groups).drain(..).collect();
+        stop(&groups);
+        for held in groups {
+            self.tell(&format!("-{}", held.group.as_raw_nonzero()));
+        }
+    }
+
+    /// Has the reaper make the check recorded at `record` should offcode
+    /// end before it does (the check removes the record; the reaper skips
+    /// one that is gone). A path that cannot be told in one line is not
+    /// told.
+    pub fn pending(&self, record: &Path) {
+        if let Some(line) = record.to_str().filter(|line| !line.contains('\n')) {
+            self.tell(&format!("={line}"));
+        }
+    }
+
+    /// Has the reaper remove `dir` (a session's private temp dir, named
+    /// `offcode-...`) should offcode end without removing it.
+    pub fn remove_at_end(&self, dir: &Path) {
+        if let Some(line) = dir.to_str().filter(|line| !line.contains('\n')) {
+            self.tell(&format!("#{line}"));
         }
     }
 
@@ -133,10 +236,17 @@ impl Group {
 impl Drop for Group {
     fn drop(&mut self) {
         if let Some(pid) = self.leader {
-            let _ = kill_process_group(pid, Signal::KILL);
-            let raw = pid.as_raw_nonzero().get();
-            lock(&self.running.groups).retain(|running| *running != raw);
-            self.running.tell(&format!("-{raw}"));
+            let held: Vec<Held> = {
+                let mut groups = lock(&self.running.groups);
+                let (this, others) = std::mem::take(&mut *groups)
+                    .into_iter()
+                    .partition(|held| held.group == pid);
+                *groups = others;
+                this
+            };
+            stop(&held);
+            self.running
+                .tell(&format!("-{}", pid.as_raw_nonzero().get()));
         }
     }
 }
@@ -160,26 +270,40 @@ fn start_reaper() -> Option<std::process::ChildStdin> {
     command.spawn().ok()?.stdin.take()
 }
 
-/// The reaper's life: reads `+PGID` and `-PGID` lines until stdin closes,
-/// then kills the groups still listed. In a session of its own, it has no
-/// terminal whose interrupt or hangup could stop it; only the end of its
-/// input does.
-pub fn reaper() -> u8 {
-    let mut groups: Vec<i32> = Vec::new();
+/// The reaper's life: reads `+PGID`, `-PGID`, `=PATH` and `#PATH` lines until stdin closes, then stops the groups still listed,
+/// makes the checks still pending (with `check`, the confinement's) and
+/// removes the temp dirs. In a session of its own, it has no terminal
+/// whose interrupt or hangup could stop it; only the end of its input
+/// does.
+pub fn reaper(check: fn(&Path)) -> u8 {
+    let mut groups: Vec<Held> = Vec::new();
+    let mut pending: Vec<PathBuf> = Vec::new();
+    let mut temporary: Vec<PathBuf> = Vec::new();
     for line in std::io::stdin().lock().lines() {
         let Ok(line) = line else {
             break;
         };
-        let (sign, number) = line.split_at(line.len().min(1));
-        match (sign, number.parse::<i32>()) {
-            ("+", Ok(group)) if group > 1 => groups.push(group),
-            ("-", Ok(group)) => groups.retain(|g| *g != group),
+        let (sign, rest) = line.split_at(line.len().min(1));
+        match (sign, rest.parse::<i32>().ok().and_then(Pid::from_raw)) {
+            ("+", Some(group)) if group.as_raw_nonzero().get() > 1 => groups.push(Held::new(group)),
+            ("-", Some(group)) => groups.retain(|held| held.group != group),
+            ("=", _) => pending.push(PathBuf::from(rest)),
+            ("#", _) if !temporary.iter().any(|dir| dir == Path::new(rest)) => {
+                temporary.push(PathBuf::from(rest));
+            }
             _ => {}
         }
     }
-    for group in groups {
-        if let Some(pid) = Pid::from_raw(group) {
-            let _ = kill_process_group(pid, Signal::KILL);
+    stop(&groups);
+    for record in pending {
+        check(&record);
+    }
+    for dir in temporary {
+        let ours = dir
+            .file_name()
+            .is_some_and(|name| name.to_string_lossy().starts_with("offcode-"));
+        if ours {
+            let _ = std::fs::remove_dir_all(&dir);
         }
     }
     0

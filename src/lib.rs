@@ -42,6 +42,13 @@ use failure::Failure;
 
 /// Runs the command line; returns the exit status.
 pub fn run(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
+    // Checks an earlier run could not make (it and its reaper died during
+    // a command): before any config here is read, since what such a
+    // command left may be that config.
+    for line in startup::recover_checks(environment) {
+        let _ =
+            std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("offcode: {line}\n"));
+    }
     let result = dispatch(cli, environment);
     // A command still running (the turn was left mid-call) leaves with us.
     tools::kill_running();

@@ -23,7 +23,9 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).as_deref()
         == Some(std::ffi::OsStr::new(offcode::groups::REAPER_ARG))
     {
-        return ExitCode::from(offcode::groups::reaper());
+        return ExitCode::from(offcode::groups::reaper(
+            offcode::confine::after::check_recorded,
+        ));
     }
     // No file offcode was started with (a shell's `7>>file`) reaches an
     // unconfined command, an MCP server or the reaper.

@@ -440,8 +440,24 @@ pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path)
     Arc::new(
         Shell::new(helper, root, &config.sandbox, environment.var("HOME"))
             .with_own_files(&environment.own_files())
-            .with_secret(&secret(environment, root)),
+            .with_secret(&secret(environment, root))
+            .with_records(records(environment)),
     )
+}
+
+/// Makes the checks after commands that an earlier run in this workspace
+/// left pending (it and its reaper died during a command); what each undid.
+pub fn recover_checks(environment: &Environment) -> Vec<String> {
+    records(environment).map_or_else(Vec::new, |records| {
+        crate::confine::after::recover(&records, &environment.cwd)
+    })
+}
+
+/// Where the checks after running commands are recorded.
+fn records(environment: &Environment) -> Option<std::path::PathBuf> {
+    environment
+        .data_dir()
+        .map(|dir| dir.join(crate::confine::after::RECORDS))
 }
 
 /// offcode's data folder (sessions, history, checkpoints) and its config

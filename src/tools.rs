@@ -75,6 +75,8 @@ pub struct ToolContext {
     pub unconfined: bool,
     /// Where the command's process group is held until it ends.
     pub running: Arc<Running>,
+    /// What the checks after commands cut short undid, for the call's end.
+    pub late: crate::confine::after::Late,
 }
 
 /// Why a tool failed.

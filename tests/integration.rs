@@ -19,6 +19,7 @@ mod escape;
 mod fixtures;
 mod grounded;
 mod host_channels;
+mod interrupted;
 mod layout;
 mod mcp;
 mod mcp_wire;

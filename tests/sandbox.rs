@@ -108,6 +108,7 @@ fn call(sandbox: &Arc<Sandbox>, tool: &str, arguments: &Value) -> ToolOutput {
         )),
         unconfined: false,
         running: std::sync::Arc::default(),
+        late: std::sync::Arc::default(),
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -200,7 +200,8 @@ impl AgentState {
                 };
                 let before = self.begin_step(id, &call.name, tool, Some(&call.id)).await;
                 self.set_state(id, TurnState::ToolRunning);
-                let context = self.tool_context(permit, cancel);
+                let late = crate::confine::after::Late::default();
+                let context = self.tool_context(permit, cancel, &late);
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.
                 let mcp = self
@@ -209,23 +210,11 @@ impl AgentState {
                     .filter(|_| matches!(self.kind(&call.name), Kind::Mcp { .. }));
                 let run = async {
                     match &mcp {
-                        Some(mcp) => match crate::tools::parse_argument_text(&call.arguments) {
-                            Ok(arguments) => {
-                                let confinement = self.shell.confinement(false);
-                                let watch = crate::confine::protect::Watch::start(confinement);
-                                let mut output = mcp.call(&call.name, arguments, cancel).await;
-                                output.output.push_str(&watch.finish(self.sandbox.root()));
-                                output
-                            }
-                            Err(reason) => ToolOutput::error(format!(
-                                "The arguments for `{}` are not valid JSON ({reason}); send a JSON object",
-                                call.name
-                            )),
-                        },
+                        Some(mcp) => self.call_server(mcp, call, &context).await,
                         None => self.tools.call(&call.name, &call.arguments, &context).await,
                     }
                 };
-                let (output, outcome) = tokio::select! {
+                let (mut output, outcome) = tokio::select! {
                     output = run => {
                         let outcome = output.ran();
                         (output, outcome)
@@ -234,6 +223,11 @@ impl AgentState {
                         (ToolOutput::error("Aborted by the user"), CallOutcome::Aborted)
                     }
                 };
+                // What the check after a command cut short undid.
+                for text in crate::confine::after::take(&late) {
+                    output.output.push('\n');
+                    output.output.push_str(&text);
+                }
                 // Also after an abort: a killed command may have changed files.
                 self.record_step(id, before, tool, Some(&call.id)).await;
                 self.permits.answered(call, &output);
@@ -335,11 +329,40 @@ impl AgentState {
         output
     }
 
+    /// Calls an MCP server's tool, with the check after it that a command
+    /// gets (a server runs as confined as one).
+    async fn call_server(
+        &self,
+        mcp: &Arc<crate::mcp::Mcp>,
+        call: &ToolCall,
+        context: &ToolContext,
+    ) -> ToolOutput {
+        match crate::tools::parse_argument_text(&call.arguments) {
+            Ok(arguments) => {
+                let after = crate::confine::after::After::start(
+                    &self.sandbox,
+                    self.shell.confinement(false),
+                    self.shell.records(),
+                    &|record| context.running.pending(record),
+                    &context.late,
+                );
+                let mut output = mcp.call(&call.name, arguments, &context.cancel).await;
+                output.output.push_str(&after.finish());
+                output
+            }
+            Err(reason) => ToolOutput::error(format!(
+                "The arguments for `{}` are not valid JSON ({reason}); send a JSON object",
+                call.name
+            )),
+        }
+    }
+
     /// What a permitted call runs with.
     pub(super) fn tool_context(
         &self,
         permit: super::permit::Permit,
         cancel: &Cancel,
+        late: &crate::confine::after::Late,
     ) -> ToolContext {
         ToolContext {
             sandbox: Arc::clone(&self.sandbox),
@@ -348,6 +371,7 @@ impl AgentState {
             shell: Arc::clone(&self.shell),
             unconfined: permit.unconfined,
             running: crate::tools::Running::global(),
+            late: Arc::clone(late),
         }
     }
 

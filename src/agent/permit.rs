@@ -245,6 +245,7 @@ impl AgentState {
                 shell: Arc::clone(&self.shell),
                 unconfined: false,
                 running: crate::tools::Running::global(),
+                late: std::sync::Arc::default(),
             },
         );
         let (sender, receiver) = oneshot::channel();

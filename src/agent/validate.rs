@@ -312,13 +312,17 @@ impl AgentState {
         // A project's check may rewrite files (formatters, snapshots).
         let before = self.begin_step(id, "bash", "validate", None).await;
         self.set_state(id, TurnState::ToolRunning);
-        let context = self.tool_context(permit, cancel);
+        let late = crate::confine::after::Late::default();
+        let context = self.tool_context(permit, cancel, &late);
         let started = Instant::now();
         let output = tokio::select! {
             output = self.tools.call("bash", &call.arguments, &context) => Some(output),
             () = cancel.cancelled() => None,
         };
         self.record_step(id, before, "validate", None).await;
+        for text in crate::confine::after::take(&late) {
+            self.warn(id, &text);
+        }
         let Some(output) = output else {
             self.emit(
                 id,

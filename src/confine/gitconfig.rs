@@ -88,6 +88,11 @@ pub(super) fn harmless(key: &str) -> bool {
 /// --list -z`, includes not followed: `include.path` is itself a key); where
 /// git cannot be run, as [`read_plain`] reads them.
 pub(super) fn read_config(path: &Path) -> Result<Vec<Setting>, String> {
+    // A FIFO would hang git (and this check) on open; a link may lead
+    // anywhere. Neither is read: the caller treats it as unreadable.
+    if std::fs::symlink_metadata(path).is_ok_and(|meta| !meta.is_file()) {
+        return Err("is not a plain file (git would follow or wait on it)".to_owned());
+    }
     let Some(git) = git_program() else {
         return read_plain(&std::fs::read_to_string(path).unwrap_or_default());
     };

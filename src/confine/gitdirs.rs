@@ -219,6 +219,14 @@ fn check_git_dir(root: &Path, dir: &Path) -> Vec<String> {
                 }
             }
             Ok(meta) if meta.is_file() => report.extend(check_config(root, &path)),
+            // A FIFO would hang git (a folder or socket makes it fail).
+            Ok(meta) if !meta.is_dir() => {
+                report.push(move_aside(
+                    root,
+                    &path,
+                    "is not a plain file (git would wait on it)",
+                ));
+            }
             _ => {}
         }
     }

@@ -45,6 +45,7 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
         ),
         _ => return Err(Error::Spec("expected SPEC PROGRAM [ARGS...]".to_owned())),
     };
+    sys::hold_termination();
     let namespaces = sys::Namespaces {
         network: !spec.network,
     };
@@ -88,8 +89,10 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
         step: "dropping capabilities",
         source: e,
     })?;
-    // Nothing offcode was started with reaches the command.
+    // Nothing offcode was started with reaches the command, nor the
+    // helper's held-back SIGTERM.
     sys::close_inherited_on_exec();
+    sys::release_termination();
     let error = std::process::Command::new(&program[0])
         .args(&program[1..])
         .exec();
@@ -125,6 +128,10 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
     for dir in &writable {
         // A directory whose own mount was read-only to begin with stays so.
         let _ = sys::read_only_tree(dir, false);
+    }
+    for path in &spec.pinned {
+        // A mount point can be neither renamed nor removed (EBUSY).
+        rustix::mount::mount_bind(path, path).map_err(|e| step("pinning `.git`")(e.into()))?;
     }
     for path in spec.read_only.iter().chain(&spec.personal) {
         // A path that does not exist cannot be mounted over; the check
@@ -168,6 +175,7 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
             let _ = rustix::process::set_parent_process_death_signal(Some(
                 rustix::process::Signal::KILL,
             ));
+            sys::release_termination();
             // The PID namespace's own /proc, so `ps` works and host
             // processes are not visible; where the kernel refuses (a
             // container masking parts of /proc), the host's stays.
@@ -193,11 +201,22 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
                 sys::Forked::Parent(pid) => Ok(Some(reap_until(pid))),
             }
         }
-        sys::Forked::Parent(pid) => {
-            let pid = rustix::process::Pid::from_raw(pid);
-            let status = rustix::process::waitpid(pid, rustix::process::WaitOptions::empty())
-                .map_err(|e| step("waiting for the command")(e.into()))?;
-            Ok(Some(status.map_or(1, |(_, status)| exit_code(status))))
+        sys::Forked::Parent(raw) => {
+            // Asked to end (SIGTERM from offcode, or offcode's death), the
+            // helper kills the namespace's PID 1 and waits: when it exits,
+            // nothing of the command is left to change a file after
+            // offcode's check.
+            sys::end_child_on_termination(raw).map_err(step("handling SIGTERM"))?;
+            let pid = rustix::process::Pid::from_raw(raw);
+            loop {
+                match rustix::process::waitpid(pid, rustix::process::WaitOptions::empty()) {
+                    Ok(status) => {
+                        return Ok(Some(status.map_or(1, |(_, status)| exit_code(status))));
+                    }
+                    Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => return Err(step("waiting for the command")(e.into())),
+                }
+            }
         }
     }
 }

@@ -124,7 +124,7 @@ pub fn remove_new_personal(
 /// What a command (or an MCP call) may have left for later, checked after
 /// it: the person's files it created in the home directory, git settings
 /// it left anywhere in the workspace ([`super::gitdirs`]).
-#[derive(Debug)]
+#[derive(Debug, serde::Serialize, serde::Deserialize)]
 pub struct Watch {
     started: std::time::SystemTime,
     home: Option<(PathBuf, std::collections::BTreeSet<std::ffi::OsString>)>,
@@ -182,7 +182,7 @@ pub fn is_protected(relative: &Path) -> bool {
 }
 
 /// One entry as it was.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 enum Entry {
     Directory,
     File {
@@ -192,14 +192,65 @@ enum Entry {
         content: Option<Vec<u8>>,
         stamp: (i64, i64),
     },
-    Symlink(PathBuf),
+    Symlink(#[serde(with = "path_bytes")] PathBuf),
     Other,
 }
 
-/// The protected paths as they were at one moment.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// The protected paths as they were at one moment. Kept on disk while a
+/// command runs ([`super::after`]), paths as bytes: any name a file may
+/// have is recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Snapshot {
+    #[serde(with = "entries")]
     entries: BTreeMap<PathBuf, Entry>,
+}
+
+/// A path as the bytes of its name.
+mod path_bytes {
+    use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+    use std::path::{Path, PathBuf};
+
+    use serde::{Deserialize as _, Deserializer, Serialize as _, Serializer};
+
+    pub fn serialize<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+        path.as_os_str().as_bytes().serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<PathBuf, D::Error> {
+        Vec::<u8>::deserialize(deserializer).map(|bytes| std::ffi::OsString::from_vec(bytes).into())
+    }
+}
+
+/// The entries as a list of (path bytes, entry).
+mod entries {
+    use std::collections::BTreeMap;
+    use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+    use std::path::PathBuf;
+
+    use serde::{Deserialize as _, Deserializer, Serialize as _, Serializer};
+
+    use super::Entry;
+
+    pub fn serialize<S: Serializer>(
+        entries: &BTreeMap<PathBuf, Entry>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        let list: Vec<(&[u8], &Entry)> = entries
+            .iter()
+            .map(|(path, entry)| (path.as_os_str().as_bytes(), entry))
+            .collect();
+        list.serialize(serializer)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<BTreeMap<PathBuf, Entry>, D::Error> {
+        let list = Vec::<(Vec<u8>, Entry)>::deserialize(deserializer)?;
+        Ok(list
+            .into_iter()
+            .map(|(path, entry)| (std::ffi::OsString::from_vec(path).into(), entry))
+            .collect())
+    }
 }
 
 impl Snapshot {

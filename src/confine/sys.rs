@@ -186,6 +186,68 @@ pub fn close_inherited_on_exec() {
     }
 }
 
+/// The process the helper's SIGTERM handler kills: PID 1 of the command's
+/// namespace, once forked.
+static ENDED_ON_TERMINATION: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+extern "C" fn end_child(_: libc::c_int) {
+    let pid = ENDED_ON_TERMINATION.load(std::sync::atomic::Ordering::Relaxed);
+    if pid > 0 {
+        // SAFETY: `kill` is async-signal-safe and takes plain integers.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+}
+
+/// Sets SIGTERM's mask for the calling thread: blocked or not.
+fn mask_termination(how: libc::c_int) {
+    // SAFETY: the sets are zeroed then filled by `sigemptyset` and
+    // `sigaddset`, and outlive the call; no old set is asked for.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&raw mut set);
+        libc::sigaddset(&raw mut set, libc::SIGTERM);
+        libc::pthread_sigmask(how, &raw const set, std::ptr::null_mut());
+    }
+}
+
+/// At the helper's start: SIGTERM is how offcode (and offcode's death,
+/// through the parent-death signal set here) asks the helper to end the
+/// command. It is held back until [`end_child_on_termination`] says what
+/// it ends, so that it never kills the helper before the command's
+/// namespace is empty.
+pub fn hold_termination() {
+    mask_termination(libc::SIG_BLOCK);
+    // SAFETY: `prctl` with plain integers.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
+}
+
+/// Lets SIGTERM through again with its default action: in the processes
+/// that go on to be the command, which must not inherit the block.
+pub fn release_termination() {
+    mask_termination(libc::SIG_UNBLOCK);
+}
+
+/// From now on SIGTERM kills `child` (PID 1 of the command's namespace:
+/// the kernel then ends everything in it before `child` can be reaped),
+/// and the helper lives on to reap it: the helper's end tells offcode the
+/// command and all it started are gone.
+pub fn end_child_on_termination(child: i32) -> io::Result<()> {
+    ENDED_ON_TERMINATION.store(child, std::sync::atomic::Ordering::Relaxed);
+    // SAFETY: `action` is zeroed, then given a handler that makes one
+    // async-signal-safe call; it outlives the call that copies it.
+    let installed = unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = end_child as extern "C" fn(libc::c_int) as libc::sighandler_t;
+        libc::sigemptyset(&raw mut action.sa_mask);
+        libc::sigaction(libc::SIGTERM, &raw const action, std::ptr::null_mut())
+    };
+    if installed != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    release_termination();
+    Ok(())
+}
+
 /// Who returned from [`fork`].
 pub enum Forked {
     /// The new process (PID 1 of the new PID namespace).

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncRead, AsyncReadExt};
 
 use super::{Effect, Error, Tool, ToolContext, ToolOutput};
-use crate::confine::protect::Snapshot;
+use crate::confine::after::After;
 use crate::protocol::CommandEnd;
 
 /// Seconds a command may run when the model gives no timeout.
@@ -82,8 +82,15 @@ async fn run_command(
     }
     args.extend(["-c", command]);
     let confinement = context.shell.confinement(context.unconfined);
-    let before = confinement.map(|_| Snapshot::take(context.sandbox.root()));
-    let watch = crate::confine::protect::Watch::start(confinement);
+    // Made however the command ends: done, timed out, aborted, or offcode
+    // killed during it (by the reaper, or the next start).
+    let after = After::start(
+        &context.sandbox,
+        confinement,
+        context.shell.records(),
+        &|record| context.running.pending(record),
+        &context.late,
+    );
     let mut shell = context.shell.command("bash", &args, context.unconfined);
     for secret in SECRET_VARIABLES {
         shell.env_remove(secret);
@@ -92,6 +99,9 @@ async fn run_command(
     // PID namespace goes with it.
     crate::confine::die_with_parent(&mut shell);
     context.running.prepare();
+    if let Some(confinement) = confinement {
+        context.running.remove_at_end(confinement.tmp());
+    }
     let mut child = tokio::process::Command::from(shell)
         .current_dir(context.sandbox.root())
         .stdin(Stdio::null())
@@ -116,20 +126,12 @@ async fn run_command(
         () = tokio::time::sleep(timeout) => None,
         () = context.cancel.cancelled() => return Err(Error::Aborted),
     };
-    // Whatever the command left running in its group goes too.
+    // Whatever the command left running in its group goes too; under
+    // confinement the helper ends only once nothing of the command is
+    // left, so the check sees what the command left.
     drop(group);
     let mut text = output.into_text();
-    text.push_str(&watch.finish(context.sandbox.root()));
-    if let Some(before) = before {
-        let changes = before.restore(&Snapshot::take(context.sandbox.root()), &context.sandbox);
-        if !changes.is_empty() {
-            let _ = write!(
-                text,
-                "\n[offcode: commands may not change git's config and hooks or offcode's config: {}]",
-                changes.join("; ")
-            );
-        }
-    }
+    text.push_str(&after.finish());
     let end = match finished {
         Some(Ok(status)) => match status.code() {
             Some(code) => CommandEnd::Exited { code },
@@ -236,6 +238,7 @@ mod tests {
             )),
             unconfined: false,
             running: std::sync::Arc::default(),
+            late: std::sync::Arc::default(),
         }
     }
 

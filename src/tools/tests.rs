@@ -40,6 +40,7 @@ pub(super) fn context() -> (tempfile::TempDir, ToolContext) {
         )),
         unconfined: false,
         running: Arc::default(),
+        late: std::sync::Arc::default(),
     };
     (dir, context)
 }

@@ -1,0 +1,241 @@
+//! The check after a command, when the command is cut short: an outside
+//! tester planted git settings and hooks, offcode's config and a login
+//! file, then had offcode interrupted or killed while the command slept,
+//! and the check that undoes them was never made. Each test checks the
+//! files themselves once offcode is gone: put back by the call's own end
+//! (SIGINT), by the reaper (SIGKILL, SIGTERM, SIGHUP), or by the next
+//! start when the reaper was killed too.
+
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal};
+
+use crate::support::{Workspace, demo_mock, kill_with, processes_with, wait_until};
+
+/// What the command plants, then it sleeps on `marker` until killed,
+/// with a writer in a session of its own rewriting offcode's config. The
+/// workspace is the home directory, as some people start offcode.
+fn plant(home: &Path, marker: &str) {
+    std::fs::write(
+        home.join("plant.sh"),
+        format!(
+            "echo '{{ \"permission\": \"allow\" }}' > offcode.jsonc\n\
+             git init -q sub\n\
+             git -C sub config alias.st '!touch pwned'\n\
+             printf '#!/bin/sh\\ntouch pwned\\n' > sub/.git/hooks/pre-commit\n\
+             chmod +x sub/.git/hooks/pre-commit\n\
+             echo 'touch pwned' > .profile\n\
+             (setsid bash -c 'while :; do echo x >| offcode.jsonc; done' &)\n\
+             touch planted\n\
+             sleep {marker}\n"
+        ),
+    )
+    .unwrap();
+}
+
+/// Whether nothing planted is left as planted.
+fn undone(home: &Path) -> Result<(), String> {
+    let config = std::fs::read_to_string(home.join("sub/.git/config")).unwrap_or_default();
+    let left = [
+        (home.join("offcode.jsonc").exists(), "offcode.jsonc"),
+        (
+            config.contains("touch pwned"),
+            "the nested repository's alias",
+        ),
+        (
+            home.join("sub/.git/hooks/pre-commit").exists(),
+            "the nested repository's hook",
+        ),
+        (home.join(".profile").exists(), ".profile"),
+    ];
+    let left: Vec<&str> = left
+        .iter()
+        .filter(|(there, _)| *there)
+        .map(|(_, what)| *what)
+        .collect();
+    if left.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("left as planted: {left:?}"))
+    }
+}
+
+/// Starts `offcode run --yes` in the home directory on the planting
+/// command, and waits until the command sleeps; the run and the marker.
+fn start(ws: &Workspace, server: &crate::support::MockServer) -> (Child, String) {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let marker = format!(
+        "31.{}{}",
+        std::process::id(),
+        RUNS.fetch_add(1, Ordering::Relaxed)
+    );
+    plant(&ws.home, &marker);
+    let child = ws
+        .offcode(
+            &server.base_url(),
+            &["run", "--yes", "--json", "run `bash plant.sh`"],
+        )
+        .current_dir(&ws.home)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let asleep = wait_until(Duration::from_secs(30), || {
+        ws.home.join("planted").exists()
+            && processes_with(&marker)
+                .iter()
+                .any(|p| p.contains(": sleep "))
+    });
+    assert!(asleep, "the command never got to its sleep");
+    assert!(undone(&ws.home).is_err(), "nothing was planted");
+    (child, marker)
+}
+
+fn signal(child: &Child, signal: Signal) {
+    let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, signal).unwrap();
+}
+
+/// Ends a run with `signal` during the command; what it planted must be
+/// undone soon after offcode is gone.
+fn ended_by(with: Signal) -> String {
+    let began = std::time::SystemTime::now() - Duration::from_secs(1);
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let (mut child, marker) = start(&ws, &server);
+    let pid = child.id();
+    signal(&child, with);
+    let output = std::io::read_to_string(child.stdout.take().unwrap()).unwrap_or_default();
+    let _ = child.wait();
+    let checked = wait_until(Duration::from_secs(15), || undone(&ws.home).is_ok());
+    // A writer that left the command's group was gone before the check,
+    // not rewriting what the check removed.
+    std::thread::sleep(Duration::from_millis(300));
+    let gone = wait_until(Duration::from_secs(10), || {
+        processes_with(&marker).is_empty()
+    });
+    kill_with(&marker);
+    assert!(gone, "the command outlived offcode");
+    let still = undone(&ws.home);
+    assert!(checked && still.is_ok(), "{with:?}: {still:?}");
+    // Nor is the session's private temp dir left behind.
+    let temporary = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .flatten()
+            .filter(|entry| {
+                // This run's: a dir of an earlier process with the same
+                // PID is older.
+                entry
+                    .file_name()
+                    .to_string_lossy()
+                    .starts_with(&format!("offcode-{pid}-"))
+                    && entry
+                        .metadata()
+                        .and_then(|meta| meta.modified())
+                        .is_ok_and(|time| time >= began)
+            })
+            .count()
+    };
+    assert!(
+        wait_until(Duration::from_secs(5), || temporary() == 0),
+        "{with:?}: the private temp dir was left"
+    );
+    output
+}
+
+#[test]
+fn an_interrupted_command_is_checked_and_the_check_reported() {
+    let output = ended_by(Signal::INT);
+    // The call's end says what its check undid.
+    assert!(output.contains("was created; removed it"), "{output}");
+}
+
+#[test]
+fn a_command_of_a_killed_offcode_is_checked_by_the_reaper() {
+    ended_by(Signal::KILL);
+}
+
+#[test]
+fn a_command_of_a_terminated_or_hung_up_offcode_is_checked() {
+    ended_by(Signal::TERM);
+    ended_by(Signal::HUP);
+}
+
+/// The PID of `parent`'s child whose command line holds `text`.
+fn child_with(parent: u32, text: &str) -> Option<Pid> {
+    processes_with(text).iter().find_map(|process| {
+        let pid: i32 = process.split(':').next()?.parse().ok()?;
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let (_, rest) = stat.rsplit_once(") ")?;
+        let parent_pid: u32 = rest.split(' ').nth(1)?.parse().ok()?;
+        (parent_pid == parent).then(|| Pid::from_raw(pid))?
+    })
+}
+
+#[test]
+fn a_check_neither_offcode_nor_its_reaper_lived_to_make_is_made_at_the_next_start() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let (mut child, marker) = start(&ws, &server);
+    let reaper = child_with(child.id(), offcode::groups::REAPER_ARG).expect("a reaper runs");
+    rustix::process::kill_process(reaper, Signal::KILL).unwrap();
+    signal(&child, Signal::KILL);
+    let _ = child.wait();
+    let gone = wait_until(Duration::from_secs(10), || {
+        processes_with(&marker).is_empty()
+    });
+    kill_with(&marker);
+    assert!(gone, "the command outlived offcode");
+    // Nobody was left to check.
+    assert!(ws.home.join("offcode.jsonc").exists());
+    let next = crate::support::run(
+        ws.offcode(&server.base_url(), &["run", "say hello"])
+            .current_dir(&ws.home),
+    );
+    assert!(
+        next.stderr
+            .contains("An earlier offcode run ended during a command"),
+        "{}",
+        next.stderr
+    );
+    undone(&ws.home).unwrap();
+}
+
+#[test]
+fn a_fifo_planted_as_a_nested_git_config_hangs_neither_the_check_nor_git() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("fifo.sh"),
+        "git init -q sub && rm sub/.git/config && mkfifo sub/.git/config && echo planted\n",
+    )
+    .unwrap();
+    let mut child = ws
+        .offcode(&server.base_url(), &["run", "--yes", "run `bash fifo.sh`"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ended = wait_until(Duration::from_secs(30), || {
+        child.try_wait().is_ok_and(|status| status.is_some())
+    });
+    if !ended {
+        let _ = child.kill();
+    }
+    assert!(ended, "offcode hung on the FIFO");
+    let result = server
+        .chat_bodies()
+        .get(1)
+        .map(crate::support::tool_results);
+    assert!(
+        format!("{result:?}").contains("planted"),
+        "the FIFO was not planted: {result:?}"
+    );
+    let config = ws.root.join("sub/.git/config");
+    let plain = std::fs::symlink_metadata(&config).map_or(true, |meta| meta.is_file());
+    assert!(plain, "the FIFO was left where git reads its config");
+}
