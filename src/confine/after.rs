@@ -163,7 +163,6 @@ fn write(dir: &Path, record: &Record) -> std::io::Result<PathBuf> {
         .truncate(true)
         .open(&partial)?;
     out.write_all(&serde_json::to_vec(record).map_err(std::io::Error::other)?)?;
-    out.sync_data()?;
     std::fs::rename(&partial, &file)?;
     Ok(file)
 }
