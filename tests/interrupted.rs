@@ -239,3 +239,67 @@ fn a_fifo_planted_as_a_nested_git_config_hangs_neither_the_check_nor_git() {
     let plain = std::fs::symlink_metadata(&config).map_or(true, |meta| meta.is_file());
     assert!(plain, "the FIFO was left where git reads its config");
 }
+
+/// Runs `offcode run --yes PROMPT` in `dir` and waits up to 40 s; whether
+/// it ended (it is killed when not).
+fn ends_in_time(ws: &Workspace, server: &crate::support::MockServer, prompt: &str) -> bool {
+    let mut child = ws
+        .offcode(&server.base_url(), &["run", "--yes", prompt])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ended = wait_until(Duration::from_secs(40), || {
+        child.try_wait().is_ok_and(|status| status.is_some())
+    });
+    if !ended {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    ended
+}
+
+#[test]
+fn a_fifo_as_the_workspaces_git_head_hangs_neither_the_check_nor_the_next_start() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ws.root)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    // git, run in the workspace to read the nested configs, waited on the
+    // FIFO for ever, and the settings stayed.
+    std::fs::write(
+        ws.root.join("f2.sh"),
+        "for n in aa zz; do git init -q $n && git -C $n config core.fsmonitor 'touch pwned; false'; done\n\
+         rm .git/HEAD && mkfifo .git/HEAD && echo planted\n",
+    )
+    .unwrap();
+    assert!(ends_in_time(&ws, &server, "run `bash f2.sh`"), "offcode hung");
+    for repository in ["aa", "zz"] {
+        let config = std::fs::read_to_string(ws.root.join(repository).join(".git/config"));
+        assert!(
+            !config.unwrap_or_default().contains("fsmonitor"),
+            "{repository} kept its fsmonitor"
+        );
+    }
+    let head = std::fs::symlink_metadata(ws.root.join(".git/HEAD"));
+    assert!(
+        !head.is_ok_and(|meta| meta.file_type().is_fifo()),
+        "the FIFO was left as .git/HEAD"
+    );
+    // Planted by other means, it does not hang offcode's start either.
+    let _ = std::fs::remove_file(ws.root.join(".git/HEAD"));
+    let fifo = std::process::Command::new("mkfifo")
+        .arg(ws.root.join(".git/HEAD"))
+        .status()
+        .unwrap();
+    assert!(fifo.success());
+    assert!(ends_in_time(&ws, &server, "say hello"), "offcode's start hung");
+}

@@ -93,19 +93,35 @@ pub(super) fn read_config(path: &Path) -> Result<Vec<Setting>, String> {
     if std::fs::symlink_metadata(path).is_ok_and(|meta| !meta.is_file()) {
         return Err("is not a plain file (git would follow or wait on it)".to_owned());
     }
-    let Some(git) = git_program() else {
-        return read_plain(&std::fs::read_to_string(path).unwrap_or_default());
+    let plain = || {
+        read_plain(&String::from_utf8_lossy(
+            &read_plain_file(path).unwrap_or_default(),
+        ))
     };
-    let output = std::process::Command::new(git)
+    let Some(git) = git_program() else {
+        return plain();
+    };
+    let Ok(path) = std::path::absolute(path) else {
+        return plain();
+    };
+    // From `/`: git looks for a repository where it starts, and one in the
+    // workspace may hold what makes git wait (a FIFO as `.git/HEAD`).
+    let child = std::process::Command::new(git)
         .args(["config", "--no-includes", "--list", "-z", "--file"])
-        .arg(path)
+        .arg(&path)
+        .current_dir("/")
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CEILING_DIRECTORIES", "/")
         .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
-        .output();
-    match output {
-        Ok(output) if output.status.success() => Ok(output
+        .spawn();
+    let Ok(child) = child else {
+        return plain();
+    };
+    match within(child, GIT_TIMEOUT) {
+        Some(output) if output.status.success() => Ok(output
             .stdout
             .split(|byte| *byte == 0)
             .filter(|entry| !entry.is_empty())
@@ -123,9 +139,55 @@ pub(super) fn read_config(path: &Path) -> Result<Vec<Setting>, String> {
                 }
             })
             .collect()),
-        Ok(_) => Err("is not a config git can read".to_owned()),
-        Err(_) => read_plain(&std::fs::read_to_string(path).unwrap_or_default()),
+        Some(_) => Err("is not a config git can read".to_owned()),
+        None => Err("is a config git did not finish reading".to_owned()),
     }
+}
+
+/// How long git is given to read one config file.
+const GIT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// `child`'s output, or `None` (and it killed) when it has not ended
+/// within `limit`: no file a command left can make the check wait.
+fn within(child: std::process::Child, limit: std::time::Duration) -> Option<std::process::Output> {
+    let pid = rustix::process::Pid::from_child(&child);
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = sender.send(child.wait_with_output());
+    });
+    if let Ok(output) = receiver.recv_timeout(limit) {
+        return output.ok();
+    }
+    // The thread reaps it.
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+    None
+}
+
+/// How much of a file git reads for its settings or a pointer is read.
+const PLAIN_LIMIT: u64 = 1024 * 1024;
+
+/// The start of the plain file at `path` (never a FIFO or device, never
+/// through a symlink, never waiting); `None` when it is not one.
+pub(super) fn read_plain_file(path: &Path) -> Option<Vec<u8>> {
+    use rustix::fs::{Mode, OFlags};
+    use std::io::Read as _;
+    let fd = rustix::fs::open(
+        path,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    if !rustix::fs::fstat(&fd)
+        .is_ok_and(|stat| rustix::fs::FileType::from_raw_mode(stat.st_mode).is_file())
+    {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::fs::File::from(fd)
+        .take(PLAIN_LIMIT)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
 }
 
 /// The git offcode itself runs to read a config: the system's, or the

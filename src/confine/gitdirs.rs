@@ -21,7 +21,7 @@ use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use super::gitconfig::{Setting, harmless, read_config, render};
+use super::gitconfig::{Setting, harmless, read_config, read_plain_file, render};
 
 /// The suffix of what was moved aside.
 const REFUSED: &str = "offcode-refused";
@@ -44,6 +44,51 @@ pub fn check(root: &Path, since: SystemTime) -> Vec<String> {
     for dir in &found.git_dirs {
         if touched(root, dir, since) || inside_touched(dir, since) {
             report.extend(check_git_dir(root, dir));
+            report.extend(special_files(root, dir, false, &mut SPECIAL_BUDGET.clone()));
+        }
+    }
+    // The workspace's own: its config and hooks are kept apart, but the
+    // rest of it is the command's to write.
+    let own = root.join(".git");
+    if real_dir(&own) {
+        report.extend(special_files(
+            root,
+            &own,
+            false,
+            &mut SPECIAL_BUDGET.clone(),
+        ));
+    }
+    report
+}
+
+/// Entries looked at in a git directory's refs for [`special_files`].
+const SPECIAL_BUDGET: usize = 2_000;
+
+/// Removes what git would wait on for ever or misread in the git directory
+/// `dir`: a FIFO, socket or device among its own entries or beneath
+/// `refs` (`within_refs`: `dir` is there) (git never makes one; a FIFO as
+/// `HEAD` hangs every git command there). One line per entry removed.
+fn special_files(root: &Path, dir: &Path, within_refs: bool, budget: &mut usize) -> Vec<String> {
+    let mut report = Vec::new();
+    for entry in real_entries(dir) {
+        if *budget == 0 {
+            break;
+        }
+        *budget -= 1;
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let path = entry.path();
+        if kind.is_dir() {
+            if within_refs || entry.file_name() == "refs" {
+                report.extend(special_files(root, &path, true, budget));
+            }
+        } else if !kind.is_file() && !kind.is_symlink() {
+            let shown = shown(root, &path);
+            report.push(match std::fs::remove_file(&path) {
+                Ok(()) => format!("`{shown}` is not a plain file (git would wait on it); removed it"),
+                Err(error) => format!("`{shown}` is not a plain file (git would wait on it) and could not be removed: {error}"),
+            });
         }
     }
     report
@@ -170,7 +215,7 @@ fn check_pointer(root: &Path, pointer: &Path) -> Option<String> {
     let link = std::fs::read_link(pointer).ok();
     let text = match &link {
         Some(target) => target.display().to_string(),
-        None => std::fs::read_to_string(pointer).unwrap_or_default(),
+        None => String::from_utf8_lossy(&read_plain_file(pointer).unwrap_or_default()).into_owned(),
     };
     let target = text.trim().strip_prefix("gitdir:").unwrap_or(&text).trim();
     let base = pointer.parent().unwrap_or(root);
@@ -208,7 +253,7 @@ fn check_git_dir(root: &Path, dir: &Path) -> Vec<String> {
             // Another name could change it unseen: it becomes a file of
             // its own (what it was stays beside it).
             Ok(meta) if meta.is_file() && meta.nlink() > 1 => {
-                let content = std::fs::read(&path).unwrap_or_default();
+                let content = read_plain_file(&path).unwrap_or_default();
                 report.push(move_aside(
                     root,
                     &path,
