@@ -78,3 +78,32 @@ if fd >= 0:
     assert!(result.contains("clone:"), "{result}");
     assert!(!result.contains("sk-cloned-key"), "{result}");
 }
+
+#[test]
+fn a_home_folder_inside_the_workspace_cannot_be_swapped_for_another() {
+    // The workspace lies above the home folder. Renamed away, the home
+    // folder took its read-only files and offcode's hidden config with it,
+    // and a new one with the command's login file and offcode config
+    // stood in its place.
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "api_key": "sk-swapped-home-6666" }"#,
+    )
+    .unwrap();
+    let above = ws.home.parent().unwrap().to_path_buf();
+    let script = "mv home home.old; mv home/.config home/config.old; \
+                  cat home.old/.config/offcode/offcode.jsonc home/config.old/offcode/offcode.jsonc; \
+                  mkdir -p home/.config/offcode; \
+                  echo '{ \"sandbox\": \"off\" }' > home/.config/offcode/offcode.jsonc; \
+                  echo 'touch pwned' > home/.bashrc; echo ran\n";
+    let result = run_script(&ws, &above, script, 20);
+    assert!(result.contains("ran"), "{result}");
+    assert!(!result.contains("sk-swapped-home"), "{result}");
+    assert!(!above.join("home.old").exists(), "{result}");
+    assert!(!ws.home.join(".bashrc").exists(), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(ws.home.join(".config/offcode/offcode.jsonc")).unwrap(),
+        r#"{ "api_key": "sk-swapped-home-6666" }"#
+    );
+}

@@ -281,7 +281,10 @@ fn a_fifo_as_the_workspaces_git_head_hangs_neither_the_check_nor_the_next_start(
          rm .git/HEAD && mkfifo .git/HEAD && echo planted\n",
     )
     .unwrap();
-    assert!(ends_in_time(&ws, &server, "run `bash f2.sh`"), "offcode hung");
+    assert!(
+        ends_in_time(&ws, &server, "run `bash f2.sh`"),
+        "offcode hung"
+    );
     for repository in ["aa", "zz"] {
         let config = std::fs::read_to_string(ws.root.join(repository).join(".git/config"));
         assert!(
@@ -301,5 +304,8 @@ fn a_fifo_as_the_workspaces_git_head_hangs_neither_the_check_nor_the_next_start(
         .status()
         .unwrap();
     assert!(fifo.success());
-    assert!(ends_in_time(&ws, &server, "say hello"), "offcode's start hung");
+    assert!(
+        ends_in_time(&ws, &server, "say hello"),
+        "offcode's start hung"
+    );
 }

@@ -130,8 +130,10 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
         let _ = sys::read_only_tree(dir, false);
     }
     for path in &spec.pinned {
-        // A mount point can be neither renamed nor removed (EBUSY).
-        rustix::mount::mount_bind(path, path).map_err(|e| step("pinning `.git`")(e.into()))?;
+        // A mount point can be neither renamed nor removed (EBUSY); its
+        // own mounts beneath come along.
+        rustix::mount::mount_bind_recursive(path, path)
+            .map_err(|e| step("pinning a folder in place")(e.into()))?;
     }
     for path in spec.read_only.iter().chain(&spec.personal) {
         // A path that does not exist cannot be mounted over; the check
