@@ -107,3 +107,33 @@ fn a_home_folder_inside_the_workspace_cannot_be_swapped_for_another() {
         r#"{ "api_key": "sk-swapped-home-6666" }"#
     );
 }
+
+#[test]
+fn hooks_in_the_folder_core_hookspath_names_stay_as_they_were() {
+    // husky's layout: the person's repository runs its hooks from a
+    // folder of the workspace, which commands could write.
+    let ws = Workspace::new();
+    let git = |args: &[&str]| {
+        let status = std::process::Command::new("git")
+            .args(args)
+            .current_dir(&ws.root)
+            .status()
+            .unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    git(&["init", "-q"]);
+    git(&["config", "core.hooksPath", ".husky/_"]);
+    std::fs::create_dir_all(ws.root.join(".husky/_")).unwrap();
+    std::fs::write(ws.root.join(".husky/_/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
+    let script = "printf '#!/bin/sh\\ntouch pwned\\n' > .husky/_/pre-commit; \
+                  printf '#!/bin/sh\\ntouch pwned\\n' > .husky/_/post-checkout; \
+                  chmod +x .husky/_/post-checkout; echo ran\n";
+    let result = run_script(&ws, &ws.root, script, 20);
+    assert!(result.contains("ran"), "{result}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join(".husky/_/pre-commit")).unwrap(),
+        "#!/bin/sh\nexit 0\n",
+        "{result}"
+    );
+    assert!(!ws.root.join(".husky/_/post-checkout").exists(), "{result}");
+}

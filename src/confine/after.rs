@@ -52,6 +52,10 @@ struct Record {
     before: Option<Snapshot>,
     /// The time and the person's files before.
     watch: Watch,
+    /// Paths in the workspace its repository's config names (included
+    /// files, the hooks folder), kept like the protected ones.
+    #[serde(default)]
+    also: Vec<PathBuf>,
 }
 
 impl Record {
@@ -59,7 +63,7 @@ impl Record {
     fn check(&self, sandbox: &Sandbox) -> String {
         let mut text = self.watch.finish(sandbox.root());
         if let Some(before) = &self.before {
-            let changes = before.restore(&Snapshot::take(sandbox.root()), sandbox);
+            let changes = before.restore(&Snapshot::take(sandbox.root(), &self.also), sandbox);
             if !changes.is_empty() {
                 let _ = write!(
                     text,
@@ -96,11 +100,15 @@ impl After {
         running: &dyn Fn(&Path),
         late: &Late,
     ) -> Self {
+        let also: Vec<PathBuf> = confinement
+            .map(|confinement| confinement.spec().read_only.clone())
+            .unwrap_or_default();
         let record = Record {
             root: sandbox.root().to_path_buf(),
             owner: (std::process::id(), started(std::process::id()).unwrap_or(0)),
-            before: confinement.map(|_| Snapshot::take(sandbox.root())),
+            before: confinement.map(|_| Snapshot::take(sandbox.root(), &also)),
             watch: Watch::start(confinement),
+            also,
         };
         let file = records.and_then(|dir| write(dir, &record).ok());
         if let Some(file) = &file {

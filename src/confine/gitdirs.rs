@@ -356,8 +356,11 @@ fn shown(root: &Path, path: &Path) -> String {
 }
 
 /// Files inside the workspace `root` that the workspace's own repository
-/// includes into its config (`include.path`, `includeIf.*.path`): git reads
-/// them as part of the config, so they are kept like it.
+/// includes into its config (`include.path`, `includeIf.*.path`), and the
+/// folder it runs hooks from when `core.hooksPath` names one there
+/// (husky's `.husky/_`, a `.githooks`): git reads the first as its config
+/// and runs what is in the second, so they are kept like `.git/config`
+/// and `.git/hooks`.
 pub fn include_targets(root: &Path) -> Vec<PathBuf> {
     let root = &crate::paths::real_path(root);
     let git_dir = root.join(".git");
@@ -376,11 +379,15 @@ pub fn include_targets(root: &Path) -> Vec<PathBuf> {
             let include = setting.key == "include.path"
                 || (setting.key.starts_with("includeif.")
                     && setting.key.rsplit('.').next() == Some("path"));
-            let Some(value) = setting.value.filter(|_| include) else {
+            let hooks = setting.key == "core.hookspath";
+            let Some(value) = setting.value.filter(|_| include || hooks) else {
                 continue;
             };
-            // Relative paths are relative to the file that names them.
-            let path = crate::paths::real_path(&git_dir.join(&value));
+            // An include is relative to the file that names it; the hooks
+            // folder to the top of the working tree. `~/` is the home.
+            let base = if hooks { root } else { &git_dir };
+            let value = crate::paths::expand_home(&value, std::env::var("HOME").ok().as_deref());
+            let path = crate::paths::real_path(&base.join(&value));
             if path.starts_with(root) && !path.starts_with(&git_dir) && !targets.contains(&path) {
                 targets.push(path);
             }

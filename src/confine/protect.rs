@@ -254,8 +254,10 @@ mod entries {
 }
 
 impl Snapshot {
-    /// Records the protected paths under `root`.
-    pub fn take(root: &Path) -> Self {
+    /// Records the protected paths under `root`, and `also` (paths in
+    /// it that its repository's config names: included files, the hooks
+    /// folder).
+    pub fn take(root: &Path, also: &[PathBuf]) -> Self {
         let mut snapshot = Self::default();
         let mut budget = MAX_RECORDED;
         // `.git` itself, not its contents: replaced by a file (`gitdir:
@@ -263,6 +265,14 @@ impl Snapshot {
         snapshot.record(root, Path::new(".git"), &mut budget, false);
         for path in PROTECTED {
             snapshot.record(root, Path::new(path), &mut budget, true);
+        }
+        for path in also {
+            if let Ok(relative) = path.strip_prefix(root)
+                && !relative.as_os_str().is_empty()
+                && !is_protected(relative)
+            {
+                snapshot.record(root, relative, &mut budget, true);
+            }
         }
         snapshot
     }
@@ -503,7 +513,7 @@ mod tests {
     fn every_kind_of_change_is_put_back_and_reported() {
         let (dir, sandbox) = repository();
         let root = dir.path();
-        let before = Snapshot::take(root);
+        let before = Snapshot::take(root, &[]);
         // Without a mount namespace nothing stops these; the check must.
         std::fs::remove_dir_all(root.join(".git")).unwrap();
         std::fs::create_dir_all(root.join("evil")).unwrap();
@@ -511,7 +521,7 @@ mod tests {
         std::fs::write(root.join("offcode.jsonc"), "{permission: 'allow'}").unwrap();
         std::fs::create_dir_all(root.join(".offcode")).unwrap();
         std::fs::write(root.join(".offcode/offcode.jsonc"), "{}").unwrap();
-        let report = before.restore(&Snapshot::take(root), &sandbox);
+        let report = before.restore(&Snapshot::take(root, &[]), &sandbox);
         assert!(root.join(".git").is_dir(), "{report:?}");
         let read = |path: &str| std::fs::read_to_string(root.join(path)).unwrap();
         assert_eq!(read(".git/config"), "[core]\n\tbare = false\n");
@@ -526,13 +536,32 @@ mod tests {
     }
 
     #[test]
+    fn a_hooks_folder_the_config_names_is_put_back_too() {
+        let (dir, sandbox) = repository();
+        let hooks = dir.path().join(".githooks");
+        std::fs::create_dir_all(&hooks).unwrap();
+        std::fs::write(hooks.join("pre-commit"), "#!/bin/sh\n").unwrap();
+        let also = [hooks.clone()];
+        let before = Snapshot::take(dir.path(), &also);
+        std::fs::write(hooks.join("pre-commit"), "#!/bin/sh\nid\n").unwrap();
+        std::fs::write(hooks.join("post-checkout"), "#!/bin/sh\nid\n").unwrap();
+        let report = before.restore(&Snapshot::take(dir.path(), &also), &sandbox);
+        assert_eq!(report.len(), 2, "{report:?}");
+        assert_eq!(
+            std::fs::read_to_string(hooks.join("pre-commit")).unwrap(),
+            "#!/bin/sh\n"
+        );
+        assert!(!hooks.join("post-checkout").exists());
+    }
+
+    #[test]
     fn a_touch_is_not_a_change_and_nothing_is_reported() {
         let (dir, sandbox) = repository();
-        let before = Snapshot::take(dir.path());
+        let before = Snapshot::take(dir.path(), &[]);
         let config = dir.path().join(".git/config");
         std::fs::write(&config, "[core]\n\tbare = false\n").unwrap();
         assert_eq!(
-            before.restore(&Snapshot::take(dir.path()), &sandbox),
+            before.restore(&Snapshot::take(dir.path(), &[]), &sandbox),
             Vec::<String>::new()
         );
     }
@@ -551,11 +580,11 @@ mod tests {
         ] {
             let dir = tempfile::tempdir().unwrap();
             let sandbox = Sandbox::new(dir.path()).unwrap();
-            let before = Snapshot::take(dir.path());
+            let before = Snapshot::take(dir.path(), &[]);
             std::fs::create_dir_all(dir.path().join(".git/hooks")).unwrap();
             std::fs::write(dir.path().join(".git/config"), config).unwrap();
             std::fs::write(dir.path().join(".git/hooks").join(hook), "#!/bin/sh\n").unwrap();
-            before.restore(&Snapshot::take(dir.path()), &sandbox);
+            before.restore(&Snapshot::take(dir.path(), &[]), &sandbox);
             let config_kept = dir.path().join(".git/config").exists();
             let hook_kept = dir.path().join(".git/hooks").join(hook).exists();
             assert_eq!((config_kept && hook_kept), kept, "{config} {hook}");
