@@ -64,7 +64,11 @@ fn main() {
     let sandbox = offcode::sandbox::Sandbox::new(&root).unwrap();
     let check = time(runs, || {
         let before = Snapshot::take(&root, &[]);
-        assert!(before.restore(&Snapshot::take(&root, &[]), &sandbox).is_empty());
+        assert!(
+            before
+                .restore(&Snapshot::take(&root, &[]), &sandbox)
+                .is_empty()
+        );
     });
     println!("protected files, before and after (.git/config and 14 hooks): {check:?}");
     // The check of every git directory and of the person's files after a

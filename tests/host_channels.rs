@@ -5,6 +5,7 @@
 //! attack, and checks the host's side afterwards, with and without
 //! namespaces (the Landlock-only fallback).
 
+use std::fmt::Write as _;
 use std::process::Command;
 
 use serde_json::json;
@@ -302,6 +303,61 @@ fn files_offcode_was_started_with_reach_no_command() {
             std::fs::read_to_string(&victim).unwrap(),
             "precious",
             "{config:?}: {result}"
+        );
+    }
+}
+
+#[test]
+fn no_command_reaches_a_daemon_listening_at_a_path_outside_the_hidden_places() {
+    // A daemon's socket in a plain folder of the home, in the workspace,
+    // and beside it (as `/var/snap/lxd/common/lxd/unix.socket` or the Nix
+    // daemon's would be): none is in a place offcode hides whole.
+    let ws = Workspace::new();
+    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    std::fs::create_dir_all(ws.home.join("proj")).unwrap();
+    let places = [
+        ws.home.join("proj/dev.sock"),
+        ws.root.join("app.sock"),
+        outside.path().join("daemon.sock"),
+    ];
+    let listeners: Vec<std::os::unix::net::UnixListener> = places
+        .iter()
+        .map(|path| {
+            let listener = std::os::unix::net::UnixListener::bind(path).unwrap();
+            listener.set_nonblocking(true).unwrap();
+            listener
+        })
+        .collect();
+    let mut script = String::from("python3 -c '\nimport socket\n");
+    for path in &places {
+        let _ = write!(
+            script,
+            "s = socket.socket(socket.AF_UNIX)\ntry:\n    s.connect(\"{}\"); s.send(b\"x\"); print(\"reached\")\nexcept OSError as e:\n    print(\"refused\", e)\n",
+            path.display()
+        );
+    }
+    script.push_str("'\n");
+    std::fs::write(ws.root.join("s.sh"), script).unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("u1", "bash", json!({"command": "bash s.sh"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &["run", "--yes", "--model", "mock-model", "reach the daemons"],
+    ));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let result = tool_results(&server.chat_bodies()[1]).join("\n");
+    let refused = result.lines().filter(|line| line.starts_with("refused"));
+    assert_eq!(refused.count(), 3, "{result}");
+    for (listener, path) in listeners.iter().zip(&places) {
+        let accepted = listener.accept();
+        assert!(
+            accepted.is_err(),
+            "{} was reached: {result}",
+            path.display()
         );
     }
 }

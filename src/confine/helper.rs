@@ -46,6 +46,12 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
         _ => return Err(Error::Spec("expected SPEC PROGRAM [ARGS...]".to_owned())),
     };
     sys::hold_termination();
+    // Read in offcode's network namespace, before the command's own.
+    let sockets = if spec.namespaces {
+        listening_sockets()
+    } else {
+        Vec::new()
+    };
     let namespaces = sys::Namespaces {
         network: !spec.network,
     };
@@ -57,7 +63,7 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
     let private_mounts = unshared.is_ok();
     let network_namespace = match unshared {
         Ok(()) => {
-            if let Some(status) = inside_namespaces(&spec)? {
+            if let Some(status) = inside_namespaces(&spec, &sockets)? {
                 return Ok(status);
             }
             !spec.network
@@ -105,7 +111,7 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
 /// In fresh namespaces: map our ids, make the protected paths read-only,
 /// bring up loopback, and fork so the command is PID 1 of its namespace.
 /// `Some(status)` in the parent once the command ended.
-fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
+fn inside_namespaces(spec: &Spec, sockets: &[PathBuf]) -> Result<Option<u8>, Error> {
     let step = |step: &'static str| move |source| Error::Namespace { step, source };
     rustix::mount::mount_change(
         "/",
@@ -155,6 +161,18 @@ fn inside_namespaces(spec: &Spec) -> Result<Option<u8>, Error> {
     for path in &spec.secret {
         if path.exists() {
             hide(path, &kept).map_err(step("hiding offcode's own records"))?;
+        }
+    }
+    // Every socket a process of the machine listens on at a path, where
+    // a hidden place does not already cover it: a daemon in a plain folder
+    // of the home, the workspace, `/var/snap/lxd`, the Nix daemon's.
+    // Landlock (before ABI 9) and the network namespace do not stop a
+    // `connect` to one.
+    for socket in sockets {
+        let is_socket = std::fs::symlink_metadata(socket)
+            .is_ok_and(|meta| std::os::unix::fs::FileTypeExt::is_socket(&meta.file_type()));
+        if is_socket {
+            hide(socket, &kept).map_err(step("covering a daemon's socket"))?;
         }
     }
     private_ptys().map_err(step("a private /dev/pts"))?;
@@ -235,6 +253,34 @@ fn reap_until(command: i32) -> u8 {
             Err(_) => return 1,
         }
     }
+}
+
+/// The paths of the UNIX sockets bound in the caller's network namespace
+/// (`/proc/net/unix`: the path is what follows the seventh field);
+/// abstract ones (`@...`) and relative ones are left out.
+fn listening_sockets() -> Vec<PathBuf> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let Ok(table) = std::fs::read("/proc/net/unix") else {
+        return Vec::new();
+    };
+    let mut paths: Vec<PathBuf> = table
+        .split(|byte| *byte == b'\n')
+        .skip(1)
+        .filter_map(|line| {
+            let mut rest = line;
+            for _ in 0..7 {
+                let start = rest.iter().position(|byte| *byte != b' ')?;
+                let end = rest[start..].iter().position(|byte| *byte == b' ')?;
+                rest = &rest[start + end..];
+            }
+            let path = rest.strip_prefix(b" ")?;
+            path.starts_with(b"/")
+                .then(|| PathBuf::from(std::ffi::OsStr::from_bytes(path)))
+        })
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
 }
 
 /// A wait status as a shell's exit code (128 + the signal for a kill).
