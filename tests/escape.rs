@@ -13,6 +13,17 @@ use crate::support::{Workspace, chunks, mock, processes_with, run, sse, tool_res
 /// Runs `bash s.sh` (with `script` as s.sh in `dir`) as the model's one
 /// call with `timeout` seconds, headless with `--yes`; the tool result.
 fn run_script(ws: &Workspace, dir: &std::path::Path, script: &str, timeout: u64) -> String {
+    run_script_with(ws, dir, script, timeout, None)
+}
+
+/// [`run_script`] with offcode's `PATH` set to `path`.
+fn run_script_with(
+    ws: &Workspace,
+    dir: &std::path::Path,
+    script: &str,
+    timeout: u64,
+    path: Option<&std::ffi::OsStr>,
+) -> String {
     std::fs::write(dir.join("s.sh"), script).unwrap();
     let server = mock();
     server.push(sse(&chunks::tool_answer(
@@ -29,6 +40,9 @@ fn run_script(ws: &Workspace, dir: &std::path::Path, script: &str, timeout: u64)
         &["run", "--yes", "--model", "mock-model", "run the script"],
     );
     command.current_dir(dir);
+    if let Some(path) = path {
+        command.env("PATH", path);
+    }
     let output = run(command);
     assert_eq!(output.code, 0, "{}", output.stderr);
     tool_results(&server.chat_bodies()[1]).join("\n")
@@ -136,4 +150,22 @@ fn hooks_in_the_folder_core_hookspath_names_stay_as_they_were() {
         "{result}"
     );
     assert!(!ws.root.join(".husky/_/post-checkout").exists(), "{result}");
+}
+
+#[test]
+fn a_folder_of_the_home_on_path_is_the_persons_own() {
+    // The workspace is the home folder; `~/go/bin` is on the person's
+    // PATH, so a `git` put there runs the next time they type git.
+    let ws = Workspace::new();
+    let bin = ws.home.join("go/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    // Last, so the gate's look-up of `bash` still finds the system's.
+    let mut path = std::env::var_os("PATH").unwrap_or_default();
+    path.push(":");
+    path.push(bin.as_os_str());
+    let script =
+        "printf '#!/bin/sh\\ntouch pwned\\n' > go/bin/git; chmod +x go/bin/git; echo ran\n";
+    let result = run_script_with(&ws, &ws.home, script, 20, Some(&path));
+    assert!(result.contains("ran"), "{result}");
+    assert!(!bin.join("git").exists(), "{result}");
 }

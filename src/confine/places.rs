@@ -129,6 +129,17 @@ pub(super) fn personal_files(writable: &[PathBuf], home: Option<&Path>) -> Vec<P
                 .iter()
                 .map(|name| home.join(name)),
         );
+        // The folders of the home on `PATH` (`~/go/bin`): a program put
+        // there runs in place of the one the person means.
+        personal.extend(path_folders_in(home, std::env::var_os("PATH")));
     }
     personal
+}
+
+/// The folders of `path` (a `PATH` value) that lie in `home`, as they are.
+fn path_folders_in(home: &Path, path: Option<std::ffi::OsString>) -> Vec<PathBuf> {
+    std::env::split_paths(&path.unwrap_or_default())
+        .filter(|dir| dir.is_absolute() && dir.starts_with(home) && dir != home)
+        .filter(|dir| dir.is_dir())
+        .collect()
 }
