@@ -132,6 +132,7 @@ fn main() {
         mandate: None,
         confinement: None,
         unconfined: false,
+        runs_unconfined: false,
         preview: Some(ToolDisplay::Diff {
             files: vec![FileDiff {
                 path: "src/lib.rs".into(),

@@ -277,6 +277,12 @@ impl AgentState {
                 mandate: decision.mandate,
                 confinement: decision.confinement.clone(),
                 unconfined: decision.unconfined,
+                runs_unconfined: decision.confinement.is_some()
+                    && (decision.unconfined
+                        || !matches!(
+                            self.shell.status(),
+                            crate::confine::Status::Confined { .. }
+                        )),
                 preview,
                 agent: None,
             }),

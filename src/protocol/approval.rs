@@ -8,6 +8,10 @@ use super::{ApprovalDecision, Decider, Mandate, ToolDisplay, wire};
 
 /// Payload of [`EventMsg::ApprovalRequest`](super::EventMsg::ApprovalRequest).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "separate facts a front end shows, each its own key on the wire"
+)]
 pub struct ApprovalRequestEvent {
     /// The call to approve.
     pub call_id: String,
@@ -47,6 +51,10 @@ pub struct ApprovalRequestEvent {
     /// The question is whether to lift the sandbox for this one command.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unconfined: bool,
+    /// The command would run unconfined: lifted for it, or the session's
+    /// commands are not confined.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub runs_unconfined: bool,
     /// For write, edit and patch: the change the call would make, worked
     /// out without making it (absent when the call would fail).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -55,6 +55,7 @@ fn a_mandate_keeps_mandatory_on_the_wire() {
         mandate: Some(Mandate::NoConfinement),
         confinement: None,
         unconfined: false,
+        runs_unconfined: false,
         preview: None,
         agent: None,
     };

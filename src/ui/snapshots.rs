@@ -76,6 +76,7 @@ fn ask(tool: &str, arguments: serde_json::Value) -> ApprovalRequestEvent {
         mandate: None,
         confinement: Some("confined: writes only inside the workspace, no network".into()),
         unconfined: false,
+        runs_unconfined: false,
         preview: None,
         agent: None,
     }

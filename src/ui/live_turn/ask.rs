@@ -238,6 +238,7 @@ mod tests {
             mandate: None,
             confinement: None,
             unconfined: false,
+            runs_unconfined: false,
             preview: None,
             agent: None,
         }

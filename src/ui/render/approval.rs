@@ -68,7 +68,7 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
         }
     }
     if let Some(how) = &request.confinement {
-        let role = if how.starts_with("UNCONFINED") {
+        let role = if request.runs_unconfined {
             Role::Warning
         } else {
             Role::Dim
@@ -300,6 +300,7 @@ mod tests {
             json!({"command": "pip install requests", "unconfined": true}),
         );
         ask.unconfined = true;
+        ask.runs_unconfined = true;
         ask.mandate = Some(Mandate::Unconfined);
         ask.session_allowed = false;
         ask.rule = "asks to run outside the sandbox".into();
