@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::finish::Calls;
+use super::permits::Caller;
 use super::state::{AgentState, Step};
 use crate::cancel::Cancel;
 use crate::protocol::{
@@ -65,7 +66,9 @@ impl AgentState {
                 let outcome = output.ran();
                 (output, outcome)
             } else {
-                let (output, outcome) = self.run_call(id, call, recovered, cancel).await;
+                let (output, outcome) = self
+                    .run_call(id, call, Caller::Model, recovered, cancel)
+                    .await;
                 self.tally(&mut calls, call, &output, outcome);
                 (output, outcome)
             };
@@ -150,6 +153,7 @@ impl AgentState {
         &mut self,
         id: SubmissionId,
         call: &ToolCall,
+        caller: Caller,
         recovered: bool,
         cancel: &Cancel,
     ) -> (ToolOutput, CallOutcome) {
@@ -191,12 +195,11 @@ impl AgentState {
             self.ended(id, call, &refusal, CallOutcome::Failed);
             return (refusal, CallOutcome::Failed);
         }
-        let output = match self.permit(id, call, arguments, cancel).await {
+        let output = match self.permit(id, call, arguments, caller, cancel).await {
             Ok(permit) => {
-                let tool = if call.id.starts_with("shell_") {
-                    "shell"
-                } else {
-                    &call.name
+                let tool = match caller {
+                    Caller::Person => "shell",
+                    Caller::Model | Caller::Validation => &call.name,
                 };
                 let before = self.begin_step(id, &call.name, tool, Some(&call.id)).await;
                 self.set_state(id, TurnState::ToolRunning);

@@ -7,7 +7,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::lock;
-use super::permits::VALIDATION_ID;
+use super::permits::Caller;
 use super::state::AgentState;
 use crate::cancel::Cancel;
 use crate::policy::{Action, Decision, Source};
@@ -48,8 +48,13 @@ impl Refusal {
 impl AgentState {
     /// The refusal of a call that already ran [`super::permits::SAME_ANSWERS`] times with
     /// the same result, said to the user.
-    fn refused_repeat(&mut self, id: SubmissionId, call: &ToolCall) -> Option<ToolOutput> {
-        if call.id.starts_with(VALIDATION_ID) {
+    fn refused_repeat(
+        &mut self,
+        id: SubmissionId,
+        call: &ToolCall,
+        caller: Caller,
+    ) -> Option<ToolOutput> {
+        if caller == Caller::Validation {
             return None;
         }
         let refusal = self.permits.answered_again(call)?;
@@ -126,6 +131,7 @@ impl AgentState {
         id: SubmissionId,
         call: &ToolCall,
         arguments: Value,
+        caller: Caller,
         cancel: &Cancel,
     ) -> Result<Permit, Refusal> {
         if self.kind(&call.name) == super::kind::Kind::Unknown {
@@ -142,7 +148,7 @@ impl AgentState {
                 ));
             }
         };
-        if let Some(refusal) = self.refused_repeat(id, call) {
+        if let Some(refusal) = self.refused_repeat(id, call, caller) {
             return Err(Refusal::Other(refusal));
         }
         let mut decision = policy.decide_as(
@@ -151,7 +157,7 @@ impl AgentState {
             &self.permits.agent,
             &self.permits.session_rules,
         );
-        self.permits.doom_loop(&policy, call, &mut decision);
+        self.permits.doom_loop(&policy, call, caller, &mut decision);
         self.mcp_unconfined(call, &mut decision);
         let summary = summarize(&call.name, &arguments);
         let (answer, reason, by) = match decision.action {
@@ -279,10 +285,7 @@ impl AgentState {
                 unconfined: decision.unconfined,
                 runs_unconfined: decision.confinement.is_some()
                     && (decision.unconfined
-                        || !matches!(
-                            self.shell.status(),
-                            crate::confine::Status::Confined { .. }
-                        )),
+                        || !matches!(self.shell.status(), crate::confine::Status::Confined { .. })),
                 preview,
                 agent: None,
             }),

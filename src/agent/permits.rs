@@ -43,8 +43,19 @@ pub(super) struct Permits {
 /// times, each approved by `--yes`).
 pub(super) const SAME_ANSWERS: u32 = 2;
 
-/// The id prefix of offcode's own validation runs, which are not the
-/// model's calls and never count as its repeats.
+/// Who asked for a call: it decides how it is shown and whether it counts
+/// as one of the model's repeats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Caller {
+    /// The model, in its answer (or recovered from its text).
+    Model,
+    /// The person, with `!command`.
+    Person,
+    /// offcode, validating the model's changes.
+    Validation,
+}
+
+/// The id prefix of offcode's own validation runs.
 pub(super) const VALIDATION_ID: &str = "validate_";
 
 impl Permits {
@@ -165,9 +176,15 @@ impl Permits {
 
     /// The same call asked for again and again is matched as `doom_loop`
     /// too, and the stricter answer stands.
-    pub(super) fn doom_loop(&mut self, policy: &Policy, call: &ToolCall, decision: &mut Decision) {
+    pub(super) fn doom_loop(
+        &mut self,
+        policy: &Policy,
+        call: &ToolCall,
+        caller: Caller,
+        decision: &mut Decision,
+    ) {
         // offcode's own validation runs are not the model's repeats.
-        if call.id.starts_with(VALIDATION_ID) {
+        if caller == Caller::Validation {
             return;
         }
         let repeats = self.count_repeat(call);

@@ -65,7 +65,9 @@ impl AgentState {
         let output = if cancel.is_cancelled() {
             ToolOutput::error("not run: aborted")
         } else {
-            self.run_call(id, &call, false, cancel).await.0
+            self.run_call(id, &call, super::permits::Caller::Person, false, cancel)
+                .await
+                .0
         };
         self.permits.break_repeats();
         let reply = match &output.display {

@@ -131,7 +131,7 @@ impl AgentState {
                 "A subagent cannot start subagents of its own; do the work yourself",
             ));
         }
-        self.permit(id, call, arguments, cancel)
+        self.permit(id, call, arguments, super::permits::Caller::Model, cancel)
             .await
             .map_err(|refusal| refusal.into_output(&call.name))?;
         let store = Store::new(

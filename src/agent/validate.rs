@@ -291,7 +291,8 @@ impl AgentState {
             id,
             event(ValidationStatus::Running, String::new(), String::new()),
         );
-        let permit = match self.permit(id, &call, arguments, cancel).await {
+        let caller = super::permits::Caller::Validation;
+        let permit = match self.permit(id, &call, arguments, caller, cancel).await {
             Ok(permit) => permit,
             Err(refusal) => {
                 let why = match refusal {
