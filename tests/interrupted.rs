@@ -309,3 +309,40 @@ fn a_fifo_as_the_workspaces_git_head_hangs_neither_the_check_nor_the_next_start(
         "offcode's start hung"
     );
 }
+
+#[test]
+fn a_git_directory_reached_only_through_a_pointer_is_checked_and_fifos_git_reads_go() {
+    use std::os::unix::fs::FileTypeExt as _;
+    // An outside tester's layout: `gf/.git` names `wt`, whose `commondir`
+    // names `common`, a folder with a config and no `HEAD`: git in `gf`
+    // took that config (and ran its fsmonitor), which no check looked at.
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let status = std::process::Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws.root)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::write(
+        ws.root.join("p3.sh"),
+        "mkdir -p common/objects common/refs/heads gf wt\n\
+         printf '[core]\\n\\tfsmonitor = touch pwned\\n\\tbare = false\\n' > common/config\n\
+         echo 'ref: refs/heads/master' > wt/HEAD; echo ../common > wt/commondir\n\
+         echo 'gitdir: ../wt' > gf/.git; echo \"$PWD/gf\" > wt/gitdir\n\
+         mkfifo .gitattributes .git/objects/info/alternates && echo planted\n",
+    )
+    .unwrap();
+    assert!(ends_in_time(&ws, &server, "run `bash p3.sh`"), "offcode hung");
+    let result = server.chat_bodies().get(1).map(crate::support::tool_results);
+    assert!(format!("{result:?}").contains("planted"), "{result:?}");
+    let config = std::fs::read_to_string(ws.root.join("common/config")).unwrap_or_default();
+    assert!(!config.contains("fsmonitor"), "{config}");
+    for fifo in [".gitattributes", ".git/objects/info/alternates"] {
+        let meta = std::fs::symlink_metadata(ws.root.join(fifo));
+        assert!(
+            !meta.is_ok_and(|meta| meta.file_type().is_fifo()),
+            "{fifo} was left a FIFO"
+        );
+    }
+}

@@ -41,6 +41,33 @@ pub fn check(root: &Path, since: SystemTime) -> Vec<String> {
             report.extend(check_pointer(root, pointer));
         }
     }
+    // What a pointer inside the workspace leads to is a git directory
+    // whatever it holds: a `commondir` naming a folder with a config and
+    // no `HEAD` gives git that config.
+    for path in &found.special {
+        let shown = shown(root, path);
+        report.push(match std::fs::remove_file(path) {
+            Ok(()) => format!("`{shown}` is not a plain file (git would wait on it); removed it"),
+            Err(error) => format!(
+                "`{shown}` is not a plain file (git would wait on it) and could not be removed: {error}"
+            ),
+        });
+    }
+    // The workspace's own `.git` (and its modules) is kept apart.
+    let own = std::fs::canonicalize(root)
+        .unwrap_or_else(|_| root.to_path_buf())
+        .join(".git");
+    for pointer in &found.pointers {
+        if let (Some(target), _) = pointer_target(root, pointer)
+            && real_dir(&target)
+            && !target.starts_with(&own)
+            && (touched(root, pointer, since)
+                || touched(root, &target, since)
+                || inside_touched(&target, since))
+        {
+            report.extend(check_git_dir(root, &target));
+        }
+    }
     for dir in &found.git_dirs {
         if touched(root, dir, since) || inside_touched(dir, since) {
             report.extend(check_git_dir(root, dir));
@@ -66,10 +93,15 @@ const SPECIAL_BUDGET: usize = 2_000;
 
 /// Removes what git would wait on for ever or misread in the git directory
 /// `dir`: a FIFO, socket or device among its own entries or beneath
-/// `refs` (`within_refs`: `dir` is there) (git never makes one; a FIFO as
-/// `HEAD` hangs every git command there). One line per entry removed.
+/// `refs`, `info` or `objects/info` (`within_refs`: `dir` is one of them)
+/// (git never makes one; a FIFO as `HEAD` hangs every git command there).
+/// One line per entry removed.
 fn special_files(root: &Path, dir: &Path, within_refs: bool, budget: &mut usize) -> Vec<String> {
     let mut report = Vec::new();
+    if !within_refs {
+        // `objects/info/alternates`, read on every object look-up.
+        report.extend(special_files(root, &dir.join("objects/info"), true, budget));
+    }
     for entry in real_entries(dir) {
         if *budget == 0 {
             break;
@@ -80,7 +112,7 @@ fn special_files(root: &Path, dir: &Path, within_refs: bool, budget: &mut usize)
         };
         let path = entry.path();
         if kind.is_dir() {
-            if within_refs || entry.file_name() == "refs" {
+            if within_refs || entry.file_name() == "refs" || entry.file_name() == "info" {
                 report.extend(special_files(root, &path, true, budget));
             }
         } else if !kind.is_file() && !kind.is_symlink() {
@@ -94,8 +126,13 @@ fn special_files(root: &Path, dir: &Path, within_refs: bool, budget: &mut usize)
     report
 }
 
+/// Files of a working tree git reads on its own (a FIFO there hangs it).
+const WORKTREE_FILES: &[&str] = &[".gitattributes", ".gitignore", ".gitmodules", ".mailmap"];
+
 #[derive(Default)]
 struct Found {
+    /// FIFOs, sockets and devices where git reads a file of the tree.
+    special: Vec<PathBuf>,
     git_dirs: Vec<PathBuf>,
     /// `.git` files (`gitdir: PATH`) and `commondir` files.
     pointers: Vec<PathBuf>,
@@ -139,7 +176,10 @@ fn walk(root: &Path, dir: &Path, found: &mut Found) {
         };
         let name = entry.file_name();
         head |= name == "HEAD";
-        if (kind.is_file() || kind.is_symlink()) && name == ".git" {
+        let special = !kind.is_file() && !kind.is_symlink() && !kind.is_dir();
+        if special && WORKTREE_FILES.iter().any(|file| name == *file) {
+            found.special.push(entry.path());
+        } else if (kind.is_file() || kind.is_symlink()) && name == ".git" {
             found.pointers.push(entry.path());
         } else if kind.is_dir() && !(dir == root && name == ".git") {
             folders.push((name, entry.path()));
@@ -208,24 +248,42 @@ fn inside_touched(dir: &Path, since: i128) -> bool {
         .any(|path| changed_at(&path).is_some_and(|time| time >= since))
 }
 
-/// A pointer a command wrote to a git directory outside the workspace
-/// (its temp dir, say) is moved aside: git would read that directory's
-/// config, which nothing here checks.
-fn check_pointer(root: &Path, pointer: &Path) -> Option<String> {
+/// Where the pointer `pointer` (a `.git` file or a `commondir`) leads,
+/// resolved as git resolves it (relative to the folder holding it, through
+/// symlinks), when that is inside the workspace `root`; and the target as
+/// written.
+fn pointer_target(root: &Path, pointer: &Path) -> (Option<PathBuf>, String) {
     let link = std::fs::read_link(pointer).ok();
     let text = match &link {
         Some(target) => target.display().to_string(),
         None => String::from_utf8_lossy(&read_plain_file(pointer).unwrap_or_default()).into_owned(),
     };
-    let target = text.trim().strip_prefix("gitdir:").unwrap_or(&text).trim();
+    let target = text
+        .trim()
+        .strip_prefix("gitdir:")
+        .unwrap_or(&text)
+        .trim()
+        .to_owned();
     let base = pointer.parent().unwrap_or(root);
-    // Resolved as git resolves it, through symlinks; one that leads
-    // nowhere is moved aside too.
-    let inside = std::fs::canonicalize(base.join(target))
-        .ok()
-        .zip(std::fs::canonicalize(root).ok())
-        .is_some_and(|(resolved, root)| resolved.starts_with(root));
-    if !target.is_empty() && inside {
+    let inside = if target.is_empty() {
+        None
+    } else {
+        std::fs::canonicalize(base.join(&target))
+            .ok()
+            .zip(std::fs::canonicalize(root).ok())
+            .filter(|(resolved, root)| resolved.starts_with(root))
+            .map(|(resolved, _)| resolved)
+    };
+    (inside, target)
+}
+
+/// A pointer a command wrote to a git directory outside the workspace
+/// (its temp dir, say) is moved aside: git would read that directory's
+/// config, which nothing here checks. One that leads nowhere is moved
+/// aside too.
+fn check_pointer(root: &Path, pointer: &Path) -> Option<String> {
+    let (inside, target) = pointer_target(root, pointer);
+    if inside.is_some() {
         return None;
     }
     Some(move_aside(
