@@ -333,8 +333,14 @@ fn a_git_directory_reached_only_through_a_pointer_is_checked_and_fifos_git_reads
          mkfifo .gitattributes .git/objects/info/alternates && echo planted\n",
     )
     .unwrap();
-    assert!(ends_in_time(&ws, &server, "run `bash p3.sh`"), "offcode hung");
-    let result = server.chat_bodies().get(1).map(crate::support::tool_results);
+    assert!(
+        ends_in_time(&ws, &server, "run `bash p3.sh`"),
+        "offcode hung"
+    );
+    let result = server
+        .chat_bodies()
+        .get(1)
+        .map(crate::support::tool_results);
     assert!(format!("{result:?}").contains("planted"), "{result:?}");
     let config = std::fs::read_to_string(ws.root.join("common/config")).unwrap_or_default();
     assert!(!config.contains("fsmonitor"), "{config}");
