@@ -71,19 +71,10 @@ fn the_plan_agent_changes_no_file_and_runs_no_command_that_writes() {
 #[test]
 fn the_plan_agent_runs_only_what_the_gate_judges_to_read() {
     let ws = Workspace::new();
-    let git = |args: &[&str]| {
-        let done = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&ws.root)
-            .env("HOME", &ws.home)
-            .output()
-            .unwrap();
-        assert!(done.status.success(), "{done:?}");
-    };
     // A repository that came with the files, whose settings run a program
     // on `git status`; and a script of the project's.
-    git(&["init", "-q", "vendor/x"]);
-    git(&[
+    ws.git(&["init", "-q", "vendor/x"]);
+    ws.git(&[
         "-C",
         "vendor/x",
         "config",

@@ -19,22 +19,12 @@ const VICTIM: &str = "precious\n";
 fn target() -> Workspace {
     let ws = Workspace::new();
     let root = &ws.root;
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
-            .args(args)
-            .current_dir(root)
-            .env("HOME", &ws.home)
-            .output()
-            .unwrap();
-        assert!(status.status.success(), "git {args:?}: {status:?}");
-    };
     std::fs::write(root.join("victim.txt"), "committed\n").unwrap();
     std::fs::write(root.join("README"), "readme\n").unwrap();
     std::fs::write(root.join("Makefile"), "all:\n\ttrue\n").unwrap();
-    git(&["init", "-q", "-b", "main"]);
-    git(&["add", "victim.txt", "README", "Makefile"]);
-    git(&["commit", "-q", "-m", "start"]);
+    ws.git(&["init", "-q", "-b", "main"]);
+    ws.git(&["add", "victim.txt", "README", "Makefile"]);
+    ws.git(&["commit", "-q", "-m", "start"]);
     std::fs::write(root.join("victim.txt"), VICTIM).unwrap();
     std::fs::write(root.join("untracked.txt"), "untracked\n").unwrap();
     std::fs::create_dir_all(root.join("victimdir")).unwrap();

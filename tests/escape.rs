@@ -127,16 +127,8 @@ fn hooks_in_the_folder_core_hookspath_names_stay_as_they_were() {
     // husky's layout: the person's repository runs its hooks from a
     // folder of the workspace, which commands could write.
     let ws = Workspace::new();
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&ws.root)
-            .status()
-            .unwrap();
-        assert!(status.success(), "git {args:?}");
-    };
-    git(&["init", "-q"]);
-    git(&["config", "core.hooksPath", ".husky/_"]);
+    ws.git(&["init", "-q"]);
+    ws.git(&["config", "core.hooksPath", ".husky/_"]);
     std::fs::create_dir_all(ws.root.join(".husky/_")).unwrap();
     std::fs::write(ws.root.join(".husky/_/pre-commit"), "#!/bin/sh\nexit 0\n").unwrap();
     let script = "printf '#!/bin/sh\\ntouch pwned\\n' > .husky/_/pre-commit; \

@@ -264,15 +264,7 @@ fn a_fifo_as_the_workspaces_git_head_hangs_neither_the_check_nor_the_next_start(
     use std::os::unix::fs::FileTypeExt as _;
     let server = demo_mock();
     let ws = Workspace::new();
-    let git = |args: &[&str]| {
-        let status = std::process::Command::new("git")
-            .args(args)
-            .current_dir(&ws.root)
-            .status()
-            .unwrap();
-        assert!(status.success(), "git {args:?}");
-    };
-    git(&["init", "-q"]);
+    ws.git(&["init", "-q"]);
     // git, run in the workspace to read the nested configs, waited on the
     // FIFO for ever, and the settings stayed.
     std::fs::write(
@@ -318,12 +310,7 @@ fn a_git_directory_reached_only_through_a_pointer_is_checked_and_fifos_git_reads
     // took that config (and ran its fsmonitor), which no check looked at.
     let server = demo_mock();
     let ws = Workspace::new();
-    let status = std::process::Command::new("git")
-        .args(["init", "-q"])
-        .current_dir(&ws.root)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    ws.git(&["init", "-q"]);
     std::fs::write(
         ws.root.join("p3.sh"),
         "mkdir -p common/objects common/refs/heads gf wt\n\

@@ -128,6 +128,19 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// Runs `git ARGS` in the workspace as the person would (their home,
+    /// an identity for commits); fails the test if git fails.
+    pub fn git(&self, args: &[&str]) {
+        let done = Command::new("git")
+            .args(["-c", "user.name=t", "-c", "user.email=t@example.com"])
+            .args(args)
+            .current_dir(&self.root)
+            .env("HOME", &self.home)
+            .output()
+            .unwrap();
+        assert!(done.status.success(), "git {args:?}: {done:?}");
+    }
+
     pub fn new() -> Self {
         let dir = tempfile::tempdir().unwrap();
         let home = dir.path().join("home");
