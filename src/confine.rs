@@ -343,48 +343,6 @@ impl Shell {
     }
 }
 
-/// What is bound over itself so that it can be neither renamed nor
-/// removed: the workspace's `.git` (as it is now: a repository made since
-/// the session started is pinned too), and every folder between a
-/// writable directory and a path kept from commands inside it (the home
-/// directory inside a workspace above it, `~/.config`...). Protection goes
-/// by path: renamed away, such a folder would take the read-only mounts
-/// with it and leave its name for the command to fill. Parents first.
-fn pinned(spec: &Spec) -> Vec<PathBuf> {
-    let real_dir = |path: &Path| std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
-    let mut pinned: Vec<PathBuf> = spec
-        .writable
-        .first()
-        .map(|root| root.join(".git"))
-        .filter(|git| std::fs::symlink_metadata(git).is_ok_and(|m| !m.file_type().is_symlink()))
-        .into_iter()
-        .collect();
-    let kept = spec
-        .personal
-        .iter()
-        .chain(&spec.secret)
-        .chain(&spec.read_only)
-        .chain(&spec.hidden);
-    for path in kept {
-        for dir in &spec.writable {
-            if path == dir || !path.starts_with(dir) {
-                continue;
-            }
-            let between = path
-                .ancestors()
-                .skip(1)
-                .take_while(|ancestor| *ancestor != dir.as_path());
-            for ancestor in between {
-                if !pinned.iter().any(|p| p == ancestor) && real_dir(ancestor) {
-                    pinned.push(ancestor.to_path_buf());
-                }
-            }
-        }
-    }
-    pinned.sort_by_key(|path| path.components().count());
-    pinned
-}
-
 /// The rules and the helper that applies them.
 #[derive(Debug)]
 pub struct Confinement {
@@ -524,7 +482,7 @@ impl Confinement {
         spec.hidden.sort();
         spec.hidden.dedup();
         spec.personal.extend(home.personal);
-        spec.pinned = pinned(&spec);
+        spec.pinned = places::pinned(&spec);
         let mut command = std::process::Command::new(&self.helper);
         command
             .arg(HELPER_ARG)
