@@ -155,9 +155,13 @@ fn a_folder_of_the_home_on_path_is_the_persons_own() {
     let mut path = std::env::var_os("PATH").unwrap_or_default();
     path.push(":");
     path.push(bin.as_os_str());
-    let script =
-        "printf '#!/bin/sh\\ntouch pwned\\n' > go/bin/git; chmod +x go/bin/git; echo ran\n";
+    // One on PATH that is not there yet, as `$HOME/mybin` before it is made.
+    path.push(":");
+    path.push(ws.home.join("mybin").as_os_str());
+    let script = "printf '#!/bin/sh\\ntouch pwned\\n' > go/bin/git; chmod +x go/bin/git; \
+                  mkdir mybin && printf '#!/bin/sh\\ntouch pwned\\n' > mybin/tool; echo ran\n";
     let result = run_script_with(&ws, &ws.home, script, 20, Some(&path));
     assert!(result.contains("ran"), "{result}");
     assert!(!bin.join("git").exists(), "{result}");
+    assert!(!ws.home.join("mybin").exists(), "{result}");
 }

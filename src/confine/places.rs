@@ -138,9 +138,28 @@ pub(super) fn personal_files(writable: &[PathBuf], home: Option<&Path>) -> Vec<P
 
 /// The folders of `path` (a `PATH` value) that lie in `home`, as they are.
 fn path_folders_in(home: &Path, path: Option<std::ffi::OsString>) -> Vec<PathBuf> {
+    path_entries_in(home, path)
+        .into_iter()
+        .filter(|dir| dir.is_dir())
+        .collect()
+}
+
+/// The folders of `path` (a `PATH` value) in `home` that are not there:
+/// a command that makes one fills the person's `PATH` (`~/go/bin` before
+/// the first `go install`).
+pub(super) fn missing_path_folders_in(
+    home: &Path,
+    path: Option<std::ffi::OsString>,
+) -> Vec<PathBuf> {
+    path_entries_in(home, path)
+        .into_iter()
+        .filter(|dir| std::fs::symlink_metadata(dir).is_err())
+        .collect()
+}
+
+fn path_entries_in(home: &Path, path: Option<std::ffi::OsString>) -> Vec<PathBuf> {
     std::env::split_paths(&path.unwrap_or_default())
         .filter(|dir| dir.is_absolute() && dir.starts_with(home) && dir != home)
-        .filter(|dir| dir.is_dir())
         .collect()
 }
 

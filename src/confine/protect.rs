@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 use crate::sandbox::Sandbox;
 
+mod wire;
+
 /// The protected paths, relative to the workspace root.
 pub const PROTECTED: &[&str] = &[
     ".git/config",
@@ -128,6 +130,9 @@ pub fn remove_new_personal(
 pub struct Watch {
     started: std::time::SystemTime,
     home: Option<(PathBuf, std::collections::BTreeSet<std::ffi::OsString>)>,
+    /// Folders of the home on `PATH` that were not there.
+    #[serde(default)]
+    missing_path: Vec<PathBuf>,
 }
 
 impl Watch {
@@ -136,7 +141,11 @@ impl Watch {
         let home = confinement
             .and_then(super::Confinement::writable_home)
             .map(|home| (home.to_path_buf(), personal_names(home)));
+        let missing_path = home.as_ref().map_or_else(Vec::new, |(home, _)| {
+            super::places::missing_path_folders_in(home, std::env::var_os("PATH"))
+        });
         Self {
+            missing_path,
             // File systems stamp changes with the kernel's coarse clock,
             // which may lag ours by a tick.
             started: std::time::SystemTime::now() - std::time::Duration::from_millis(50),
@@ -149,7 +158,18 @@ impl Watch {
     pub fn finish(&self, root: &Path) -> String {
         let mut text = String::new();
         if let Some((home, names)) = &self.home {
-            let created = remove_new_personal(home, names);
+            let mut created = remove_new_personal(home, names);
+            for dir in &self.missing_path {
+                if std::fs::symlink_metadata(dir).is_ok() {
+                    let shown = dir.display();
+                    created.push(match std::fs::remove_dir_all(dir) {
+                        Ok(()) => format!("`{shown}` (on PATH) was created; removed it"),
+                        Err(error) => format!(
+                            "`{shown}` (on PATH) was created and could not be removed: {error}"
+                        ),
+                    });
+                }
+            }
             if !created.is_empty() {
                 let _ = write!(
                     text,
@@ -192,7 +212,7 @@ enum Entry {
         content: Option<Vec<u8>>,
         stamp: (i64, i64),
     },
-    Symlink(#[serde(with = "path_bytes")] PathBuf),
+    Symlink(#[serde(with = "wire::path_bytes")] PathBuf),
     Other,
 }
 
@@ -201,56 +221,8 @@ enum Entry {
 /// have is recorded.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Snapshot {
-    #[serde(with = "entries")]
+    #[serde(with = "wire::entries")]
     entries: BTreeMap<PathBuf, Entry>,
-}
-
-/// A path as the bytes of its name.
-mod path_bytes {
-    use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
-    use std::path::{Path, PathBuf};
-
-    use serde::{Deserialize as _, Deserializer, Serialize as _, Serializer};
-
-    pub fn serialize<S: Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
-        path.as_os_str().as_bytes().serialize(serializer)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<PathBuf, D::Error> {
-        Vec::<u8>::deserialize(deserializer).map(|bytes| std::ffi::OsString::from_vec(bytes).into())
-    }
-}
-
-/// The entries as a list of (path bytes, entry).
-mod entries {
-    use std::collections::BTreeMap;
-    use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
-    use std::path::PathBuf;
-
-    use serde::{Deserialize as _, Deserializer, Serialize as _, Serializer};
-
-    use super::Entry;
-
-    pub fn serialize<S: Serializer>(
-        entries: &BTreeMap<PathBuf, Entry>,
-        serializer: S,
-    ) -> Result<S::Ok, S::Error> {
-        let list: Vec<(&[u8], &Entry)> = entries
-            .iter()
-            .map(|(path, entry)| (path.as_os_str().as_bytes(), entry))
-            .collect();
-        list.serialize(serializer)
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<BTreeMap<PathBuf, Entry>, D::Error> {
-        let list = Vec::<(Vec<u8>, Entry)>::deserialize(deserializer)?;
-        Ok(list
-            .into_iter()
-            .map(|(path, entry)| (std::ffi::OsString::from_vec(path).into(), entry))
-            .collect())
-    }
 }
 
 impl Snapshot {
