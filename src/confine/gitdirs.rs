@@ -41,19 +41,11 @@ pub fn check(root: &Path, since: SystemTime) -> Vec<String> {
             report.extend(check_pointer(root, pointer));
         }
     }
+    report.extend(found.special.iter().map(|path| remove_special(root, path)));
     // What a pointer inside the workspace leads to is a git directory
     // whatever it holds: a `commondir` naming a folder with a config and
-    // no `HEAD` gives git that config.
-    for path in &found.special {
-        let shown = shown(root, path);
-        report.push(match std::fs::remove_file(path) {
-            Ok(()) => format!("`{shown}` is not a plain file (git would wait on it); removed it"),
-            Err(error) => format!(
-                "`{shown}` is not a plain file (git would wait on it) and could not be removed: {error}"
-            ),
-        });
-    }
-    // The workspace's own `.git` (and its modules) is kept apart.
+    // no `HEAD` gives git that config. The workspace's own `.git` (and its
+    // modules) is kept apart.
     let own = std::fs::canonicalize(root)
         .unwrap_or_else(|_| root.to_path_buf())
         .join(".git");
@@ -71,19 +63,14 @@ pub fn check(root: &Path, since: SystemTime) -> Vec<String> {
     for dir in &found.git_dirs {
         if touched(root, dir, since) || inside_touched(dir, since) {
             report.extend(check_git_dir(root, dir));
-            report.extend(special_files(root, dir, false, &mut SPECIAL_BUDGET.clone()));
+            report.extend(special_files(root, dir, false, &mut { SPECIAL_BUDGET }));
         }
     }
     // The workspace's own: its config and hooks are kept apart, but the
     // rest of it is the command's to write.
     let own = root.join(".git");
     if real_dir(&own) {
-        report.extend(special_files(
-            root,
-            &own,
-            false,
-            &mut SPECIAL_BUDGET.clone(),
-        ));
+        report.extend(special_files(root, &own, false, &mut { SPECIAL_BUDGET }));
     }
     report
 }
@@ -116,14 +103,22 @@ fn special_files(root: &Path, dir: &Path, within_refs: bool, budget: &mut usize)
                 report.extend(special_files(root, &path, true, budget));
             }
         } else if !kind.is_file() && !kind.is_symlink() {
-            let shown = shown(root, &path);
-            report.push(match std::fs::remove_file(&path) {
-                Ok(()) => format!("`{shown}` is not a plain file (git would wait on it); removed it"),
-                Err(error) => format!("`{shown}` is not a plain file (git would wait on it) and could not be removed: {error}"),
-            });
+            report.push(remove_special(root, &path));
         }
     }
     report
+}
+
+/// Removes the FIFO, socket or device at `path` where git reads a file;
+/// the line that says so.
+fn remove_special(root: &Path, path: &Path) -> String {
+    let shown = shown(root, path);
+    match std::fs::remove_file(path) {
+        Ok(()) => format!("`{shown}` is not a plain file (git would wait on it); removed it"),
+        Err(error) => format!(
+            "`{shown}` is not a plain file (git would wait on it) and could not be removed: {error}"
+        ),
+    }
 }
 
 /// Files of a working tree git reads on its own (a FIFO there hangs it).
