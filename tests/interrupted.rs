@@ -214,19 +214,10 @@ fn a_fifo_planted_as_a_nested_git_config_hangs_neither_the_check_nor_git() {
         "git init -q sub && rm sub/.git/config && mkfifo sub/.git/config && echo planted\n",
     )
     .unwrap();
-    let mut child = ws
-        .offcode(&server.base_url(), &["run", "--yes", "run `bash fifo.sh`"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let ended = wait_until(Duration::from_secs(30), || {
-        child.try_wait().is_ok_and(|status| status.is_some())
-    });
-    if !ended {
-        let _ = child.kill();
-    }
-    assert!(ended, "offcode hung on the FIFO");
+    assert!(
+        ends_in_time(&ws, &server, "run `bash fifo.sh`"),
+        "offcode hung on the FIFO"
+    );
     let result = server
         .chat_bodies()
         .get(1)
