@@ -20,9 +20,9 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use offcode::protocol::{ApprovalRequestEvent, EventMsg, FileDiff, ToolDisplay, TurnState};
-use offcode::ui::live::{Frame, Live};
 use offcode::ui::live_turn::{Edit, live_rows};
-use offcode::ui::render::{Line, Palette, Role};
+use offcode::ui::paint::{Frame, Live};
+use offcode::ui::render::{Line, Lines, Palette, Role};
 use offcode::ui::view::{Status, View};
 
 fn view() -> View {
@@ -53,6 +53,7 @@ fn frame(view: &mut View, live: &mut Live, edit: &Edit, asking: Option<Line>, si
             committed: &committed,
             live: &rows,
             cursor,
+            width: 80,
         },
     );
 }

@@ -136,7 +136,7 @@ pub fn context(args: &crate::cli::ContextArgs, environment: &Environment) -> Res
     let palette = crate::ui::render::Palette::new(false);
     let mut text = String::new();
     for line in crate::ui::render::context_report(&report, 80) {
-        let _ = writeln!(text, "{}", palette.paint(&line));
+        let _ = writeln!(text, "{}", crate::ui::paint::line(palette, &line));
     }
     for warning in &assembly.warnings {
         let _ = writeln!(text, "warning: {warning}");

@@ -10,12 +10,14 @@ pub mod app;
 pub mod complete;
 pub mod input;
 pub mod line;
-pub mod live;
 pub mod live_turn;
 pub mod markdown;
+pub mod paint;
 mod prompt;
 pub mod prompt_loop;
 pub mod render;
+#[cfg(test)]
+mod screens;
 #[cfg(test)]
 mod snapshots;
 pub mod tty;
@@ -193,7 +195,7 @@ fn install_panic_hook(log: Option<PathBuf>, session: PathBuf) {
         let _ = crossterm::terminal::disable_raw_mode();
         tty::restore();
         let mut err = std::io::stderr();
-        let _ = write!(err, "\x1b[?2026l\x1b[?2004l\x1b[?25h\x1b[0m\r\n");
+        paint::restore(&mut err);
         let report = format!(
             "offcode {} panicked: {info}\n{}\n",
             env!("CARGO_PKG_VERSION"),

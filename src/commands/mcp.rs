@@ -205,7 +205,7 @@ fn list(reports: &[McpServerReport]) -> String {
     let mut text = String::new();
     // Lines whole: a terminal or a pipe wraps them, not us.
     for line in crate::ui::view::mcp_list(reports, usize::MAX / 2) {
-        let _ = writeln!(text, "{}", palette.paint(&line));
+        let _ = writeln!(text, "{}", crate::ui::paint::line(palette, &line));
     }
     text
 }

@@ -14,7 +14,7 @@ mod sessions;
 use unicode_width::UnicodeWidthStr;
 
 use super::complete::COMMANDS;
-use super::render::{self, Line, Palette, Role};
+use super::render::{self, Line, Lines, Palette, Role};
 use super::view::{Status, View, tokens};
 use crate::agent::{self, AgentHandle, AgentSetup};
 use crate::config::Environment;
@@ -163,7 +163,7 @@ impl<'a> App<'a> {
         }
         let mut out = std::io::stdout().lock();
         for line in &lines {
-            let _ = writeln!(out, "{}", self.palette.paint(line));
+            let _ = writeln!(out, "{}", super::paint::line(self.palette, line));
         }
         let _ = out.flush();
     }
@@ -177,7 +177,7 @@ impl<'a> App<'a> {
                 Some(hint) => status.line_with_notice(width.saturating_sub(1), hint),
                 None => status.line(width.saturating_sub(1), ""),
             };
-            palette.paint(&line)
+            super::paint::line(palette, &line)
         })
     }
 
@@ -407,9 +407,7 @@ impl<'a> App<'a> {
         };
         self.stop().await;
         if clear {
-            let mut out = std::io::stdout().lock();
-            let _ = write!(out, "\x1b[H\x1b[2J\x1b[3J");
-            let _ = out.flush();
+            super::paint::clear_screen(&mut std::io::stdout().lock());
         }
         self.handle = agent::spawn(setup);
         self.turns = 0;

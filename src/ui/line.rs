@@ -3,9 +3,11 @@
 //! cutting, wrapping and cleaning that counts wide characters as two
 //! columns.
 
+use ratatui_core::style::{Color, Modifier, Style};
 use unicode_width::{UnicodeWidthChar, UnicodeWidthStr};
 
-/// What a piece of text means; the palette turns it into a colour.
+/// What a piece of text means; [`Role::style`] is the one palette that
+/// turns a meaning into how it looks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
     /// Ordinary text.
@@ -34,47 +36,64 @@ pub enum Role {
     Key,
 }
 
-/// A run of text with one role.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Span {
-    /// The meaning.
-    pub role: Role,
-    /// The text (no newlines).
-    pub text: String,
+impl Role {
+    /// How text with this meaning is drawn (when colour is on).
+    pub const fn style(self) -> Style {
+        let plain = Style::new();
+        match self {
+            Role::Text => plain,
+            Role::Dim => plain.add_modifier(Modifier::DIM),
+            Role::Label | Role::Code => plain.add_modifier(Modifier::BOLD),
+            Role::Tool => plain.fg(Color::Cyan).add_modifier(Modifier::BOLD),
+            Role::Ok | Role::Added => plain.fg(Color::Green),
+            Role::Error => plain.fg(Color::Red).add_modifier(Modifier::BOLD),
+            Role::Warning => plain.fg(Color::Yellow).add_modifier(Modifier::BOLD),
+            Role::Removed => plain.fg(Color::Red),
+            Role::Hunk => plain.fg(Color::Cyan),
+            Role::Key => plain.add_modifier(Modifier::BOLD.union(Modifier::REVERSED)),
+        }
+    }
 }
 
-/// One screen line.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Line(pub Vec<Span>);
+/// One screen line: ratatui's, with spans of owned text.
+pub type Line = ratatui_core::text::Line<'static>;
 
-impl Line {
+/// A run of text with one style.
+pub type Span = ratatui_core::text::Span<'static>;
+
+/// How the UI builds and reads its lines: text added by meaning, and the
+/// text without styles.
+pub trait Lines {
     /// An empty line.
-    pub fn new() -> Self {
-        Self(Vec::new())
+    fn new() -> Self;
+    /// The line with `text` in `role` added at the end (nothing for empty
+    /// text).
+    #[must_use]
+    fn with(self, role: Role, text: impl Into<String>) -> Self;
+    /// The line's text without styles.
+    fn plain(&self) -> String;
+}
+
+impl Lines for Line {
+    fn new() -> Self {
+        Line::default()
     }
 
-    /// The line with `text` in `role` added at the end.
-    #[must_use]
-    pub fn with(mut self, role: Role, text: impl Into<String>) -> Self {
+    fn with(mut self, role: Role, text: impl Into<String>) -> Self {
         let text: String = text.into();
         if !text.is_empty() {
-            self.0.push(Span { role, text });
+            self.spans.push(Span::styled(text, role.style()));
         }
         self
     }
 
-    /// The line's text without styles.
-    pub fn plain(&self) -> String {
-        self.0.iter().map(|s| s.text.as_str()).collect()
-    }
-
-    /// Display width in terminal columns.
-    pub fn width(&self) -> usize {
-        self.0.iter().map(|s| s.text.width()).sum()
+    fn plain(&self) -> String {
+        self.spans.iter().map(|s| s.content.as_ref()).collect()
     }
 }
 
-/// ANSI colours for each role; `None` means plain text (`NO_COLOR`).
+/// Whether lines are drawn in colour; off for `NO_COLOR`, when every span
+/// is drawn as plain text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Palette {
     colour: bool,
@@ -86,37 +105,39 @@ impl Palette {
         Self { colour }
     }
 
-    /// The line as terminal text.
-    pub fn paint(self, line: &Line) -> String {
-        let mut out = String::new();
-        for span in &line.0 {
-            let code = if self.colour { ansi(span.role) } else { "" };
-            if code.is_empty() {
-                out.push_str(&span.text);
-            } else {
-                out.push_str(code);
-                out.push_str(&span.text);
-                out.push_str("\x1b[0m");
-            }
-        }
-        out
+    /// `style` as this palette draws it.
+    pub fn style(self, style: Style) -> Style {
+        if self.colour { style } else { Style::new() }
     }
 }
 
-/// The one palette: every colour the UI uses, by meaning.
-fn ansi(role: Role) -> &'static str {
-    match role {
-        Role::Text => "",
-        Role::Dim => "\x1b[2m",
-        Role::Label | Role::Code => "\x1b[1m",
-        Role::Tool => "\x1b[1;36m",
-        Role::Ok | Role::Added => "\x1b[32m",
-        Role::Error => "\x1b[1;31m",
-        Role::Warning => "\x1b[1;33m",
-        Role::Removed => "\x1b[31m",
-        Role::Hunk => "\x1b[36m",
-        Role::Key => "\x1b[1;7m",
+/// Text and how it looks, `{bold cyan}text`, one span after another: what
+/// the tests and snapshots compare, so a colour change shows as much as a
+/// text change.
+#[cfg(test)]
+pub fn styled(line: &Line) -> String {
+    let mut out = String::new();
+    for span in &line.spans {
+        let style = span.style;
+        let mut words: Vec<String> = Vec::new();
+        for (modifier, word) in [
+            (Modifier::BOLD, "bold"),
+            (Modifier::DIM, "dim"),
+            (Modifier::REVERSED, "reverse"),
+        ] {
+            if style.add_modifier.contains(modifier) {
+                words.push(word.to_owned());
+            }
+        }
+        if let Some(colour) = style.fg {
+            words.push(colour.to_string().to_lowercase());
+        }
+        out.push('{');
+        out.push_str(&words.join(" "));
+        out.push('}');
+        out.push_str(&span.content);
     }
+    out
 }
 
 /// Cuts `text` to at most `width` columns, marking a cut with `…`.
@@ -146,12 +167,12 @@ pub fn tail(line: &Line, width: usize) -> Line {
     }
     let mut spans: Vec<Span> = Vec::new();
     let mut room = width - 1;
-    for span in line.0.iter().rev() {
+    for span in line.spans.iter().rev() {
         if room == 0 {
             break;
         }
         let mut kept: Vec<char> = Vec::new();
-        for c in span.text.chars().rev() {
+        for c in span.content.chars().rev() {
             let w = c.width().unwrap_or(0);
             if w > room {
                 room = 0;
@@ -161,17 +182,26 @@ pub fn tail(line: &Line, width: usize) -> Line {
             kept.push(c);
         }
         kept.reverse();
-        spans.push(Span {
-            role: span.role,
-            text: kept.into_iter().collect(),
-        });
+        spans.push(Span::styled(
+            kept.into_iter().collect::<String>(),
+            span.style,
+        ));
     }
-    spans.push(Span {
-        role: Role::Dim,
-        text: "…".to_owned(),
-    });
+    spans.push(Span::styled("…", Role::Dim.style()));
     spans.reverse();
-    Line(spans.into_iter().filter(|s| !s.text.is_empty()).collect())
+    Line::from(
+        spans
+            .into_iter()
+            .filter(|s| !s.content.is_empty())
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Adds `text` in `style` to `line` (nothing for empty text).
+fn push(line: &mut Line, style: Style, text: String) {
+    if !text.is_empty() {
+        line.spans.push(Span::styled(text, style));
+    }
 }
 
 /// `line` cut to its first `width` columns.
@@ -186,19 +216,19 @@ pub fn wrap(line: &Line, width: usize) -> Vec<Line> {
     let mut rows = Vec::new();
     let mut row = Line::new();
     let mut used = 0;
-    for span in &line.0 {
+    for span in &line.spans {
         let mut piece = String::new();
-        for c in span.text.chars() {
+        for c in span.content.chars() {
             let w = c.width().unwrap_or(0);
             if used + w > width {
-                row = row.with(span.role, std::mem::take(&mut piece));
+                push(&mut row, span.style, std::mem::take(&mut piece));
                 rows.push(std::mem::take(&mut row));
                 used = 0;
             }
             used += w;
             piece.push(c);
         }
-        row = row.with(span.role, piece);
+        push(&mut row, span.style, piece);
     }
     rows.push(row);
     rows
@@ -264,11 +294,11 @@ pub fn fit_words(line: &Line, width: usize) -> Vec<Line> {
             }
             for (at, piece) in row.iter().enumerate() {
                 for span in &piece.spans {
-                    out = out.with(span.role, span.text.clone());
+                    push(&mut out, span.style, span.content.to_string());
                 }
                 if at + 1 < row.len() && piece.spaces > 0 {
-                    let role = piece.spans.last().map_or(Role::Text, |s| s.role);
-                    out = out.with(role, " ".repeat(piece.spaces));
+                    let style = piece.spans.last().map_or(Style::new(), |s| s.style);
+                    push(&mut out, style, " ".repeat(piece.spaces));
                 }
             }
             out
@@ -283,8 +313,8 @@ fn pieces(line: &Line, room: usize) -> Vec<Piece> {
     let mut piece = Piece::default();
     // Whether the last character taken was wide: a line may break after it.
     let mut after_wide = false;
-    for span in &line.0 {
-        for c in span.text.chars() {
+    for span in &line.spans {
+        for c in span.content.chars() {
             let w = c.width().unwrap_or(0);
             // Spaces end a word, except those that start the line.
             if c == ' ' && (piece.width > 0 || !done.is_empty()) {
@@ -297,11 +327,8 @@ fn pieces(line: &Line, room: usize) -> Vec<Piece> {
                 done.push(std::mem::take(&mut piece));
             }
             match piece.spans.last_mut() {
-                Some(last) if last.role == span.role => last.text.push(c),
-                _ => piece.spans.push(Span {
-                    role: span.role,
-                    text: c.to_string(),
-                }),
+                Some(last) if last.style == span.style => last.content.to_mut().push(c),
+                _ => piece.spans.push(Span::styled(c.to_string(), span.style)),
             }
             piece.width += w;
             after_wide = w > 1;
@@ -374,21 +401,14 @@ mod tests {
                 "  /expand N (Ctrl+O: the last)",
             ]
         );
-        assert_eq!(rows[0].0[0].role, Role::Code);
-        assert_eq!(rows[1].0.last().unwrap().role, Role::Text);
+        assert_eq!(rows[0].spans[0].style, Role::Code.style());
+        assert_eq!(rows[1].spans.last().unwrap().style, Role::Text.style());
         assert_eq!(
             word_wrap("请读取 README.md 并把第一行写入一个新的文件", 20),
             ["请读取 README.md 并", "把第一行写入一个新的", "文件"]
         );
         let fits = Line::new().with(Role::Dim, "short");
         assert_eq!(fit_words(&fits, 40), vec![fits]);
-    }
-
-    #[test]
-    fn colour_is_ansi_and_no_colour_is_plain() {
-        let line = Line::new().with(Role::Error, "bad").with(Role::Text, " ok");
-        assert_eq!(Palette::new(true).paint(&line), "\x1b[1;31mbad\x1b[0m ok");
-        assert_eq!(Palette::new(false).paint(&line), "bad ok");
     }
 
     #[test]

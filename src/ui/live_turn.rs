@@ -9,12 +9,12 @@ use std::time::Duration;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use unicode_width::UnicodeWidthStr;
 
-mod ask;
+pub mod ask;
 
 use super::app::App;
 use super::input::{Input, Reply};
-use super::live::{Frame, Live};
-use super::render::{self, Line, Role};
+use super::paint::{Frame, Live};
+use super::render::{self, Line, Lines, Role};
 use super::view::View;
 use crate::protocol::{ErrorKind, EventMsg, Op};
 use ask::{Answer, Question, answered, is_interrupt};
@@ -220,6 +220,7 @@ pub async fn turn(
                 committed: &committed,
                 live: &[],
                 cursor: (0, 0),
+                width: app.view.width,
             };
             live.draw(&mut out, app.palette, &frame);
             live.clear(&mut out);
@@ -234,6 +235,7 @@ pub async fn turn(
             committed: &committed,
             live: &rows,
             cursor,
+            width: app.view.width,
         };
         live.draw(&mut out, app.palette, &frame);
         last_frame = tokio::time::Instant::now();
@@ -389,19 +391,6 @@ impl Turn<'_> {
 
     /// The live rows and the cursor position among them.
     fn rows(&self, app: &App<'_>, spin: usize) -> (Vec<Line>, (usize, usize)) {
-        let width = app.view.width;
-        if let Some(question) = &self.question
-            && let Some(mut rows) = question.page_rows(width, self.height)
-        {
-            rows.push(question.answer_row(width, self.height));
-            let last = rows.len() - 1;
-            let column = rows[last].width().min(width.saturating_sub(1));
-            return (rows, (last, column));
-        }
-        let asking = self
-            .question
-            .as_ref()
-            .map(|q| q.answer_row(width, self.height));
         let note = if self.aborting {
             Some("aborting…")
         } else if self.quit && self.queue.is_empty() {
@@ -411,16 +400,57 @@ impl Turn<'_> {
         } else {
             None
         };
-        live_rows(
-            &app.view,
-            &self.edit,
-            self.queue,
-            asking,
+        let parts = LiveParts {
+            edit: &self.edit,
+            queued: self.queue,
+            question: self.question.as_ref(),
             note,
             spin,
-            self.height,
-        )
+            height: self.height,
+        };
+        frame_rows(&app.view, &parts)
     }
+}
+
+/// What the live area shows besides the view: the typing, the queue, a
+/// question, a note, the spinner's step and the terminal's height.
+pub struct LiveParts<'a> {
+    /// The input line.
+    pub edit: &'a Edit,
+    /// Messages typed during the turn, waiting for it to end.
+    pub queued: &'a VecDeque<String>,
+    /// An approval waiting for its answer.
+    pub question: Option<&'a Question>,
+    /// Said before the status line (aborting, leaving).
+    pub note: Option<&'a str>,
+    /// The spinner's step.
+    pub spin: usize,
+    /// The terminal's rows.
+    pub height: usize,
+}
+
+/// The live rows of a frame and the cursor's row and column: a question's
+/// page while it is paged, else [`live_rows`].
+pub fn frame_rows(view: &View, live: &LiveParts<'_>) -> (Vec<Line>, (usize, usize)) {
+    let width = view.width;
+    if let Some(question) = live.question
+        && let Some(mut rows) = question.page_rows(width, live.height)
+    {
+        rows.push(question.answer_row(width, live.height));
+        let last = rows.len() - 1;
+        let column = rows[last].width().min(width.saturating_sub(1));
+        return (rows, (last, column));
+    }
+    let asking = live.question.map(|q| q.answer_row(width, live.height));
+    live_rows(
+        view,
+        live.edit,
+        live.queued,
+        asking,
+        live.note,
+        live.spin,
+        live.height,
+    )
 }
 
 /// The live rows (text still arriving, queued input, the status line
@@ -471,7 +501,7 @@ pub fn live_rows(
                 .status
                 .line(width.saturating_sub(note.width()), spinner);
             let mut line = note;
-            line.0.extend(rest.0);
+            line.spans.extend(rest.spans);
             render::fit(&line, width)
         }
         None => view.status.line(width, spinner),

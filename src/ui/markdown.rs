@@ -7,7 +7,12 @@
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
-use super::render::{Line, Role};
+use ratatui_core::buffer::Buffer;
+use ratatui_core::layout::{Constraint, Rect};
+use ratatui_core::widgets::Widget;
+use ratatui_widgets::table::{Cell, Row, Table};
+
+use super::render::{Line, Lines, Role};
 
 /// Remembers whether the stream is inside a fenced code block, and the
 /// rows of a table it is holding.
@@ -175,7 +180,7 @@ fn code_line(source: &str) -> Line {
 /// are gone. What it reads as no text at all (a link definition) stays as
 /// written.
 fn inline(mut line: Line, text: &str) -> Line {
-    let start = line.0.len();
+    let start = line.spans.len();
     let mut roles = vec![Role::Text];
     let mut open_link: Option<(String, usize)> = None;
     // Block syntax was handled line by line: a leading `#`, `>`, `-` or
@@ -204,11 +209,14 @@ fn inline(mut line: Line, text: &str) -> Line {
                 roles.pop();
             }
             Event::Start(Tag::Link { dest_url, .. }) => {
-                open_link = Some((dest_url.into_string(), line.0.len()));
+                open_link = Some((dest_url.into_string(), line.spans.len()));
             }
             Event::End(TagEnd::Link) => {
                 if let Some((url, from)) = open_link.take() {
-                    let shown: String = line.0[from..].iter().map(|s| s.text.as_str()).collect();
+                    let shown: String = line.spans[from..]
+                        .iter()
+                        .map(|s| s.content.as_ref())
+                        .collect();
                     if shown != url && !url.is_empty() {
                         line = line.with(Role::Dim, format!(" ({url})"));
                     }
@@ -217,7 +225,7 @@ fn inline(mut line: Line, text: &str) -> Line {
             _ => {}
         }
     }
-    if line.0[start..].iter().all(|s| s.text.is_empty()) && !text.trim().is_empty() {
+    if line.spans[start..].iter().all(|s| s.content.is_empty()) && !text.trim().is_empty() {
         line = line.with(Role::Text, text);
     } else {
         // A paragraph loses its trailing spaces; a line still arriving
@@ -273,30 +281,34 @@ fn table(rows: &[String]) -> Vec<Line> {
                 .unwrap_or(0)
         })
         .collect();
+    // ratatui's table lays the columns out, one row at a time (a buffer
+    // as wide as the table and one row high, however long the table is).
+    let total = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
+    let constraints: Vec<Constraint> = widths
+        .iter()
+        .map(|w| Constraint::Length(u16::try_from(*w).unwrap_or(u16::MAX)))
+        .collect();
+    let area = Rect::new(0, 0, u16::try_from(total).unwrap_or(u16::MAX), 1);
     let mut out = Vec::new();
-    for (index, row) in grid.iter().enumerate() {
-        let mut line = Line::new();
-        for (c, width) in widths.iter().enumerate() {
-            let cell = row.get(c).cloned().unwrap_or_default();
-            let pad = " ".repeat(width - cell.width());
-            if c > 0 {
-                line = line.with(Role::Dim, "  ");
+    for (index, row) in grid.into_iter().enumerate() {
+        let cells = row.into_iter().enumerate().map(|(c, mut cell)| {
+            if index == 0 {
+                for span in &mut cell.spans {
+                    span.style = Role::Label.style();
+                }
             }
             if right.get(c).copied().unwrap_or(false) {
-                line = line.with(Role::Text, pad.clone());
+                cell = cell.right_aligned();
             }
-            for span in cell.0 {
-                let role = if index == 0 { Role::Label } else { span.role };
-                line = line.with(role, span.text);
-            }
-            if !right.get(c).copied().unwrap_or(false) && c + 1 < widths.len() {
-                line = line.with(Role::Text, pad);
-            }
-        }
-        out.push(merge(line));
+            Cell::from(cell)
+        });
+        let mut buffer = Buffer::empty(area);
+        Table::new([Row::new(cells)], constraints.clone())
+            .column_spacing(2)
+            .render(area, &mut buffer);
+        out.push(merge(super::paint::row(&buffer, 0)));
         if index == 0 {
-            let rule = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
-            out.push(Line::new().with(Role::Dim, "─".repeat(rule)));
+            out.push(Line::new().with(Role::Dim, "─".repeat(total)));
         }
     }
     out
@@ -305,10 +317,10 @@ fn table(rows: &[String]) -> Vec<Line> {
 /// Joins neighbouring spans of the same role.
 fn merge(line: Line) -> Line {
     let mut out = Line::new();
-    for span in line.0.into_iter().filter(|s| !s.text.is_empty()) {
-        match out.0.last_mut() {
-            Some(last) if last.role == span.role => last.text.push_str(&span.text),
-            _ => out.0.push(span),
+    for span in line.spans.into_iter().filter(|s| !s.content.is_empty()) {
+        match out.spans.last_mut() {
+            Some(last) if last.style == span.style => last.content.to_mut().push_str(&span.content),
+            _ => out.spans.push(span),
         }
     }
     out
@@ -317,7 +329,7 @@ fn merge(line: Line) -> Line {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ui::render::Span;
+    use ratatui_core::style::Style;
 
     /// The one line `source` renders to.
     fn one(md: &mut Markdown, source: &str) -> Line {
@@ -326,22 +338,28 @@ mod tests {
         lines.remove(0)
     }
 
-    fn roles(line: &Line) -> Vec<(Role, &str)> {
-        line.0.iter().map(|s| (s.role, s.text.as_str())).collect()
+    fn roles(line: &Line) -> Vec<(Style, &str)> {
+        line.spans
+            .iter()
+            .map(|s| (s.style, s.content.as_ref()))
+            .collect()
     }
 
     #[test]
     fn headings_lists_and_inline_spans() {
         let mut md = Markdown::new();
-        assert_eq!(roles(&one(&mut md, "## Plan")), [(Role::Label, "Plan")]);
+        assert_eq!(
+            roles(&one(&mut md, "## Plan")),
+            [(Role::Label.style(), "Plan")]
+        );
         assert_eq!(
             roles(&one(&mut md, "- run `cargo test` **first**")),
             [
-                (Role::Dim, "• "),
-                (Role::Text, "run "),
-                (Role::Code, "cargo test"),
-                (Role::Text, " "),
-                (Role::Label, "first"),
+                (Role::Dim.style(), "• "),
+                (Role::Text.style(), "run "),
+                (Role::Code.style(), "cargo test"),
+                (Role::Text.style(), " "),
+                (Role::Label.style(), "first"),
             ]
         );
         assert_eq!(one(&mut md, "  * 嵌套").plain(), "  • 嵌套");
@@ -359,16 +377,10 @@ mod tests {
         assert!(md.in_code());
         let code = one(&mut md, "# not a heading **x**");
         assert_eq!(
-            code.0,
-            vec![
-                Span {
-                    role: Role::Dim,
-                    text: "  │ ".into()
-                },
-                Span {
-                    role: Role::Code,
-                    text: "# not a heading **x**".into()
-                }
+            roles(&code),
+            [
+                (Role::Dim.style(), "  │ "),
+                (Role::Code.style(), "# not a heading **x**")
             ]
         );
         // A partial line inside the block is code too, and peeking does
@@ -388,9 +400,9 @@ mod tests {
                 "use ``a `tick` inside`` and \\*not emphasis\\*"
             )),
             [
-                (Role::Text, "use "),
-                (Role::Code, "a `tick` inside"),
-                (Role::Text, " and *not emphasis*"),
+                (Role::Text.style(), "use "),
+                (Role::Code.style(), "a `tick` inside"),
+                (Role::Text.style(), " and *not emphasis*"),
             ]
         );
         assert_eq!(
@@ -399,19 +411,19 @@ mod tests {
                 "see [the docs](https://docs.rs/x) or ~~old~~"
             )),
             [
-                (Role::Text, "see the docs"),
-                (Role::Dim, " (https://docs.rs/x)"),
-                (Role::Text, " or "),
-                (Role::Dim, "old"),
+                (Role::Text.style(), "see the docs"),
+                (Role::Dim.style(), " (https://docs.rs/x)"),
+                (Role::Text.style(), " or "),
+                (Role::Dim.style(), "old"),
             ]
         );
         assert_eq!(
             roles(&one(&mut md, "2. run **all** tests")),
             [
-                (Role::Dim, "2. "),
-                (Role::Text, "run "),
-                (Role::Label, "all"),
-                (Role::Text, " tests"),
+                (Role::Dim.style(), "2. "),
+                (Role::Text.style(), "run "),
+                (Role::Label.style(), "all"),
+                (Role::Text.style(), " tests"),
             ]
         );
         // A link definition reads as nothing: it stays as written.

@@ -216,17 +216,12 @@ async fn next_reply(app: &mut App<'_>, input: &mut Input) -> Option<Reply> {
                 {
                     app.view.event(&event.msg);
                 }
-                let lines: Vec<String> = app
-                    .view
-                    .take_committed()
-                    .iter()
-                    .map(|line| app.palette.paint(line))
-                    .collect();
+                let lines = app.view.take_committed();
                 if !lines.is_empty() {
                     // The status line drawn again below them says what
                     // changed (a server down).
                     input.set_status(app.status_line(None));
-                    input.print_above(format!("\x1b[1A\r\x1b[2K{}", lines.join("\n")));
+                    input.print_above(super::paint::over_the_row_above(app.palette, &lines));
                 }
             }
         }

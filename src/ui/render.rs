@@ -6,7 +6,8 @@
 use unicode_width::UnicodeWidthStr;
 
 pub use super::line::{
-    Line, Palette, Role, Span, clean, fit, fit_words, one_line, tail, truncate, word_wrap, wrap,
+    Line, Lines, Palette, Role, Span, clean, fit, fit_words, one_line, tail, truncate, word_wrap,
+    wrap,
 };
 
 use crate::protocol::{
@@ -342,7 +343,6 @@ pub fn todo(items: &[TodoItem], width: usize) -> Vec<Line> {
 mod tests {
     use super::*;
     use crate::protocol::{ApprovalRequestEvent, FileDiff};
-    use std::fmt::Write as _;
 
     /// Lines as the user sees them: plain, then with colour codes shown
     /// as `{role}` markers so a snapshot records the styling too.
@@ -350,7 +350,7 @@ mod tests {
         let mut out = String::new();
         for line in lines {
             assert!(line.width() <= 80, "wider than 80: {}", line.plain());
-            out.push_str(&Palette::new(false).paint(line));
+            out.push_str(&line.plain());
             out.push('\n');
         }
         out
@@ -359,12 +359,7 @@ mod tests {
     pub(super) fn styled(lines: &[Line]) -> String {
         lines
             .iter()
-            .map(|line| {
-                line.0.iter().fold(String::new(), |mut out, s| {
-                    let _ = write!(out, "{{{:?}}}{}", s.role, s.text);
-                    out
-                })
-            })
+            .map(crate::ui::line::styled)
             .collect::<Vec<_>>()
             .join("\n")
     }
@@ -422,12 +417,7 @@ mod tests {
         );
         assert_eq!(
             styled(&lines[1..3]),
-            "{Ok}  [x] {Dim}read the failing test\n{Warning}  [~] {Label}修复 parser 的边界条件"
-        );
-        let painted = Palette::new(true).paint(&lines[2]);
-        assert_eq!(
-            painted,
-            "\x1b[1;33m  [~] \x1b[0m\x1b[1m修复 parser 的边界条件\x1b[0m"
+            "{green}  [x] {dim}read the failing test\n{bold yellow}  [~] {bold}修复 parser 的边界条件"
         );
     }
 
@@ -530,7 +520,7 @@ mod tests {
             ..failed.clone()
         };
         let lines = tool_end(&denied, 80, 2);
-        assert_eq!(lines[0].0[0].role, Role::Warning);
+        assert_eq!(lines[0].spans[0].style, Role::Warning.style());
         assert!(lines[0].plain().starts_with("  ⊘ Permission denied"));
         // The words meant for the model alone are not the person's.
         assert!(!screen(&lines).contains("Do not try"), "{}", screen(&lines));
@@ -542,7 +532,7 @@ mod tests {
             ..failed.clone()
         };
         let lines = tool_end(&lookalike, 80, 2);
-        assert_eq!(lines[0].0[0].role, Role::Error);
+        assert_eq!(lines[0].spans[0].style, Role::Error.style());
         assert!(lines[0].plain().starts_with("  ✗ Permission denied"));
         // What the model was told is shown whole, wrapped, at any width.
         let narrow: String = tool_end(&denied, 30, 2)

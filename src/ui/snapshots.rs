@@ -1,13 +1,13 @@
 //! What a person sees, at 80 columns, as snapshots (`cargo insta` is not
 //! needed: `INSTA_UPDATE=always cargo test` rewrites them after a change
-//! that is meant). Each line is written with its roles, `{Role}text`, so a
-//! colour change shows as much as a text change.
+//! that is meant). Each line is written with how it looks, `{bold
+//! cyan}text`, so a colour change shows as much as a text change.
 
 use std::fmt::Write as _;
 
 use serde_json::json;
 
-use super::render::{self, Line};
+use super::render::{self, Line, Lines};
 use super::view::{Status, View};
 use crate::protocol::{
     ApprovalRequestEvent, AssistantMessageEvent, CallOutcome, ContextPart, ContextReport, EventMsg,
@@ -20,9 +20,7 @@ const WIDTH: usize = 80;
 fn styled(lines: &[Line]) -> String {
     let mut out = String::new();
     for line in lines {
-        for span in &line.0 {
-            let _ = write!(out, "{{{:?}}}{}", span.role, span.text);
-        }
+        out.push_str(&super::line::styled(line));
         out.push('\n');
     }
     out
@@ -61,7 +59,9 @@ fn ended(name: &str, outcome: CallOutcome, result: &crate::tools::ToolOutput) ->
     result.end_event(&format!("{name}-1"), name, outcome)
 }
 
-fn ask(tool: &str, arguments: serde_json::Value) -> ApprovalRequestEvent {
+/// A question about a `tool` call with `arguments`, confined, that the
+/// session may allow.
+pub(super) fn ask(tool: &str, arguments: serde_json::Value) -> ApprovalRequestEvent {
     ApprovalRequestEvent {
         call_id: "c1".into(),
         tool: tool.into(),

@@ -13,7 +13,7 @@ use super::markdown::Markdown;
 pub use side::{SubagentRow, mcp_list};
 pub use status::Status;
 
-use super::render::{self, Line, Role};
+use super::render::{self, Line, Lines, Role};
 use crate::protocol::{EventMsg, ToolCallEndEvent, ToolDisplay, TurnState, TurnStatus};
 
 /// Lines of assistant text held back until their label is known.
@@ -376,7 +376,7 @@ impl View {
         for line in render::clean(output).lines() {
             for row in render::wrap(&Line::new().with(Role::Text, line), width.saturating_sub(4)) {
                 let mut shown = Line::new().with(Role::Dim, "    ");
-                shown.0.extend(row.0);
+                shown.spans.extend(row.spans);
                 lines.push(shown);
             }
         }
@@ -415,7 +415,7 @@ impl View {
             let mut rendered = self.markdown.line(first).into_iter();
             let mut line = Line::new().with(Role::Label, format!("{label} "));
             if let Some(first) = rendered.next() {
-                line.0.extend(first.0);
+                line.spans.extend(first.spans);
             }
             self.commit(line);
             for rest in rendered {

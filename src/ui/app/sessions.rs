@@ -3,7 +3,7 @@
 
 use super::App;
 use crate::session::{Message, Summary};
-use crate::ui::render::{self, Line, Role};
+use crate::ui::render::{self, Line, Lines, Role};
 
 /// Sessions listed by `/sessions` and `/resume`.
 const LISTED: usize = 20;

@@ -7,7 +7,7 @@ use std::time::Instant;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 use crate::protocol::{ApprovalDecision, ApprovalRequestEvent};
-use crate::ui::render::{self, Line, Role};
+use crate::ui::render::{self, Line, Lines, Role};
 
 /// The pending approval question.
 pub struct Question {

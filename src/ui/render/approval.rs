@@ -4,7 +4,7 @@
 
 use unicode_width::UnicodeWidthStr;
 
-use super::{Line, Role, diff_excerpt, word_wrap, wrap};
+use super::{Line, Lines, Role, diff_excerpt, word_wrap, wrap};
 use crate::protocol::{ApprovalRequestEvent, Mandate, ToolDisplay};
 
 /// Lines of diff shown in an approval prompt.
@@ -57,7 +57,7 @@ pub fn approval(request: &ApprovalRequestEvent, width: usize) -> Vec<Line> {
         for danger in &request.dangers {
             let mut rows = prose("  ⚠ ", danger, Role::Warning, width);
             for row in &mut rows {
-                row.0[0].role = Role::Warning;
+                row.spans[0].style = Role::Warning.style();
             }
             lines.extend(rows);
         }
@@ -152,7 +152,7 @@ fn led(lines: &[Line], first: &str, rest: &str, width: usize) -> Vec<Line> {
         for row in wrap(line, room) {
             let lead = if rows.is_empty() { first } else { rest };
             let mut shown = Line::new().with(Role::Dim, lead);
-            shown.0.extend(row.0);
+            shown.spans.extend(row.spans);
             rows.push(shown);
         }
     }
@@ -178,8 +178,7 @@ pub fn exact(text: &str) -> Vec<Line> {
                     None => plain.push(c),
                 }
             }
-            let line = line.with(Role::Code, plain);
-            Line(line.0.into_iter().filter(|s| !s.text.is_empty()).collect())
+            line.with(Role::Code, plain)
         })
         .collect()
 }
@@ -264,7 +263,7 @@ mod tests {
              y  allow once    n  deny\n"
         );
         assert!(
-            styled(&lines).contains("{Warning}  ⚠ "),
+            styled(&lines).contains("{bold yellow}  ⚠ "),
             "{}",
             styled(&lines)
         );
@@ -287,7 +286,7 @@ mod tests {
              a adds: bash `cargo test *`\n"
         );
         assert!(
-            styled(&lines).contains("{Dim}confined:"),
+            styled(&lines).contains("{dim}confined:"),
             "{}",
             styled(&lines)
         );
@@ -319,10 +318,10 @@ mod tests {
         );
         let styled = styled(&lines);
         assert!(
-            styled.starts_with("{Warning}Run {Tool}bash{Warning} OUTSIDE"),
+            styled.starts_with("{bold yellow}Run {bold cyan}bash{bold yellow} OUTSIDE"),
             "{styled}"
         );
-        assert!(styled.contains("{Warning}UNCONFINED"), "{styled}");
+        assert!(styled.contains("{bold yellow}UNCONFINED"), "{styled}");
         assert!(!styled.contains("managed policy"), "{styled}");
     }
 
@@ -380,8 +379,8 @@ mod tests {
              a adds: every edit call\n"
         );
         let colours = styled(&lines);
-        assert!(colours.contains("{Removed}-    let x = 41;"), "{colours}");
-        assert!(colours.contains("{Added}+    let x = 42;"), "{colours}");
+        assert!(colours.contains("{red}-    let x = 41;"), "{colours}");
+        assert!(colours.contains("{green}+    let x = 42;"), "{colours}");
         assert!(!screen(&lines).contains("old_string"), "no raw JSON");
     }
 
@@ -437,7 +436,7 @@ mod tests {
             text.contains("$ echo safe ⟨U+202E⟩txt.exe⟨U+202C⟩ ⟨U+200B⟩x⟨TAB⟩then"),
             "{text}"
         );
-        assert!(styled(&lines).contains("{Warning}⟨U+202E⟩"));
+        assert!(styled(&lines).contains("{bold yellow}⟨U+202E⟩"));
     }
 
     #[test]

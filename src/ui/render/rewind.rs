@@ -3,7 +3,7 @@
 
 use unicode_width::UnicodeWidthStr;
 
-use super::{Line, Role, one_line, truncate, word_wrap};
+use super::{Line, Lines, Role, one_line, truncate, word_wrap};
 use crate::protocol::{RewindKind, RewindReport, TurnRow};
 
 /// Diff lines shown in the scrollback; the rest is counted.

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::View;
 use crate::protocol::EventMsg;
-use crate::ui::render::{self, Line, Role};
+use crate::ui::render::{self, Line, Lines, Role};
 
 /// One subagent, for `/agents`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 
 use unicode_width::UnicodeWidthStr;
 
-use super::render::{self, Line, Role};
+use super::render::{self, Line, Lines, Role};
 use super::tokens;
 use crate::protocol::TurnState;
 
