@@ -26,7 +26,7 @@ use crate::startup::{self, Start, runtime};
 // characters neutralised: an escape sequence in it must not reach the
 // terminal.
 use crate::stdio::read_stdin;
-use crate::ui::render::one_line;
+use crate::ui::render::{Role, one_line};
 
 /// Runs one headless task; returns the exit status.
 pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
@@ -181,46 +181,39 @@ fn headless_answer(
     (ApprovalDecision::Deny, Some(refusal))
 }
 
-/// ANSI styles for stderr, empty when colour is off.
-#[derive(Clone, Copy)]
+/// Codes that start text in a style on stderr, and `reset` that ends
+/// it; all empty when colour is off. The painter makes them, from the
+/// UI's palette.
+#[derive(Clone)]
 struct Style {
-    dim: &'static str,
-    cyan: &'static str,
-    green: &'static str,
-    red: &'static str,
-    yellow: &'static str,
-    reset: &'static str,
+    dim: String,
+    cyan: String,
+    green: String,
+    red: String,
+    yellow: String,
+    reset: String,
 }
 
 impl Style {
     /// `✓` in green for a call that worked, `✗` in red for one that did not.
-    fn mark(self, ok: bool) -> (&'static str, &'static str) {
+    fn mark(&self, ok: bool) -> (&'static str, &str) {
         if ok {
-            ("✓", self.green)
+            ("✓", &self.green)
         } else {
-            ("✗", self.red)
+            ("✗", &self.red)
         }
     }
 
     fn new(enabled: bool) -> Self {
-        if enabled {
-            Self {
-                dim: "\x1b[2m",
-                cyan: "\x1b[36m",
-                green: "\x1b[32m",
-                red: "\x1b[31m",
-                yellow: "\x1b[33m",
-                reset: "\x1b[0m",
-            }
-        } else {
-            Self {
-                dim: "",
-                cyan: "",
-                green: "",
-                red: "",
-                yellow: "",
-                reset: "",
-            }
+        let palette = crate::ui::render::Palette::new(enabled);
+        let start = |role| crate::ui::paint::role_codes(palette, role).0;
+        Self {
+            dim: start(Role::Dim),
+            cyan: start(Role::Tool),
+            green: start(Role::Ok),
+            red: start(Role::Error),
+            yellow: start(Role::Warning),
+            reset: crate::ui::paint::role_codes(palette, Role::Dim).1,
         }
     }
 }
@@ -255,7 +248,7 @@ impl Printer {
     fn note(&self, text: &str) {
         let style = match self {
             Self::Json { .. } => Style::new(false),
-            Self::Text(text) => text.style,
+            Self::Text(text) => text.style.clone(),
         };
         let _ = writeln!(std::io::stderr(), "{}{text}{}", style.dim, style.reset);
     }
@@ -298,7 +291,7 @@ impl TextPrinter {
     /// `✗ 2 failed` with the start of what failed.
     fn validation(&mut self, event: &crate::protocol::ValidationEvent) {
         use crate::protocol::ValidationStatus;
-        let s = self.style;
+        let s = self.style.clone();
         let line = match event.status {
             ValidationStatus::Running => format!(
                 "{}→ validate{} {} {}({}){}",
@@ -324,7 +317,7 @@ impl TextPrinter {
 
     /// A subagent's calls and problems, indented under its `task` line.
     fn subagent(&mut self, sub: &crate::protocol::SubagentEvent) {
-        let s = self.style;
+        let s = self.style.clone();
         let line = match sub.event.as_ref() {
             EventMsg::ToolCallBegin(call) => format!(
                 "  │ {}{}{} {}→ {}{} {}",
@@ -349,7 +342,7 @@ impl TextPrinter {
     }
 
     fn mcp(&mut self, event: &crate::protocol::McpStatusEvent) {
-        let s = self.style;
+        let s = self.style.clone();
         let colour = match event.state {
             McpState::Failed | McpState::Restarting => s.yellow,
             _ => s.dim,
@@ -384,7 +377,7 @@ impl TextPrinter {
         reason = "one arm per event, most of them one line"
     )]
     fn print(&mut self, msg: &EventMsg) {
-        let s = self.style;
+        let s = self.style.clone();
         match msg {
             EventMsg::SessionConfigured(c) => {
                 let resumed = if c.resumed { " (resumed)" } else { "" };

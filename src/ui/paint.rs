@@ -17,7 +17,7 @@ use std::io::Write;
 
 use crossterm::Command;
 use crossterm::cursor::{Hide, MoveToColumn, MoveUp, Show};
-use crossterm::style::{PrintStyledContent, ResetColor, StyledContent};
+use crossterm::style::{PrintStyledContent, ResetColor, SetStyle, StyledContent};
 use crossterm::terminal::{BeginSynchronizedUpdate, Clear, ClearType, EndSynchronizedUpdate};
 use ratatui_core::buffer::Buffer;
 use ratatui_core::layout::Rect;
@@ -25,7 +25,7 @@ use ratatui_core::style::{Color, Modifier, Style};
 use ratatui_crossterm::IntoCrossterm;
 use unicode_width::UnicodeWidthStr;
 
-use super::line::{Line, Palette};
+use super::line::{Line, Palette, Role};
 
 /// Appends `command`'s bytes to `buffer`.
 fn queue(buffer: &mut String, command: impl Command) {
@@ -46,6 +46,20 @@ pub fn line(palette: Palette, line: &Line) -> String {
         }
     }
     out
+}
+
+/// What starts text drawn in `role` and what ends it, in `palette`: for
+/// writers that stream text in one style (headless progress on stderr).
+/// Both are empty when colour is off.
+pub fn role_codes(palette: Palette, role: Role) -> (String, String) {
+    let style = palette.style(role.style());
+    if style == Style::new() {
+        return (String::new(), String::new());
+    }
+    let (mut start, mut end) = (String::new(), String::new());
+    queue(&mut start, SetStyle(style.into_crossterm()));
+    queue(&mut end, ResetColor);
+    (start, end)
 }
 
 /// The live rows drawn by ratatui: one buffer row per line, cut to
