@@ -34,7 +34,7 @@ pub mod protect;
 mod sys;
 
 pub use lasting::on_lasting_thread;
-pub use sys::{close_inherited_on_exec, die_with_parent, new_session};
+pub use sys::{announce_group, close_inherited_on_exec, die_with_parent, new_session};
 
 pub use helper::helper;
 

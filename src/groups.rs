@@ -13,8 +13,11 @@
 //! the workspace as the command left it.
 //!
 //! The reaper is this binary again (`offcode __reaper`), in a session of
-//! its own so that the terminal's signals pass it by. offcode tells it
-//! each group as it starts (`+PGID`) and ends (`-PGID`), and each check
+//! its own so that the terminal's signals pass it by. Each group's first
+//! process tells it `+PGID` itself, between `setsid` and `exec`, so no
+//! command runs before the reaper knows its group (told by offcode after
+//! the start, a kill in between once left background children alive);
+//! offcode tells it each group's end (`-PGID`), and each check
 //! after a command (`=PATH` of its record, removed once the check is
 //! made), through a pipe; when the pipe closes, however offcode ended, the reaper
 //! stops the groups it was told of and not told are gone, then makes the
@@ -29,8 +32,8 @@
 //! group. A process that left its group (`setsid`) outside a PID namespace
 //! is reached by neither.
 
-use std::io::{BufRead as _, Write as _};
-use std::os::fd::OwnedFd;
+use std::io::{BufRead as _, Read as _, Write as _};
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -177,11 +180,21 @@ impl Running {
         }
     }
 
-    /// Starts the reaper, if this owner has one and it is not running:
-    /// called before a process is started, so that the reaper is there to
-    /// be told of its group however soon offcode is killed after.
-    pub fn prepare(&self) {
-        let _ = self.reaper();
+    /// Has the process `command` starts tell the reaper of its group
+    /// itself, before it runs anything (starting the reaper first if this
+    /// owner has one). Told by offcode after the start, the group could
+    /// be missed: a command running before offcode's thread got back to
+    /// it, offcode killed then, left its background children alive. Call
+    /// [`Announced::failed`] if the start fails.
+    pub fn announce(&self, command: &mut std::process::Command) -> Option<Announced> {
+        let reaper = lock(self.reaper()?)
+            .as_ref()?
+            .as_fd()
+            .try_clone_to_owned()
+            .ok()?;
+        let (back, write) = std::io::pipe().ok()?;
+        crate::confine::announce_group(command, reaper, write.into());
+        Some(Announced { back })
     }
 
     /// The reaper's stdin, started on first use; `None` for an owner
@@ -199,10 +212,35 @@ impl Running {
             return;
         };
         let mut stdin = lock(stdin);
+        // One write per line: a started process writes its own `+PID`
+        // line to the same pipe, and must not land inside this one.
         if let Some(pipe) = stdin.as_mut()
-            && writeln!(pipe, "{line}").is_err()
+            && pipe.write_all(format!("{line}\n").as_bytes()).is_err()
         {
             *stdin = None;
+        }
+    }
+}
+
+/// A start whose process tells the reaper of its group
+/// ([`Running::announce`]).
+#[derive(Debug)]
+pub struct Announced {
+    /// Where the process wrote its PID before telling the reaper.
+    back: std::io::PipeReader,
+}
+
+impl Announced {
+    /// The start failed: the reaper forgets the group the process told it
+    /// of, if it got that far (its PID could be another's later). Call
+    /// after the command is dropped, so that the pipe ends.
+    pub fn failed(mut self, running: &Running) {
+        let mut pid = String::new();
+        let _ = self.back.read_to_string(&mut pid);
+        if let Ok(pid) = pid.trim().parse::<i32>()
+            && pid > 1
+        {
+            running.tell(&format!("-{pid}"));
         }
     }
 }
@@ -285,7 +323,13 @@ pub fn reaper(check: fn(&Path)) -> u8 {
         };
         let (sign, rest) = line.split_at(line.len().min(1));
         match (sign, rest.parse::<i32>().ok().and_then(Pid::from_raw)) {
-            ("+", Some(group)) if group.as_raw_nonzero().get() > 1 => groups.push(Held::new(group)),
+            // Told twice (by the process, then by offcode): held once.
+            ("+", Some(group))
+                if group.as_raw_nonzero().get() > 1
+                    && !groups.iter().any(|held| held.group == group) =>
+            {
+                groups.push(Held::new(group));
+            }
             ("-", Some(group)) => groups.retain(|held| held.group != group),
             ("=", _) => pending.push(PathBuf::from(rest)),
             ("#", _) if !temporary.iter().any(|dir| dir == Path::new(rest)) => {

@@ -126,6 +126,62 @@ pub fn die_with_parent(command: &mut std::process::Command) {
     }
 }
 
+/// Has `command`'s process tell the reaper (`reaper`: the write end of its
+/// input) `+PID` before it runs anything, as the leader of its own group
+/// (so after [`new_session`]'s `setsid`), and write its PID to `back`
+/// first, for the parent to take the line back if the start fails. A
+/// reaper that is gone is done without (SIGPIPE is ignored for the write).
+pub fn announce_group(
+    command: &mut std::process::Command,
+    reaper: std::os::fd::OwnedFd,
+    back: std::os::fd::OwnedFd,
+) {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before `exec` and makes
+    // only async-signal-safe calls (`getpid`, `signal`, `write`), on a
+    // line built in a stack buffer; the descriptors it writes to are owned
+    // by the closure, so open until the command is dropped.
+    unsafe {
+        command.pre_exec(move || {
+            let mut line = [0u8; 24];
+            let length = pid_line(libc::getpid(), &mut line);
+            // `+PID\n`: the PID alone goes back, the whole line to the reaper.
+            let previous = libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+            let _ = libc::write(
+                back.as_raw_fd(),
+                line[1..length - 1].as_ptr().cast(),
+                length - 2,
+            );
+            let _ = libc::write(reaper.as_raw_fd(), line.as_ptr().cast(), length);
+            libc::signal(libc::SIGPIPE, previous);
+            Ok(())
+        });
+    }
+}
+
+/// Writes `+PID\n` into `line` without allocating (the forked child may
+/// not); its length.
+fn pid_line(pid: libc::pid_t, line: &mut [u8; 24]) -> usize {
+    let mut digits = [0u8; 12];
+    let mut count = 0;
+    let mut rest = pid.unsigned_abs();
+    loop {
+        digits[count] = b'0' + u8::try_from(rest % 10).unwrap_or(0);
+        count += 1;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    line[0] = b'+';
+    for (at, digit) in digits[..count].iter().rev().enumerate() {
+        line[1 + at] = *digit;
+    }
+    line[1 + count] = b'\n';
+    count + 2
+}
+
 /// Leaves the calling thread no capability, now or after `exec`: every one
 /// is dropped from the bounding set, then from the effective, permitted
 /// and inheritable sets (which clears the ambient set too).
@@ -485,5 +541,19 @@ pub fn install_filter(refused: Refused) -> io::Result<()> {
         Ok(())
     } else {
         Err(io::Error::last_os_error())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pid_line_is_written_without_allocating() {
+        let mut line = [0u8; 24];
+        let length = pid_line(4_194_304, &mut line);
+        assert_eq!(&line[..length], b"+4194304\n");
+        let length = pid_line(7, &mut line);
+        assert_eq!(&line[..length], b"+7\n");
     }
 }

@@ -86,17 +86,28 @@ impl Connection {
     /// Starts `command` (its own process group, pipes on stdio) and the
     /// tasks that read it; its notifications go to `notes`.
     pub fn spawn(
-        command: std::process::Command,
+        mut command: std::process::Command,
         notes: mpsc::UnboundedSender<Notification>,
     ) -> std::io::Result<Arc<Self>> {
-        crate::groups::Running::global().prepare();
-        let mut child = tokio::process::Command::from(command)
+        let running = crate::groups::Running::global();
+        // The group is the reaper's before the server can run.
+        let announced = running.announce(&mut command);
+        let spawned = tokio::process::Command::from(command)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .kill_on_drop(true)
-            .spawn()?;
-        let group = crate::groups::Running::global().hold(child.id());
+            .spawn();
+        let mut child = match spawned {
+            Ok(child) => child,
+            Err(error) => {
+                if let Some(announced) = announced {
+                    announced.failed(&running);
+                }
+                return Err(error);
+            }
+        };
+        let group = running.hold(child.id());
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {

@@ -98,22 +98,37 @@ async fn run_command(
     // Killed with offcode (even by SIGKILL): under confinement the whole
     // PID namespace goes with it.
     crate::confine::die_with_parent(&mut shell);
-    context.running.prepare();
+    // The group is the reaper's before the command can run.
+    let announced = context.running.announce(&mut shell);
     if let Some(confinement) = confinement {
         context.running.remove_at_end(confinement.tmp());
     }
-    let mut child = tokio::process::Command::from(shell)
+    let spawned = tokio::process::Command::from(shell)
         .current_dir(context.sandbox.root())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
-        .spawn()
-        .map_err(|source| Error::Io {
-            action: "start bash for",
-            path: command.to_owned(),
-            source,
-        })?;
+        .spawn();
+    let mut child = match spawned {
+        Ok(child) => child,
+        Err(source) => {
+            if let Some(announced) = announced {
+                announced.failed(&context.running);
+            }
+            return Err(Error::Io {
+                action: "start bash for",
+                path: command.to_owned(),
+                source,
+            });
+        }
+    };
+    // Debug builds only: how the tests keep offcode between the start and
+    // `hold` below, where a kill once lost the group to the reaper.
+    #[cfg(debug_assertions)]
+    if std::env::var_os("OFFCODE_TEST_HOLD_LATE").is_some() {
+        tokio::time::sleep(Duration::from_secs(5)).await;
+    }
     // However this call ends (done, timed out, aborted, or its future
     // dropped by an abort elsewhere), the whole group goes with it.
     let group = context.running.hold(child.id());
