@@ -138,15 +138,12 @@ pub fn changes_files(tool: &str) -> bool {
     effect(tool) == Effect::ChangesFiles
 }
 
-/// What calls of `tool` do to the workspace ([`Tool::EFFECT`]). A tool
-/// that is not offcode's (an MCP server's) may do anything a command
-/// could; `task` is judged by what its subagent's calls do.
+/// What calls of `tool`, one of offcode's tools, do to the workspace
+/// ([`Tool::EFFECT`]). Any other name may do anything a command could:
+/// the core judges MCP tools and `task` by their kind
+/// (`agent::kind`), not here.
 pub fn effect(tool: &str) -> Effect {
-    match built_in(tool) {
-        Some(kind) => kind.effect,
-        None if tool == "task" => Effect::None,
-        None => Effect::RunsCommands,
-    }
+    built_in(tool).map_or(Effect::RunsCommands, |kind| kind.effect)
 }
 
 /// What a tool's calls do to the workspace, for code that judges or

@@ -39,9 +39,7 @@ impl AgentState {
                     CallOutcome::Aborted,
                 )
             } else if let Some(first) = waiting.filter(|&first| index >= first) {
-                calls
-                    .deferred
-                    .push((call.name.clone(), call.arguments.clone()));
+                calls.deferred.push(self.noted(call, &call.arguments));
                 (
                     self.not_yet(id, call, &tool_calls[..first]),
                     CallOutcome::Failed,
@@ -57,7 +55,7 @@ impl AgentState {
                     tasks = Some(self.run_tasks(id, &due, cancel).await);
                     self.record_step(id, before, super::task::NAME, None).await;
                 }
-                calls.ran.push(call.name.clone());
+                calls.ran.push(self.noted(call, ""));
                 calls.excused = true;
                 let output = tasks
                     .as_mut()
@@ -119,7 +117,8 @@ impl AgentState {
                 .worked
                 .push((call.name.clone(), call.arguments.clone()));
         }
-        match crate::tools::effect(&call.name) {
+        let effect = self.effect(&call.name);
+        match effect {
             crate::tools::Effect::ChangesFiles => {
                 calls.changed |= outcome == CallOutcome::Ok && !output.in_place;
             }
@@ -128,22 +127,18 @@ impl AgentState {
         }
         calls.excused |= outcome == CallOutcome::Refused
             && matches!(
-                crate::tools::effect(&call.name),
+                effect,
                 crate::tools::Effect::ChangesFiles | crate::tools::Effect::RunsCommands
             );
         if outcome == CallOutcome::Failed && output.held_back {
-            calls
-                .held_back
-                .push((call.name.clone(), output.output.clone()));
+            calls.held_back.push(self.noted(call, &output.output));
         } else if outcome == CallOutcome::Failed {
-            calls
-                .failed
-                .push((call.name.clone(), output.output.clone()));
+            calls.failed.push(self.noted(call, &output.output));
             calls
                 .failed_edits
                 .extend(super::intent::replaced(&call.name, &arguments));
         } else {
-            calls.ran.push(call.name.clone());
+            calls.ran.push(self.noted(call, ""));
         }
     }
 
@@ -386,7 +381,7 @@ impl AgentState {
         let whole = super::compact::first_whole(self.session.compaction.as_ref());
         let messages = &self.session.messages[whole.min(self.session.messages.len())..];
         succeeded(messages)
-            .filter(|call| crate::tools::effect(&call.name) == Effect::ReadsFiles)
+            .filter(|call| self.effect(&call.name) == Effect::ReadsFiles)
             .filter_map(|call| {
                 let arguments = parse_argument_text(&call.arguments).ok()?;
                 Some((call.name.clone(), arguments))
@@ -530,10 +525,14 @@ fn mentions(text: &str, path: &str) -> bool {
 /// read them (a write of what a read was to return). A read the model
 /// already made, with its result in front of it (`seen`), hides nothing:
 /// small models start a message by writing their last call again.
-pub(super) fn first_dependent(calls: &[ToolCall], seen: &[(String, Value)]) -> Option<usize> {
+pub(super) fn first_dependent(
+    calls: &[ToolCall],
+    seen: &[(String, Value)],
+    effect_of: impl Fn(&str) -> Effect,
+) -> Option<usize> {
     let (mut read, mut ran) = (false, false);
     for (index, call) in calls.iter().enumerate() {
-        let effect = crate::tools::effect(&call.name);
+        let effect = effect_of(&call.name);
         if ran || (read && effect == Effect::ChangesFiles) {
             return Some(index);
         }
@@ -584,7 +583,7 @@ mod tests {
 
     #[test]
     fn calls_written_before_an_earlier_result_was_seen_wait() {
-        let first = |names: &[&str]| first_dependent(&calls(names), &[]);
+        let first = |names: &[&str]| first_dependent(&calls(names), &[], crate::tools::effect);
         assert_eq!(first(&["read", "edit", "write"]), Some(1));
         assert_eq!(first(&["grep", "read", "patch"]), Some(2));
         assert_eq!(first(&["bash", "read"]), Some(1));
@@ -600,9 +599,12 @@ mod tests {
         let mut batch = calls(&["read", "write"]);
         batch[0].arguments = "{\"path\": \"hello.txt\"}".to_owned();
         let seen = vec![("read".to_owned(), serde_json::json!({"path": "hello.txt"}))];
-        assert_eq!(first_dependent(&batch, &seen), None);
+        assert_eq!(first_dependent(&batch, &seen, crate::tools::effect), None);
         // Another file's read still does.
         let other = vec![("read".to_owned(), serde_json::json!({"path": "other.txt"}))];
-        assert_eq!(first_dependent(&batch, &other), Some(1));
+        assert_eq!(
+            first_dependent(&batch, &other, crate::tools::effect),
+            Some(1)
+        );
     }
 }

@@ -7,22 +7,23 @@
 
 use crate::client::inline::unrun_call_as;
 use crate::client::wire::ToolSpec;
-use crate::tools::{Effect, effect};
+use crate::tools::Effect;
 
 /// What one step's calls did.
 #[derive(Debug, Default)]
 pub(super) struct Calls {
-    /// Calls that ran and did not fail (refusals included: the user knows).
-    pub(super) ran: Vec<String>,
-    /// Calls held back for the results of earlier ones: the name and
-    /// the arguments as written.
-    pub(super) deferred: Vec<(String, String)>,
-    /// Calls that ran and failed: the name and the error.
-    pub(super) failed: Vec<(String, String)>,
-    /// Writes offcode held back (nothing written): the name and the error.
+    /// Calls that ran and did not fail (refusals included: the user
+    /// knows); no text.
+    pub(super) ran: Vec<Noted>,
+    /// Calls held back for the results of earlier ones, with the
+    /// arguments as written.
+    pub(super) deferred: Vec<Noted>,
+    /// Calls that ran and failed, with the error.
+    pub(super) failed: Vec<Noted>,
+    /// Writes offcode held back (nothing written), with the error.
     /// A failure, unless the turn changed files (a small model rewriting
     /// the file it had just fixed): then the change stands.
-    pub(super) held_back: Vec<(String, String)>,
+    pub(super) held_back: Vec<Noted>,
     /// A write, edit or patch worked.
     pub(super) changed: bool,
     /// A command ran, and may have changed files.
@@ -42,18 +43,31 @@ pub(super) struct Calls {
     pub(super) excused: bool,
 }
 
+/// A call as the turn's bookkeeping keeps it: its name, what calls of its
+/// kind do (resolved once, where it ran: a built-in, an MCP tool or
+/// `task`), and a text about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Noted {
+    /// The tool's name.
+    pub(super) name: String,
+    /// What calls of it do to the workspace.
+    pub(super) effect: Effect,
+    /// Its arguments as written, or its error.
+    pub(super) text: String,
+}
+
 /// What a turn still owes.
 #[derive(Debug, Default)]
 pub(super) struct Owed {
     /// Changes and commands held back for earlier results and not made
     /// since.
-    deferred: Vec<(String, String)>,
+    deferred: Vec<Noted>,
     /// The last call that failed and has not worked since.
-    failure: Option<(String, String)>,
+    failure: Option<Noted>,
     /// The last change of files that failed, when no change and no
     /// command has worked since: nothing the task asked to change was
     /// changed after it.
-    change_failed: Option<(String, String)>,
+    change_failed: Option<Noted>,
     /// What the turn did, in order, once each.
     pub(super) done: Vec<super::intent::Done>,
     /// What the turn's edits replaced, and where.
@@ -87,7 +101,7 @@ impl Owed {
             self.replaced.contains(edit) || calls.replaced.contains(edit)
         };
         if !calls.failed_edits.is_empty() && calls.failed_edits.iter().all(made) {
-            calls.failed.retain(|(name, _)| name != "edit");
+            calls.failed.retain(|noted| noted.name != "edit");
         }
         // A small model's write refused after the turn changed files (a
         // rewrite of the file it had just fixed): the change stands.
@@ -108,7 +122,7 @@ impl Owed {
         if self
             .failure
             .as_ref()
-            .is_some_and(|(name, _)| calls.ran.iter().any(|ran| same_kind(ran, name)))
+            .is_some_and(|failed| calls.ran.iter().any(|ran| same_kind(ran, failed)))
         {
             self.failure = None;
         }
@@ -119,7 +133,7 @@ impl Owed {
             .failed
             .iter()
             .rev()
-            .find(|(name, _)| effect(name) == Effect::ChangesFiles)
+            .find(|noted| noted.effect == Effect::ChangesFiles)
         {
             self.change_failed = Some(change.clone());
         }
@@ -133,12 +147,14 @@ impl Owed {
         // leaves it owed. One the same as a call that worked (a small model
         // writes the same command twice in a step) is made already.
         self.deferred
-            .retain(|(owed, _)| !calls.ran.iter().any(|name| effect(name) == effect(owed)));
+            .retain(|owed| !calls.ran.iter().any(|ran| ran.effect == owed.effect));
         let worked = &self.worked;
         self.deferred
-            .extend(calls.deferred.into_iter().filter(|(name, arguments)| {
-                matches!(effect(name), Effect::ChangesFiles | Effect::RunsCommands)
-                    && !worked.iter().any(|done| same_call(done, (name, arguments)))
+            .extend(calls.deferred.into_iter().filter(|held| {
+                matches!(held.effect, Effect::ChangesFiles | Effect::RunsCommands)
+                    && !worked
+                        .iter()
+                        .any(|done| same_call(done, (&held.name, &held.text)))
             }));
     }
 
@@ -181,7 +197,12 @@ impl Owed {
                 what: "a call it wrote but did not send in a form offcode can run",
             });
         }
-        if let Some((first, arguments)) = self.deferred.first() {
+        if let Some(Noted {
+            name: first,
+            text: arguments,
+            ..
+        }) = self.deferred.first()
+        {
             // The call as written: a small model told only to call it again
             // says it did.
             let arguments: serde_json::Value = serde_json::from_str(arguments)
@@ -194,7 +215,9 @@ impl Owed {
                 what: "a change or command it held back and never made",
             });
         }
-        if let Some((name, error)) = &self.failure
+        if let Some(Noted {
+            name, text: error, ..
+        }) = &self.failure
             && text.trim().is_empty()
         {
             let error = first_line(error);
@@ -207,7 +230,10 @@ impl Owed {
         }
         // A small model reports the change its failed call was to make;
         // the file is as it was.
-        if let Some((name, error)) = &self.change_failed {
+        if let Some(Noted {
+            name, text: error, ..
+        }) = &self.change_failed
+        {
             let error = first_line(error);
             return Some(Undone {
                 note: format!(
@@ -268,10 +294,11 @@ fn same_call((name, arguments): &(String, String), other: (&String, &String)) ->
             || json(arguments).is_some_and(|value| json(other.1) == Some(value)))
 }
 
-/// Whether a call of `done` makes good one of `owed`: the same tool, or
-/// any change of files for a change.
-fn same_kind(done: &str, owed: &str) -> bool {
-    done == owed || (effect(done) == Effect::ChangesFiles && effect(owed) == Effect::ChangesFiles)
+/// Whether `done` makes good `owed`: the same tool, or any change of
+/// files for a change.
+fn same_kind(done: &Noted, owed: &Noted) -> bool {
+    done.name == owed.name
+        || (done.effect == Effect::ChangesFiles && owed.effect == Effect::ChangesFiles)
 }
 
 /// Whether a short answer ends by saying what the model will do now, as
@@ -354,6 +381,15 @@ fn promised(text: &str) -> bool {
 mod tests {
     use super::*;
 
+    /// A built-in's call as the bookkeeping keeps it.
+    fn noted(name: &str, text: &str) -> Noted {
+        Noted {
+            name: name.to_owned(),
+            effect: crate::tools::effect(name),
+            text: text.to_owned(),
+        }
+    }
+
     #[test]
     fn a_promise_to_act_is_told_from_a_report_or_a_sign_off() {
         for promise in [
@@ -392,22 +428,19 @@ mod tests {
     fn what_is_owed_is_made_good_only_by_the_same_kind_of_call() {
         let mut owed = Owed::default();
         owed.after_step(Calls {
-            ran: vec!["read".into()],
-            deferred: vec![
-                ("write".into(), "{}".into()),
-                ("todowrite".into(), "{}".into()),
-            ],
+            ran: vec![noted("read", "")],
+            deferred: vec![noted("write", "{}"), noted("todowrite", "{}")],
             ..Calls::default()
         });
         // The todo list held back is not owed; the write is.
-        assert_eq!(owed.deferred, [("write".to_owned(), "{}".to_owned())]);
+        assert_eq!(owed.deferred, [noted("write", "{}")]);
         owed.after_step(Calls {
-            ran: vec!["todowrite".into(), "grep".into()],
+            ran: vec![noted("todowrite", ""), noted("grep", "")],
             ..Calls::default()
         });
-        assert_eq!(owed.deferred, [("write".to_owned(), "{}".to_owned())]);
+        assert_eq!(owed.deferred, [noted("write", "{}")]);
         owed.after_step(Calls {
-            ran: vec!["edit".into()],
+            ran: vec![noted("edit", "")],
             ..Calls::default()
         });
         assert!(owed.deferred.is_empty());
@@ -421,29 +454,29 @@ mod tests {
             )
         };
         owed.after_step(Calls {
-            ran: vec!["bash".into()],
+            ran: vec![noted("bash", "")],
             worked: vec![echo("Goodbye")],
             deferred: vec![
-                ("bash".into(), r#"{"command":"echo Goodbye"}"#.into()),
-                echo("Hello"),
+                noted("bash", r#"{"command":"echo Goodbye"}"#),
+                noted("bash", &echo("Hello").1),
             ],
             ..Calls::default()
         });
-        assert_eq!(owed.deferred, [echo("Hello")]);
+        assert_eq!(owed.deferred, [noted("bash", &echo("Hello").1)]);
         owed.after_step(Calls {
-            ran: vec!["bash".into()],
+            ran: vec![noted("bash", "")],
             ..Calls::default()
         });
         // A failure, made good by the same call working.
         owed.after_step(Calls {
-            failed: vec![("read".into(), "Error: not found".into())],
+            failed: vec![noted("read", "Error: not found")],
             ..Calls::default()
         });
         let undone = owed.undone("", &[], &[]).expect("owed");
         assert_eq!(undone.what, "no word after a call that failed");
         assert!(owed.undone("The file does not exist.", &[], &[]).is_none());
         owed.after_step(Calls {
-            ran: vec!["read".into()],
+            ran: vec![noted("read", "")],
             ..Calls::default()
         });
         assert!(owed.undone("", &[], &[]).is_none());
@@ -460,14 +493,14 @@ mod tests {
         };
         let mut owed = Owed::default();
         owed.after_step(Calls {
-            ran: vec!["edit".into()],
+            ran: vec![noted("edit", "")],
             changed: true,
             replaced: vec![edit.clone()],
             ..Calls::default()
         });
         for _ in 0..2 {
             owed.after_step(Calls {
-                failed: vec![("edit".into(), "Error: old_string was not found".into())],
+                failed: vec![noted("edit", "Error: old_string was not found")],
                 failed_edits: vec![edit.clone()],
                 ..Calls::default()
             });
@@ -475,7 +508,7 @@ mod tests {
         assert!(owed.undone("", &[], &[]).is_none());
         // Another edit failing is a failure.
         owed.after_step(Calls {
-            failed: vec![("edit".into(), "Error: old_string was not found".into())],
+            failed: vec![noted("edit", "Error: old_string was not found")],
             failed_edits: vec![super::super::intent::Replaced {
                 old: "Bye".into(),
                 ..edit
@@ -501,14 +534,14 @@ mod tests {
     #[test]
     fn a_change_that_failed_is_owed_until_a_change_or_a_command_works() {
         let failed_edit = || Calls {
-            failed: vec![("edit".into(), "Error: old_string was not found".into())],
+            failed: vec![noted("edit", "Error: old_string was not found")],
             ..Calls::default()
         };
         let mut owed = Owed::default();
         owed.after_step(failed_edit());
         // Reading, or a report of the change, does not make it good.
         owed.after_step(Calls {
-            ran: vec!["read".into()],
+            ran: vec![noted("read", "")],
             ..Calls::default()
         });
         let undone = owed
@@ -521,7 +554,7 @@ mod tests {
                 .contains("`edit` call failed (Error: old_string was not found)")
         );
         owed.after_step(Calls {
-            ran: vec!["edit".into()],
+            ran: vec![noted("edit", "")],
             changed: true,
             ..Calls::default()
         });
@@ -529,7 +562,7 @@ mod tests {
         // A command that ran may have made it.
         owed.after_step(failed_edit());
         owed.after_step(Calls {
-            ran: vec!["bash".into()],
+            ran: vec![noted("bash", "")],
             ran_command: true,
             ..Calls::default()
         });
@@ -537,7 +570,7 @@ mod tests {
         // Other calls failing do not make a change owed.
         let mut owed = Owed::default();
         owed.after_step(Calls {
-            failed: vec![("read".into(), "Error: not found".into())],
+            failed: vec![noted("read", "Error: not found")],
             ..Calls::default()
         });
         assert!(owed.undone("There is no such file.", &[], &[]).is_none());

@@ -51,9 +51,10 @@ impl AgentState {
     /// Whether the agent can change files: it is offered a tool that
     /// writes them (`plan` is not).
     pub(super) fn can_change(&self) -> bool {
-        self.request.tools().iter().any(|spec| {
-            crate::tools::effect(&spec.function.name) == crate::tools::Effect::ChangesFiles
-        })
+        self.request
+            .tools()
+            .iter()
+            .any(|spec| self.effect(&spec.function.name) == crate::tools::Effect::ChangesFiles)
     }
 
     /// Whether the compact prompt and tool set are used: the config's

@@ -19,14 +19,13 @@ impl AgentState {
             return false;
         }
         match self.kind(name) {
-            Kind::Task => return true,
-            Kind::Mcp { read_only } => return !read_only,
-            Kind::BuiltIn | Kind::Unknown => {}
+            Kind::Task => true,
+            Kind::Mcp { read_only } => !read_only,
+            kind @ (Kind::BuiltIn | Kind::Unknown) => matches!(
+                kind.effect(name),
+                crate::tools::Effect::ChangesFiles | crate::tools::Effect::RunsCommands
+            ),
         }
-        matches!(
-            crate::tools::effect(name),
-            crate::tools::Effect::ChangesFiles | crate::tools::Effect::RunsCommands
-        )
     }
 
     /// The workspace's checkpoint now, taken off the runtime's thread; none
