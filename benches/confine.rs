@@ -42,7 +42,7 @@ fn main() {
         assert!(
             shell
                 .command("bash", &["-c", "true"], true)
-                .status()
+                .and_then(|mut command| command.status())
                 .unwrap()
                 .success()
         );
@@ -51,7 +51,7 @@ fn main() {
         assert!(
             shell
                 .command("bash", &["-c", "true"], false)
-                .status()
+                .and_then(|mut command| command.status())
                 .unwrap()
                 .success()
         );

@@ -330,16 +330,24 @@ impl Shell {
 
     /// `program args...`, confined unless `lifted`; either way in a new
     /// session with no controlling terminal (and so its own process group).
-    pub fn command(&self, program: &str, args: &[&str], lifted: bool) -> std::process::Command {
+    ///
+    /// # Errors
+    /// When the private temp dir of a confined command cannot be made.
+    pub fn command(
+        &self,
+        program: &str,
+        args: &[&str],
+        lifted: bool,
+    ) -> std::io::Result<std::process::Command> {
         let mut command = if let Some(confinement) = self.confinement(lifted) {
-            confinement.command(program, args)
+            confinement.command(program, args)?
         } else {
             let mut command = std::process::Command::new(program);
             command.args(args);
             command
         };
         sys::new_session(&mut command);
-        command
+        Ok(command)
     }
 }
 
@@ -390,7 +398,7 @@ impl Confinement {
         readable: Option<Vec<PathBuf>>,
         home: Option<&Path>,
     ) -> std::io::Result<Self> {
-        let tmp = private_temp_dir()?;
+        let tmp = private_temp_name();
         let mut dirs = vec![root.to_path_buf(), tmp.clone()];
         dirs.extend(writable.iter().cloned());
         let mut read_only: Vec<PathBuf> = protect::PROTECTED.iter().map(|p| root.join(p)).collect();
@@ -474,8 +482,22 @@ impl Confinement {
         &self.tmp
     }
 
-    /// The helper command that runs `program` with `args` confined.
-    pub fn command(&self, program: &str, args: &[&str]) -> std::process::Command {
+    /// The helper command that runs `program` with `args` confined. The
+    /// private temp dir is made now if it is not there: a session that
+    /// runs no command leaves nothing in the shared temp dir.
+    ///
+    /// # Errors
+    /// When that dir cannot be made, or is there and not offcode's.
+    pub fn command(&self, program: &str, args: &[&str]) -> std::io::Result<std::process::Command> {
+        make_private_dir(&self.tmp).map_err(|error| {
+            std::io::Error::new(
+                error.kind(),
+                format!(
+                    "the private temp dir {} cannot be used: {error}",
+                    self.tmp.display()
+                ),
+            )
+        })?;
         let mut spec = self.spec.clone();
         let home = self.home_found();
         spec.hidden.extend(home.hidden);
@@ -493,7 +515,7 @@ impl Confinement {
         if let Some(cache) = self.go_cache(|name| std::env::var_os(name)) {
             command.env("GOCACHE", cache);
         }
-        command
+        Ok(command)
     }
 
     /// What the home directory holds that commands must not reach,
@@ -536,23 +558,36 @@ impl Drop for Confinement {
     }
 }
 
-/// Creates `$TMPDIR/offcode-PID-RANDOM` (mode 0700).
-fn private_temp_dir() -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    let base = std::env::temp_dir();
-    let mut last = None;
-    for _ in 0..8 {
-        let path = base.join(format!(
-            "offcode-{}-{:08x}",
-            std::process::id(),
-            crate::ids::random_u64() & 0xffff_ffff
-        ));
-        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => return Ok(path),
-            Err(error) => last = Some(error),
+/// `$TMPDIR/offcode-PID-RANDOM`: the session's private temp dir, made by
+/// the first command ([`make_private_dir`]).
+fn private_temp_name() -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "offcode-{}-{:016x}",
+        std::process::id(),
+        crate::ids::random_u64()
+    ))
+}
+
+/// Makes `dir` (mode 0700), or finds it made already by this session: a
+/// directory, not a link, owned by us and private. In a shared temp dir
+/// anything else there is someone else's, and is not used.
+fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let found = std::fs::symlink_metadata(dir)?;
+            let ours = found.is_dir()
+                && found.uid() == rustix::process::geteuid().as_raw()
+                && found.mode() & 0o777 == 0o700;
+            if ours {
+                Ok(())
+            } else {
+                Err(std::io::Error::other("it exists and is not offcode's"))
+            }
         }
+        Err(error) => Err(error),
     }
-    Err(last.unwrap_or_else(|| std::io::Error::other("no temp dir")))
 }
 
 /// Whether shell commands run confined by the kernel.

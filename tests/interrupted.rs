@@ -330,3 +330,57 @@ fn a_git_directory_reached_only_through_a_pointer_is_checked_and_fifos_git_reads
         );
     }
 }
+
+/// A session killed before it ran any command leaves nothing in the
+/// shared temp dir: the private one is made by the first command, which
+/// also tells the reaper to remove it. (Made at start, it was left by
+/// every session killed before a command: about 27 a test run.)
+#[test]
+fn a_session_killed_before_any_command_leaves_no_temp_dir() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let shared = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mut child = ws
+        .offcode(&server.base_url(), &["run", "think, then answer slowly"])
+        .env("TMPDIR", shared.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The session's first line: start-up is over, the answer streams for
+    // seconds, and no command runs.
+    let mut first = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stderr.as_mut().unwrap()),
+        &mut first,
+    )
+    .unwrap();
+    assert!(first.contains("session"), "{first}");
+    signal(&child, Signal::KILL);
+    child.wait().unwrap();
+    let left: Vec<_> = std::fs::read_dir(shared.path())
+        .unwrap()
+        .flatten()
+        .map(|entry| entry.file_name())
+        .collect();
+    assert!(left.is_empty(), "left in the temp dir: {left:?}");
+    // A command still gets its private temp dir, and it is gone after.
+    let mut run = ws.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "--yes",
+            "run `test -d \"$TMPDIR\" && printenv TMPDIR > made`",
+        ],
+    );
+    run.env("TMPDIR", shared.path());
+    let output = crate::support::run(run);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let made = std::fs::read_to_string(ws.root.join("made"))
+        .unwrap_or_else(|error| panic!("{error}: {}\n{}", output.stdout, output.stderr));
+    assert!(
+        made.starts_with(&format!("{}/offcode-", shared.path().display())),
+        "{made}"
+    );
+    assert_eq!(std::fs::read_dir(shared.path()).unwrap().count(), 0);
+}

@@ -87,7 +87,8 @@ impl Mcp {
         let mut command = self
             .launcher
             .shell
-            .command(program, &words, !server.config.confine);
+            .command(program, &words, !server.config.confine)
+            .map_err(|error| format!("cannot start `{program}`: {error}"))?;
         command.current_dir(&self.launcher.root);
         for secret in crate::tools::SECRET_VARIABLES {
             command.env_remove(secret);

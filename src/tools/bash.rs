@@ -91,7 +91,14 @@ async fn run_command(
         &|record| context.running.pending(record),
         &context.late,
     );
-    let mut shell = context.shell.command("bash", &args, context.unconfined);
+    let mut shell = context
+        .shell
+        .command("bash", &args, context.unconfined)
+        .map_err(|source| Error::Io {
+            action: "start bash for",
+            path: command.to_owned(),
+            source,
+        })?;
     for secret in SECRET_VARIABLES {
         shell.env_remove(secret);
     }

@@ -23,7 +23,9 @@ pub(super) fn sandbox(
             "run offcode on Linux 5.13 or later with Landlock enabled (`lsm=...,landlock` on the kernel command line); or, to run commands unconfined without asking, set `\"sandbox\": \"off\"` in your global config",
         ),
         crate::confine::Status::Confined { .. } => {
-            let ran = shell.command("true", &[], false).output();
+            let ran = shell
+                .command("true", &[], false)
+                .and_then(|mut command| command.output());
             match ran {
                 Ok(output) if output.status.success() => {
                     report.ok(&format!("shell commands run {}", shell.status().describe()))
