@@ -11,6 +11,7 @@
 mod budget;
 mod call;
 mod compact;
+mod dependent;
 mod ending;
 mod failed;
 mod finish;

@@ -24,7 +24,7 @@ pub(super) enum Step {
     /// The model answered without tool calls.
     Final(String),
     /// Ask the model again; these calls ran, and these waited for
-    /// earlier results ([`super::call::first_dependent`]).
+    /// earlier results ([`super::dependent::first_dependent`]).
     Continue(Calls),
     /// The turn ends with this status.
     End(TurnStatus),

@@ -411,7 +411,9 @@ impl AgentState {
             self.request.wrote_call_as_text();
         }
         let waiting = if recovered {
-            super::call::first_dependent(&tool_calls, &self.seen_reads(), |name| self.effect(name))
+            super::dependent::first_dependent(&tool_calls, &self.seen_reads(), |name| {
+                self.effect(name)
+            })
         } else {
             None
         };
