@@ -32,6 +32,7 @@ mod lasting;
 mod places;
 pub mod protect;
 mod sys;
+mod tmp;
 
 pub use lasting::on_lasting_thread;
 pub use sys::{announce_group, close_inherited_on_exec, die_with_parent, new_session};
@@ -398,7 +399,7 @@ impl Confinement {
         readable: Option<Vec<PathBuf>>,
         home: Option<&Path>,
     ) -> std::io::Result<Self> {
-        let tmp = private_temp_name();
+        let tmp = tmp::private_temp_name();
         let mut dirs = vec![root.to_path_buf(), tmp.clone()];
         dirs.extend(writable.iter().cloned());
         let mut read_only: Vec<PathBuf> = protect::PROTECTED.iter().map(|p| root.join(p)).collect();
@@ -489,7 +490,7 @@ impl Confinement {
     /// # Errors
     /// When that dir cannot be made, or is there and not offcode's.
     pub fn command(&self, program: &str, args: &[&str]) -> std::io::Result<std::process::Command> {
-        make_private_dir(&self.tmp).map_err(|error| {
+        tmp::make_private_dir(&self.tmp).map_err(|error| {
             std::io::Error::new(
                 error.kind(),
                 format!(
@@ -555,38 +556,6 @@ impl Confinement {
 impl Drop for Confinement {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.tmp);
-    }
-}
-
-/// `$TMPDIR/offcode-PID-RANDOM`: the session's private temp dir, made by
-/// the first command ([`make_private_dir`]).
-fn private_temp_name() -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "offcode-{}-{:016x}",
-        std::process::id(),
-        crate::ids::random_u64()
-    ))
-}
-
-/// Makes `dir` (mode 0700), or finds it made already by this session: a
-/// directory, not a link, owned by us and private. In a shared temp dir
-/// anything else there is someone else's, and is not used.
-fn make_private_dir(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::{DirBuilderExt, MetadataExt};
-    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
-        Ok(()) => Ok(()),
-        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
-            let found = std::fs::symlink_metadata(dir)?;
-            let ours = found.is_dir()
-                && found.uid() == rustix::process::geteuid().as_raw()
-                && found.mode() & 0o777 == 0o700;
-            if ours {
-                Ok(())
-            } else {
-                Err(std::io::Error::other("it exists and is not offcode's"))
-            }
-        }
-        Err(error) => Err(error),
     }
 }
 

@@ -48,19 +48,19 @@ fn the_private_temp_dir_is_made_once_and_never_taken_from_someone_else() {
     use std::os::unix::fs::PermissionsExt;
     let dir = tempfile::tempdir().unwrap();
     let ours = dir.path().join("offcode-1-ours");
-    super::make_private_dir(&ours).unwrap();
+    super::tmp::make_private_dir(&ours).unwrap();
     assert_eq!(
         std::fs::metadata(&ours).unwrap().permissions().mode() & 0o777,
         0o700
     );
     // Made already by this session: used.
-    super::make_private_dir(&ours).unwrap();
+    super::tmp::make_private_dir(&ours).unwrap();
     // Anyone's open dir, or a link to one, at that name: not used.
     let open = dir.path().join("offcode-1-open");
     std::fs::create_dir(&open).unwrap();
     std::fs::set_permissions(&open, std::fs::Permissions::from_mode(0o777)).unwrap();
-    assert!(super::make_private_dir(&open).is_err());
+    assert!(super::tmp::make_private_dir(&open).is_err());
     let link = dir.path().join("offcode-1-link");
     std::os::unix::fs::symlink(&ours, &link).unwrap();
-    assert!(super::make_private_dir(&link).is_err());
+    assert!(super::tmp::make_private_dir(&link).is_err());
 }
