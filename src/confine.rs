@@ -35,7 +35,7 @@ mod sys;
 mod tmp;
 
 pub use lasting::on_lasting_thread;
-pub use sys::{announce_group, close_inherited_on_exec, die_with_parent, new_session};
+pub use sys::{announce_group, close_inherited_on_exec, die_with_parent, new_session, watch_exit};
 
 pub use helper::helper;
 

@@ -110,3 +110,42 @@ fn a_command_killed_with_offcode_right_after_it_started_leaves_nothing() {
         &[("OFFCODE_TEST_HOLD_LATE", "1")],
     );
 }
+
+/// When a command ends, its group is killed before its leader is reaped:
+/// until then no other process can take the leader's PID, which is the
+/// group's number. A process the command left in its group (it holds the
+/// output, so offcode waits 200 ms for it) watches the leader: it must
+/// see it running, then a zombie, never gone. (Reaped first, the PID was
+/// free for those 200 ms, and an outside tester's process that took it
+/// was killed as the command's group.)
+#[test]
+fn a_commands_group_is_killed_before_its_leader_is_reaped() {
+    let server = demo_mock();
+    let workspace = Workspace::new();
+    std::fs::write(
+        workspace.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "sandbox": "off" }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        workspace.root.join("watch.sh"),
+        "leader=$$\n\
+         (while :; do\n\
+            if [ -e /proc/$leader/stat ]; then cut -d' ' -f3 /proc/$leader/stat >> states; else echo gone >> states; fi\n\
+            sleep 0.005\n\
+          done) &\n\
+         sleep 0.1\n",
+    )
+    .unwrap();
+    let output = workspace.run_task(&server.base_url(), &["--yes"], "run `bash watch.sh`");
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let states = std::fs::read_to_string(workspace.root.join("states")).unwrap();
+    assert!(
+        states.contains('Z'),
+        "the leader was never seen a zombie:\n{states}"
+    );
+    assert!(
+        !states.contains("gone"),
+        "the leader was reaped while its group still ran:\n{states}"
+    );
+}

@@ -182,6 +182,20 @@ fn pid_line(pid: libc::pid_t, line: &mut [u8; 24]) -> usize {
     count + 2
 }
 
+/// A pidfd of process `pid` (offcode's child), registered with the tokio
+/// runtime: readable once the process has exited, which does not reap it.
+/// `None` where pidfds are missing (Linux before 5.3) or outside a runtime.
+pub fn watch_exit(pid: u32) -> Option<tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>> {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
+    let fd = rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::NONBLOCK).ok()?;
+    tokio::runtime::Handle::try_current().ok()?;
+    // SAFETY: an `OwnedFd` is a valid, open descriptor, and its
+    // `as_raw_fd` is the same number for as long as the `AsyncFd` owns it.
+    unsafe {
+        tokio::io::unix::AsyncFd::register_with_interest(fd, tokio::io::Interest::READABLE).ok()
+    }
+}
+
 /// Leaves the calling thread no capability, now or after `exec`: every one
 /// is dropped from the bounding set, then from the effective, permitted
 /// and inheritable sets (which clears the ambient set too).

@@ -144,14 +144,21 @@ async fn run_command(
     };
     let mut output = CappedOutput::default();
     let finished = tokio::select! {
-        status = collect(stdout, stderr, &mut output, &mut child) => Some(status),
+        ended = collect(stdout, stderr, &mut output, &mut child) => Some(ended),
         () = tokio::time::sleep(timeout) => None,
         () = context.cancel.cancelled() => return Err(Error::Aborted),
     };
     // Whatever the command left running in its group goes too; under
     // confinement the helper ends only once nothing of the command is
-    // left, so the check sees what the command left.
+    // left, so the check sees what the command left. The leader is not
+    // reaped yet: until it is, no other process can take its PID, so the
+    // group killed by that number is still the command's.
     drop(group);
+    let finished = match finished {
+        Some(Ended::Exited) => Some(child.wait().await),
+        Some(Ended::Reaped(status)) => Some(status),
+        None => None,
+    };
     let mut text = output.into_text();
     text.push_str(&after.finish());
     let end = match finished {
@@ -169,17 +176,29 @@ async fn run_command(
     Ok(ToolOutput::command(text, end))
 }
 
+/// How [`collect`] saw the command end.
+enum Ended {
+    /// It exited and is not reaped yet (its PID, and so its group's ID,
+    /// still cannot be another's).
+    Exited,
+    /// Reaped already (no pidfds here): its status, or why it is not known.
+    Reaped(std::io::Result<std::process::ExitStatus>),
+}
+
 /// Reads both pipes until they close and the command exits. A command that
 /// leaves a background process holding the pipes gets 200 ms after its exit.
+/// Where pidfds work, the exit is seen on the command's pidfd and the
+/// command is left for the caller to reap after its group is stopped.
 async fn collect(
     mut stdout: impl AsyncRead + Unpin,
     mut stderr: impl AsyncRead + Unpin,
     output: &mut CappedOutput,
     child: &mut tokio::process::Child,
-) -> std::io::Result<std::process::ExitStatus> {
+) -> Ended {
     let mut out_buffer = vec![0; 8192];
     let mut err_buffer = vec![0; 8192];
     let (mut out_open, mut err_open) = (true, true);
+    let exit = child.id().and_then(crate::confine::watch_exit);
     let mut status = None;
     let mut deadline = None;
     while out_open || err_open {
@@ -198,17 +217,31 @@ async fn collect(
                 Ok(0) | Err(_) => err_open = false,
                 Ok(n) => output.push(&err_buffer[..n]),
             },
-            exit = child.wait(), if status.is_none() => {
-                status = Some(exit);
+            ended = exited(exit.as_ref(), child), if status.is_none() => {
+                status = Some(ended);
                 deadline = Some(tokio::time::Instant::now() + Duration::from_millis(200));
             }
             () = grace => break,
         }
     }
     match status {
-        Some(status) => status,
-        None => child.wait().await,
+        Some(ended) => ended,
+        None => exited(exit.as_ref(), child).await,
     }
+}
+
+/// Waits for `child` to exit: on its pidfd `exit` when there is one (it
+/// is not reaped), else by reaping it.
+async fn exited(
+    exit: Option<&tokio::io::unix::AsyncFd<std::os::fd::OwnedFd>>,
+    child: &mut tokio::process::Child,
+) -> Ended {
+    if let Some(exit) = exit
+        && exit.readable().await.is_ok()
+    {
+        return Ended::Exited;
+    }
+    Ended::Reaped(child.wait().await)
 }
 
 /// Keeps the first and last [`KEEP_BYTES`] of an output and counts the rest.
