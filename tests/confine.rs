@@ -188,6 +188,7 @@ pub(crate) fn spec(writable: &Path) -> Spec {
         readable: None,
         pinned: Vec::new(),
         secret: Vec::new(),
+        scratch: Vec::new(),
     }
 }
 

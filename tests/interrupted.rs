@@ -222,9 +222,11 @@ fn a_fifo_planted_as_a_nested_git_config_hangs_neither_the_check_nor_git() {
         .chat_bodies()
         .get(1)
         .map(crate::support::tool_results);
+    // A confined command may not make a named pipe in the workspace.
+    let result = format!("{result:?}");
     assert!(
-        format!("{result:?}").contains("planted"),
-        "the FIFO was not planted: {result:?}"
+        result.contains("cannot create fifo") && !result.contains("planted"),
+        "{result}"
     );
     let config = ws.root.join("sub/.git/config");
     let plain = std::fs::symlink_metadata(&config).map_or(true, |meta| meta.is_file());
@@ -319,7 +321,11 @@ fn a_git_directory_reached_only_through_a_pointer_is_checked_and_fifos_git_reads
         .chat_bodies()
         .get(1)
         .map(crate::support::tool_results);
-    assert!(format!("{result:?}").contains("planted"), "{result:?}");
+    let result = format!("{result:?}");
+    assert!(
+        result.contains("cannot create fifo") && !result.contains("planted"),
+        "{result}"
+    );
     let config = std::fs::read_to_string(ws.root.join("common/config")).unwrap_or_default();
     assert!(!config.contains("fsmonitor"), "{config}");
     for fifo in [".gitattributes", ".git/objects/info/alternates"] {
@@ -383,4 +389,39 @@ fn a_session_killed_before_any_command_leaves_no_temp_dir() {
         "{made}"
     );
     assert_eq!(std::fs::read_dir(shared.path()).unwrap().count(), 0);
+}
+
+/// Named pipes where offcode or git open what a command left (`.ignore`,
+/// a nested `.gitignore`, a git config): a confined command may not make
+/// them anywhere in the workspace, by `mkfifo` or by moving one in from
+/// its temp dir, where it may. (A `.ignore` FIFO hung offcode's walk
+/// after the command for ever.)
+#[test]
+fn a_confined_command_makes_no_named_pipe_in_the_workspace() {
+    use std::os::unix::fs::FileTypeExt as _;
+    let server = demo_mock();
+    let ws = Workspace::new();
+    std::fs::write(
+        ws.root.join("pipes.sh"),
+        "mkdir -p sub; mkfifo .ignore sub/.gitignore\n\
+         mkfifo \"$TMPDIR/p\" && echo made-in-tmp && mv \"$TMPDIR/p\" .ignore\n",
+    )
+    .unwrap();
+    assert!(
+        ends_in_time(&ws, &server, "run `bash pipes.sh`"),
+        "offcode hung"
+    );
+    let result = server
+        .chat_bodies()
+        .get(1)
+        .map(crate::support::tool_results);
+    let result = format!("{result:?}");
+    assert!(result.contains("made-in-tmp"), "{result}");
+    for name in [".ignore", "sub/.gitignore"] {
+        let meta = std::fs::symlink_metadata(ws.root.join(name));
+        assert!(
+            !meta.is_ok_and(|meta| meta.file_type().is_fifo()),
+            "{name} is a FIFO: {result}"
+        );
+    }
 }

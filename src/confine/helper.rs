@@ -448,6 +448,14 @@ fn restrict(spec: &Spec, network_namespace: bool, private: bool) -> Result<(), E
 fn rules(spec: &Spec, private: bool) -> Vec<(PathBuf, landlock::BitFlags<AccessFs>)> {
     let read = AccessFs::from_read(TESTED_ABI);
     let all = AccessFs::from_all(TESTED_ABI);
+    // No named pipe where offcode or git may open a file the command left.
+    let writable = |dir: &Path| {
+        if spec.scratch.iter().any(|scratch| dir.starts_with(scratch)) {
+            all
+        } else {
+            all & !AccessFs::MakeFifo
+        }
+    };
     let mut rules = Vec::new();
     // offcode's records get no rule (in the mount namespace an empty
     // folder covers them anyway).
@@ -470,8 +478,23 @@ fn rules(spec: &Spec, private: bool) -> Vec<(PathBuf, landlock::BitFlags<AccessF
     if private {
         // The person's files are read-only mounts; a new one the command
         // creates is removed after it ([`super::protect::new_personal`]).
-        rules.extend(spec.writable.iter().map(|dir| (dir.clone(), all)));
-        rules.extend(spec.hidden.iter().map(|dir| (dir.clone(), all)));
+        rules.extend(spec.writable.iter().map(|dir| (dir.clone(), writable(dir))));
+        // A private place may hold named pipes, unless a writable
+        // directory that may not lies beneath it (a workspace in /tmp).
+        rules.extend(spec.hidden.iter().map(|dir| {
+            let holds = spec
+                .writable
+                .iter()
+                .any(|inner| inner.starts_with(dir) && writable(inner) != all);
+            (
+                dir.clone(),
+                if holds {
+                    all & !AccessFs::MakeFifo
+                } else {
+                    all
+                },
+            )
+        }));
         rules.push((PathBuf::from(PTYS), all));
         rules.push((PathBuf::from("/dev/ptmx"), all));
     } else {
@@ -482,7 +505,7 @@ fn rules(spec: &Spec, private: bool) -> Vec<(PathBuf, landlock::BitFlags<AccessF
             .map(PathBuf::as_path)
             .collect();
         for dir in &spec.writable {
-            around(dir, &personal, all, &mut rules);
+            around(dir, &personal, writable(dir), &mut rules);
         }
         rules.push((PathBuf::from("/dev/shm"), all));
     }
