@@ -96,13 +96,6 @@ pub struct Spec {
     /// each; without one, Landlock's rules go around them.
     #[serde(default)]
     pub secret: Vec<PathBuf>,
-    /// Writable directories where named pipes may be made (the private
-    /// temp dir). Anywhere else writable they may not: offcode and git
-    /// open files a command leaves in the workspace (`.ignore`,
-    /// `.gitignore`, a git config), and opening a FIFO waits for a writer
-    /// for ever.
-    #[serde(default)]
-    pub scratch: Vec<PathBuf>,
 }
 
 fn yes() -> bool {
@@ -434,7 +427,6 @@ impl Confinement {
                 readable,
                 pinned: Vec::new(),
                 secret: Vec::new(),
-                scratch: vec![tmp.clone()],
             },
             tmp,
             home: home

@@ -188,7 +188,6 @@ pub(crate) fn spec(writable: &Path) -> Spec {
         readable: None,
         pinned: Vec::new(),
         secret: Vec::new(),
-        scratch: Vec::new(),
     }
 }
 

@@ -448,14 +448,11 @@ fn restrict(spec: &Spec, network_namespace: bool, private: bool) -> Result<(), E
 fn rules(spec: &Spec, private: bool) -> Vec<(PathBuf, landlock::BitFlags<AccessFs>)> {
     let read = AccessFs::from_read(TESTED_ABI);
     let all = AccessFs::from_all(TESTED_ABI);
-    // No named pipe where offcode or git may open a file the command left.
-    let writable = |dir: &Path| {
-        if spec.scratch.iter().any(|scratch| dir.starts_with(scratch)) {
-            all
-        } else {
-            all & !AccessFs::MakeFifo
-        }
-    };
+    // No named pipe anywhere that outlives the command: offcode and git
+    // open files a command leaves in the workspace (`.ignore`, a
+    // `.gitignore`, a git config), and opening a FIFO waits for a writer
+    // for ever; one in the temp dir could be linked to from there.
+    let writable = all & !AccessFs::MakeFifo;
     let mut rules = Vec::new();
     // offcode's records get no rule (in the mount namespace an empty
     // folder covers them anyway).
@@ -478,22 +475,12 @@ fn rules(spec: &Spec, private: bool) -> Vec<(PathBuf, landlock::BitFlags<AccessF
     if private {
         // The person's files are read-only mounts; a new one the command
         // creates is removed after it ([`super::protect::new_personal`]).
-        rules.extend(spec.writable.iter().map(|dir| (dir.clone(), writable(dir))));
-        // A private place may hold named pipes, unless a writable
-        // directory that may not lies beneath it (a workspace in /tmp).
+        rules.extend(spec.writable.iter().map(|dir| (dir.clone(), writable)));
+        // A private folder, gone with the command, may hold named pipes,
+        // unless a writable directory lies beneath it (a workspace in /tmp).
         rules.extend(spec.hidden.iter().map(|dir| {
-            let holds = spec
-                .writable
-                .iter()
-                .any(|inner| inner.starts_with(dir) && writable(inner) != all);
-            (
-                dir.clone(),
-                if holds {
-                    all & !AccessFs::MakeFifo
-                } else {
-                    all
-                },
-            )
+            let holds = spec.writable.iter().any(|inner| inner.starts_with(dir));
+            (dir.clone(), if holds { writable } else { all })
         }));
         rules.push((PathBuf::from(PTYS), all));
         rules.push((PathBuf::from("/dev/ptmx"), all));
@@ -505,7 +492,7 @@ fn rules(spec: &Spec, private: bool) -> Vec<(PathBuf, landlock::BitFlags<AccessF
             .map(PathBuf::as_path)
             .collect();
         for dir in &spec.writable {
-            around(dir, &personal, writable(dir), &mut rules);
+            around(dir, &personal, writable, &mut rules);
         }
         rules.push((PathBuf::from("/dev/shm"), all));
     }
