@@ -17,6 +17,7 @@ mod failed;
 mod finish;
 mod grounded;
 mod guards;
+mod handler;
 mod intent;
 mod kind;
 mod leftover;

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::finish::Calls;
+use super::handler::Handler;
 use super::permits::Caller;
 use super::state::{AgentState, Step};
 use crate::cancel::Cancel;
@@ -202,18 +203,12 @@ impl AgentState {
                 let context = self.tool_context(permit, cancel, &late);
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.
-                let mcp = self
-                    .mcp
-                    .clone()
-                    .filter(|_| matches!(self.kind(&call.name), Kind::Mcp { .. }));
-                let run = async {
-                    match &mcp {
-                        Some(mcp) => self.call_server(mcp, call, &context).await,
-                        None => self.tools.call(&call.name, &call.arguments, &context).await,
-                    }
+                let handler = match (self.kind(&call.name), &self.mcp) {
+                    (Kind::Mcp { .. }, Some(mcp)) => Handler::Mcp(Arc::clone(mcp)),
+                    _ => Handler::BuiltIn(&self.tools),
                 };
                 let (mut output, outcome) = tokio::select! {
-                    output = run => {
+                    output = handler.run(call, &context) => {
                         let outcome = output.ran();
                         (output, outcome)
                     }
@@ -325,34 +320,6 @@ impl AgentState {
             );
         }
         output
-    }
-
-    /// Calls an MCP server's tool, with the check after it that a command
-    /// gets (a server runs as confined as one).
-    async fn call_server(
-        &self,
-        mcp: &Arc<crate::mcp::Mcp>,
-        call: &ToolCall,
-        context: &ToolContext,
-    ) -> ToolOutput {
-        match crate::tools::parse_argument_text(&call.arguments) {
-            Ok(arguments) => {
-                let after = crate::confine::after::After::start(
-                    &self.sandbox,
-                    self.shell.confinement(false),
-                    self.shell.records(),
-                    &|record| context.running.pending(record),
-                    &context.late,
-                );
-                let mut output = mcp.call(&call.name, arguments, &context.cancel).await;
-                output.output.push_str(&after.finish());
-                output
-            }
-            Err(reason) => ToolOutput::error(format!(
-                "The arguments for `{}` are not valid JSON ({reason}); send a JSON object",
-                call.name
-            )),
-        }
     }
 
     /// What a permitted call runs with.

@@ -316,8 +316,9 @@ impl AgentState {
         let late = crate::confine::after::Late::default();
         let context = self.tool_context(permit, cancel, &late);
         let started = Instant::now();
+        let handler = super::handler::Handler::BuiltIn(&self.tools);
         let output = tokio::select! {
-            output = self.tools.call("bash", &call.arguments, &context) => Some(output),
+            output = handler.run(&call, &context) => Some(output),
             () = cancel.cancelled() => None,
         };
         self.record_step(id, before, "validate", None).await;
