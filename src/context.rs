@@ -254,7 +254,14 @@ fn instruction_files(root: &Path, patterns: &[String], warnings: &mut Vec<String
                 continue;
             }
         };
+        crate::paths::refuse_blocking_ignore_files(root);
         let mut matched: Vec<String> = ignore::WalkBuilder::new(root)
+            .filter_entry(|entry| {
+                if entry.file_type().is_some_and(|kind| kind.is_dir()) {
+                    crate::paths::refuse_blocking_ignore_files(entry.path());
+                }
+                true
+            })
             .build()
             .filter_map(Result::ok)
             .filter(|entry| entry.file_type().is_some_and(|t| t.is_file()))

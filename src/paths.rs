@@ -88,6 +88,43 @@ fn resolve(base: &Path, path: &Path, links: &mut usize) -> PathBuf {
     out
 }
 
+/// The ignore files the workspace's walks read in each directory.
+const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
+
+/// Moves aside the ignore files in `dir` that opening would block on or
+/// whose reading would never end: a named pipe, a device or a socket, or
+/// a link to one or into `/proc`, `/sys` or `/dev`. The walks (the
+/// `ignore` crate, as git does) open ignore files with a plain blocking
+/// open, and a command may leave `.gitignore -> /dev/ptmx` behind. One is
+/// renamed `NAME.offcode-refused` (removed when that name is taken);
+/// the names moved.
+pub fn refuse_blocking_ignore_files(dir: &Path) -> Vec<PathBuf> {
+    use std::os::unix::fs::FileTypeExt;
+    let mut moved = Vec::new();
+    for name in IGNORE_FILES {
+        let path = dir.join(name);
+        // Followed, without opening: a missing or dangling one is no risk.
+        let Ok(found) = std::fs::metadata(&path) else {
+            continue;
+        };
+        let kind = found.file_type();
+        let special =
+            kind.is_fifo() || kind.is_char_device() || kind.is_block_device() || kind.is_socket();
+        let system = std::fs::symlink_metadata(&path).is_ok_and(|meta| meta.is_symlink())
+            && ["/proc", "/sys", "/dev"]
+                .iter()
+                .any(|top| real_path(&path).starts_with(top));
+        if special || system {
+            let aside = dir.join(format!("{name}.offcode-refused"));
+            if std::fs::rename(&path, &aside).is_err() {
+                let _ = std::fs::remove_file(&path);
+            }
+            moved.push(path);
+        }
+    }
+    moved
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,5 +188,34 @@ mod tests {
             real_path(&root.join("chain/c/file")),
             root.join("a/b/c/file")
         );
+    }
+}
+
+#[cfg(test)]
+mod ignore_files {
+    use super::*;
+
+    #[test]
+    fn ignore_files_that_would_block_are_moved_aside() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("shared-ignore"), "target\n").unwrap();
+        symlink("/dev/ptmx", root.join(".gitignore")).unwrap();
+        std::fs::create_dir(root.join("sub")).unwrap();
+        symlink("/proc/kmsg", root.join("sub/.ignore")).unwrap();
+        symlink(root.join("shared-ignore"), root.join("sub/.gitignore")).unwrap();
+        assert_eq!(
+            refuse_blocking_ignore_files(root),
+            [root.join(".gitignore")]
+        );
+        assert!(root.join(".gitignore.offcode-refused").is_symlink());
+        assert_eq!(
+            refuse_blocking_ignore_files(&root.join("sub")),
+            [root.join("sub/.ignore")]
+        );
+        // A link to a plain file of the person's stays.
+        assert!(root.join("sub/.gitignore").is_symlink());
+        assert!(refuse_blocking_ignore_files(root).is_empty());
     }
 }

@@ -425,3 +425,40 @@ fn a_confined_command_makes_no_named_pipe_in_the_workspace() {
         );
     }
 }
+
+/// Ignore files that would block the walks after a command when opened:
+/// links to a named pipe already on the host, to a pty master, to
+/// `/proc/kmsg`, in the workspace and below. The walks move them aside
+/// (`.offcode-refused`) instead of waiting on them for ever.
+#[test]
+fn ignore_files_linked_to_what_blocks_hang_nothing() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let host_fifo = ws.home.join("host-fifo");
+    let made = std::process::Command::new("mkfifo")
+        .arg(&host_fifo)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    std::fs::write(
+        ws.root.join("links.sh"),
+        format!(
+            "ln -s /dev/ptmx .gitignore; mkdir -p sub deep/er\n\
+             ln -s {} sub/.ignore; ln -s /proc/kmsg deep/er/.gitignore; echo linked\n",
+            host_fifo.display()
+        ),
+    )
+    .unwrap();
+    assert!(
+        ends_in_time(&ws, &server, "run `bash links.sh`"),
+        "offcode hung"
+    );
+    assert!(ends_in_time(&ws, &server, "say hello"), "the next run hung");
+    for link in [".gitignore", "sub/.ignore", "deep/er/.gitignore"] {
+        assert!(
+            std::fs::symlink_metadata(ws.root.join(link)).is_err(),
+            "{link} was left"
+        );
+    }
+    assert!(ws.root.join("sub/.ignore.offcode-refused").is_symlink());
+}

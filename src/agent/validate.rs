@@ -133,10 +133,17 @@ fn has_test_files(root: &Path) -> bool {
 /// was changed since `since`: how a turn tells that a command it ran
 /// changed the code. Deleted files are not seen.
 pub(super) fn changed_since(root: &Path, since: SystemTime) -> bool {
+    crate::paths::refuse_blocking_ignore_files(root);
     let walk = ignore::WalkBuilder::new(root)
         .hidden(true)
         .git_ignore(true)
         .require_git(false)
+        .filter_entry(|entry| {
+            if entry.file_type().is_some_and(|kind| kind.is_dir()) {
+                crate::paths::refuse_blocking_ignore_files(entry.path());
+            }
+            true
+        })
         .build();
     for (seen, entry) in walk.filter_map(Result::ok).enumerate() {
         if seen > MOST_FILES {

@@ -90,6 +90,9 @@ pub fn walk(
     filter: &std::sync::Arc<Filter>,
     limit: usize,
 ) -> Result<Vec<Found>, usize> {
+    if filter.gitignored {
+        crate::paths::refuse_blocking_ignore_files(root);
+    }
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .hidden(false)
@@ -103,7 +106,11 @@ pub fn walk(
     let skip = std::sync::Arc::clone(filter);
     builder.filter_entry(move |entry| {
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        !skip.skips(entry.path(), is_dir)
+        let kept = !skip.skips(entry.path(), is_dir);
+        if kept && is_dir && skip.gitignored {
+            crate::paths::refuse_blocking_ignore_files(entry.path());
+        }
+        kept
     });
     let mut found = Vec::new();
     for entry in builder.build().flatten() {

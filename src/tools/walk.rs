@@ -21,6 +21,7 @@ pub fn builder(
     sandbox.open(path, OFlags::PATH)?;
     let relative = sandbox.relative(path)?;
     let start = sandbox.root().join(relative);
+    crate::paths::refuse_blocking_ignore_files(&start);
     let mut builder = WalkBuilder::new(&start);
     // offcode's records are never entered, so not even a count of what
     // they hold leaks.
@@ -30,7 +31,12 @@ pub fn builder(
         .follow_links(false)
         .require_git(false)
         .filter_entry(move |entry| {
-            entry.file_name() != ".git" && !secret.iter().any(|s| entry.path().starts_with(s))
+            let kept =
+                entry.file_name() != ".git" && !secret.iter().any(|s| entry.path().starts_with(s));
+            if kept && entry.file_type().is_some_and(|kind| kind.is_dir()) {
+                crate::paths::refuse_blocking_ignore_files(entry.path());
+            }
+            kept
         });
     Ok((builder, start))
 }
