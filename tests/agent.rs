@@ -630,16 +630,19 @@ async fn interrupt_kills_a_running_command() {
 
 #[tokio::test]
 async fn interrupt_ends_a_turn_whose_tool_is_stuck() {
-    // A FIFO named `.gitignore` blocks the directory walker's open (inside
-    // the ignore crate); the turn must still end on interrupt.
+    // A FIFO named `.gitignore` above the workspace (the walker reads the
+    // parents' ignore files; one in the workspace is moved aside) blocks
+    // the walker's open inside the ignore crate; the turn must still end
+    // on interrupt.
     let server = mock();
     server.push(sse(&chunks::tool_answer(
         "",
         &[("g1", "glob", json!({"pattern": "*.rs"}))],
     )));
     let mut harness = start(&server, 10);
+    let above = harness.root.parent().unwrap().to_path_buf();
     let root = rustix::fs::open(
-        &harness.root,
+        &above,
         rustix::fs::OFlags::DIRECTORY,
         rustix::fs::Mode::empty(),
     )
@@ -677,7 +680,7 @@ async fn interrupt_ends_a_turn_whose_tool_is_stuck() {
     let _ = std::fs::OpenOptions::new()
         .write(true)
         .custom_flags(rustix::fs::OFlags::NONBLOCK.bits().cast_signed())
-        .open(harness.root.join(".gitignore"));
+        .open(above.join(".gitignore"));
 }
 
 #[tokio::test]
