@@ -119,9 +119,37 @@ fn leader_gone(held: &Held, at_most: Duration) -> bool {
 #[derive(Debug, Default)]
 pub struct Running {
     groups: Mutex<Vec<Held>>,
-    /// The reaper's stdin, once started (`None` inside: it could not be).
-    /// Only offcode's own ([`Running::global`]) has one.
-    reaper: Option<OnceLock<Mutex<Option<std::process::ChildStdin>>>>,
+    /// The reaper, once started (`None` inside: it could not be). Only
+    /// offcode's own ([`Running::global`]) has one.
+    reaper: Option<OnceLock<Mutex<Option<Reaper>>>>,
+    /// What the reaper was told that is not a group (`=PATH`, `#PATH`):
+    /// told again to a new reaper when the first has gone.
+    standing: Mutex<Vec<String>>,
+}
+
+/// The reaper as offcode holds it.
+#[derive(Debug)]
+struct Reaper {
+    /// Its input.
+    stdin: std::process::ChildStdin,
+    /// Its pidfd, readable once it has ended; `None` without pidfds.
+    ended: Option<OwnedFd>,
+}
+
+impl Reaper {
+    /// How it ended, if it has: `Some(true)` killed (by a command, the OOM
+    /// killer...), to be started again; `Some(false)` exited by itself
+    /// (its input closed, or `current_exe` is not offcode, as in a test
+    /// harness), not to be. `None` while it runs, or without pidfds.
+    fn ended(&self) -> Option<bool> {
+        let fd = self.ended.as_ref()?;
+        let status = rustix::process::waitid(
+            rustix::process::WaitId::PidFd(fd.as_fd()),
+            rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOHANG,
+        )
+        .ok()??;
+        Some(status.terminating_signal().is_some())
+    }
 }
 
 impl Running {
@@ -132,6 +160,7 @@ impl Running {
             Arc::new(Running {
                 groups: Mutex::default(),
                 reaper: Some(OnceLock::new()),
+                standing: Mutex::default(),
             })
         });
         Arc::clone(&GLOBAL)
@@ -168,7 +197,7 @@ impl Running {
     /// told.
     pub fn pending(&self, record: &Path) {
         if let Some(line) = record.to_str().filter(|line| !line.contains('\n')) {
-            self.tell(&format!("={line}"));
+            self.tell_standing(format!("={line}"));
         }
     }
 
@@ -176,7 +205,7 @@ impl Running {
     /// `offcode-...`) should offcode end without removing it.
     pub fn remove_at_end(&self, dir: &Path) {
         if let Some(line) = dir.to_str().filter(|line| !line.contains('\n')) {
-            self.tell(&format!("#{line}"));
+            self.tell_standing(format!("#{line}"));
         }
     }
 
@@ -187,37 +216,83 @@ impl Running {
     /// it, offcode killed then, left its background children alive. Call
     /// [`Announced::failed`] if the start fails.
     pub fn announce(&self, command: &mut std::process::Command) -> Option<Announced> {
-        let reaper = lock(self.reaper()?)
-            .as_ref()?
-            .as_fd()
-            .try_clone_to_owned()
-            .ok()?;
+        let mut reaper = lock(self.reaper()?);
+        // One that was killed is replaced, and told what it held.
+        match reaper.as_ref().and_then(Reaper::ended) {
+            Some(true) => *reaper = self.restart(),
+            Some(false) => *reaper = None,
+            None => {}
+        }
+        let reaper = reaper.as_ref()?.stdin.as_fd().try_clone_to_owned().ok()?;
         let (back, write) = std::io::pipe().ok()?;
         crate::confine::announce_group(command, reaper, write.into());
         Some(Announced { back })
     }
 
-    /// The reaper's stdin, started on first use; `None` for an owner
-    /// without a reaper.
-    fn reaper(&self) -> Option<&Mutex<Option<std::process::ChildStdin>>> {
+    /// The reaper, started on first use with a thread that starts another
+    /// whenever it ends (a command may kill it); `None` for an owner
+    /// without one.
+    fn reaper(&self) -> Option<&Mutex<Option<Reaper>>> {
         let reaper = self.reaper.as_ref()?;
-        Some(reaper.get_or_init(|| Mutex::new(start_reaper())))
+        Some(reaper.get_or_init(|| {
+            let _ = std::thread::Builder::new()
+                .name("offcode-reaper-watch".to_owned())
+                .spawn(|| watch(&Running::global()));
+            Mutex::new(start_reaper())
+        }))
+    }
+
+    /// A new reaper told every group held and every standing line (the
+    /// caller holds the reaper's lock).
+    fn restart(&self) -> Option<Reaper> {
+        let mut reaper = start_reaper()?;
+        let groups: Vec<String> = lock(&self.groups)
+            .iter()
+            .map(|held| format!("+{}\n", held.group.as_raw_nonzero()))
+            .collect();
+        let standing: Vec<String> = lock(&self.standing)
+            .iter()
+            .map(|line| format!("{line}\n"))
+            .collect();
+        for line in groups.iter().chain(&standing) {
+            reaper.stdin.write_all(line.as_bytes()).ok()?;
+        }
+        Some(reaper)
+    }
+
+    /// Tells the reaper `line` and keeps it for a reaper started later.
+    fn tell_standing(&self, line: String) {
+        self.tell(&line);
+        lock(&self.standing).push(line);
     }
 
     /// Tells the reaper a line, starting it first when it is not running.
-    /// A reaper that cannot be started or has gone is done without: the
-    /// groups are still killed when offcode leaves or drops them.
+    /// A reaper that was killed is replaced; one that cannot be started or
+    /// exited by itself is done without: the groups are still killed when
+    /// offcode leaves or drops them.
     fn tell(&self, line: &str) {
         let Some(stdin) = self.reaper() else {
             return;
         };
-        let mut stdin = lock(stdin);
+        let mut reaper = lock(stdin);
         // One write per line: a started process writes its own `+PID`
         // line to the same pipe, and must not land inside this one.
-        if let Some(pipe) = stdin.as_mut()
-            && pipe.write_all(format!("{line}\n").as_bytes()).is_err()
-        {
-            *stdin = None;
+        let written = reaper
+            .as_mut()
+            .is_some_and(|held| held.stdin.write_all(format!("{line}\n").as_bytes()).is_ok());
+        if !written && reaper.is_some() {
+            // Killed: a new one is told what it held, this line included
+            // (a group's is in the list; a `-` line's group is not).
+            if reaper.as_ref().and_then(Reaper::ended) == Some(false) {
+                *reaper = None;
+                return;
+            }
+            *reaper = self.restart();
+            if let Some(held) = reaper.as_mut()
+                && (line.starts_with('=') || line.starts_with('#'))
+            {
+                let _ = held.stdin.write_all(format!("{line}\n").as_bytes());
+            }
         }
     }
 }
@@ -293,8 +368,38 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// Waits for `running`'s reaper to end, and starts another told what it
+/// held, for as long as offcode runs; without pidfds, a gone reaper is
+/// found at the next start of a process instead.
+fn watch(running: &Running) {
+    use rustix::event::{PollFd, PollFlags};
+    loop {
+        let ended = running
+            .reaper()
+            .and_then(|reaper| lock(reaper).as_ref()?.ended.as_ref()?.try_clone().ok());
+        let Some(ended) = ended else {
+            return;
+        };
+        let mut fds = [PollFd::new(&ended, PollFlags::IN)];
+        if rustix::event::poll(&mut fds, None).is_err() {
+            continue;
+        }
+        if let Some(reaper) = running.reaper() {
+            let mut reaper = lock(reaper);
+            match reaper.as_ref().and_then(Reaper::ended) {
+                Some(true) => *reaper = running.restart(),
+                Some(false) => {
+                    *reaper = None;
+                    return;
+                }
+                None => {}
+            }
+        }
+    }
+}
+
 /// Starts `offcode __reaper` in a session of its own, its stdin a pipe.
-fn start_reaper() -> Option<std::process::ChildStdin> {
+fn start_reaper() -> Option<Reaper> {
     let exe = std::env::current_exe().ok()?;
     let mut command = std::process::Command::new(exe);
     command
@@ -305,7 +410,14 @@ fn start_reaper() -> Option<std::process::ChildStdin> {
     crate::confine::new_session(&mut command);
     // Not started (no binary to run, as under qemu-user without binfmt):
     // groups are still killed when offcode leaves or drops them.
-    command.spawn().ok()?.stdin.take()
+    let mut child = command.spawn().ok()?;
+    let ended = Pid::from_raw(i32::try_from(child.id()).ok()?).and_then(|pid| {
+        rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
+    });
+    Some(Reaper {
+        stdin: child.stdin.take()?,
+        ended,
+    })
 }
 
 /// The reaper's life: reads `+PGID`, `-PGID`, `=PATH` and `#PATH` lines until stdin closes, then stops the groups still listed,

@@ -149,3 +149,61 @@ fn a_commands_group_is_killed_before_its_leader_is_reaped() {
         "the leader was reaped while its group still ran:\n{states}"
     );
 }
+
+/// An unconfined command kills offcode's reaper, waits for the one offcode
+/// starts in its place, then leaves a background child; offcode is killed:
+/// the new reaper, told what the old one held, ends the group. (Nothing
+/// replaced a killed reaper before: an outside tester's finding.)
+#[test]
+fn a_killed_reaper_is_replaced_and_still_ends_the_group() {
+    let marker = format!("31.{}7", std::process::id());
+    let server = demo_mock();
+    let workspace = Workspace::new();
+    std::fs::write(
+        workspace.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "sandbox": "off" }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        workspace.root.join("s.sh"),
+        format!(
+            "old=$(pgrep -P $PPID -f __reaper)\n\
+             kill -9 $old\n\
+             for i in $(seq 200); do new=$(pgrep -P $PPID -f __reaper); [ -n \"$new\" ] && [ \"$new\" != \"$old\" ] && break; sleep 0.05; done\n\
+             echo \"old=$old new=$new\" > reapers\n\
+             (sleep {marker}; touch survived.1) & sleep {marker}; touch survived.2\n"
+        ),
+    )
+    .unwrap();
+    let mut child = workspace
+        .offcode(&server.base_url(), &["run", "--yes", "run `bash s.sh`"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let sleeps = || {
+        processes_with(&marker)
+            .iter()
+            .filter(|p| p.contains(": sleep "))
+            .count()
+    };
+    assert!(
+        wait_until(Duration::from_secs(20), || sleeps() == 2),
+        "the command never started"
+    );
+    let reapers = std::fs::read_to_string(workspace.root.join("reapers")).unwrap_or_default();
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+    rustix::process::kill_process(pid, Signal::KILL).unwrap();
+    child.wait().unwrap();
+    let gone = wait_until(Duration::from_secs(10), || {
+        processes_with(&marker).is_empty()
+    });
+    let left = processes_with(&marker);
+    crate::support::kill_with(&marker);
+    assert!(gone, "outlived offcode ({reapers}): {left:?}");
+    let (old, new) = reapers.trim().split_once(' ').unwrap_or_default();
+    assert!(
+        old.len() > 4 && new.len() > 4 && old[4..] != new[4..],
+        "{reapers}"
+    );
+}
