@@ -218,12 +218,8 @@ fn a_fifo_planted_as_a_nested_git_config_hangs_neither_the_check_nor_git() {
         ends_in_time(&ws, &server, "run `bash fifo.sh`"),
         "offcode hung on the FIFO"
     );
-    let result = server
-        .chat_bodies()
-        .get(1)
-        .map(crate::support::tool_results);
     // A confined command may not make a named pipe in the workspace.
-    let result = format!("{result:?}");
+    let result = command_output(&server);
     assert!(
         result.contains("cannot create fifo") && !result.contains("planted"),
         "{result}"
@@ -231,6 +227,16 @@ fn a_fifo_planted_as_a_nested_git_config_hangs_neither_the_check_nor_git() {
     let config = ws.root.join("sub/.git/config");
     let plain = std::fs::symlink_metadata(&config).map_or(true, |meta| meta.is_file());
     assert!(plain, "the FIFO was left where git reads its config");
+}
+
+/// What the model was told the step's command printed (the second
+/// request's tool results), as one text.
+fn command_output(server: &crate::support::MockServer) -> String {
+    let result = server
+        .chat_bodies()
+        .get(1)
+        .map(crate::support::tool_results);
+    format!("{result:?}")
 }
 
 /// Runs `offcode run --yes PROMPT` in `dir` and waits up to 40 s; whether
@@ -317,11 +323,7 @@ fn a_git_directory_reached_only_through_a_pointer_is_checked_and_fifos_git_reads
         ends_in_time(&ws, &server, "run `bash p3.sh`"),
         "offcode hung"
     );
-    let result = server
-        .chat_bodies()
-        .get(1)
-        .map(crate::support::tool_results);
-    let result = format!("{result:?}");
+    let result = command_output(&server);
     assert!(
         result.contains("cannot create fifo") && !result.contains("planted"),
         "{result}"
@@ -411,11 +413,7 @@ fn a_confined_command_makes_no_named_pipe_in_the_workspace() {
         ends_in_time(&ws, &server, "run `bash pipes.sh`"),
         "offcode hung"
     );
-    let result = server
-        .chat_bodies()
-        .get(1)
-        .map(crate::support::tool_results);
-    let result = format!("{result:?}");
+    let result = command_output(&server);
     assert!(result.contains("refused-in-tmp"), "{result}");
     for name in [".ignore", "sub/.gitignore"] {
         let meta = std::fs::symlink_metadata(ws.root.join(name));
