@@ -16,11 +16,18 @@ use crate::support::{Workspace, demo_mock, processes_with, wait_until};
 /// and checks that nothing of the command is left: no process, and none
 /// of the files it would have written after.
 fn end_while_running(signal: Signal, global_config: Option<&str>) {
-    end_while_running_with(signal, global_config, &[]);
+    end_while_running_with(signal, global_config, &[], "");
 }
 
-/// [`end_while_running`], offcode given `env`.
-fn end_while_running_with(signal: Signal, global_config: Option<&str>, env: &[(&str, &str)]) {
+/// [`end_while_running`], offcode given `env`, the command run as a
+/// script after the lines `before` (when there are any); the workspace,
+/// for what else to look at.
+fn end_while_running_with(
+    signal: Signal,
+    global_config: Option<&str>,
+    env: &[(&str, &str)],
+    before: &str,
+) -> Workspace {
     static RUNS: AtomicUsize = AtomicUsize::new(0);
     // `sleep 30.PIDN`: long enough to be killed, and found by its name.
     let marker = format!(
@@ -36,7 +43,12 @@ fn end_while_running_with(signal: Signal, global_config: Option<&str>, env: &[(&
     if let Some(config) = global_config {
         std::fs::write(workspace.home.join(".config/offcode/offcode.jsonc"), config).unwrap();
     }
-    let prompt = format!("run `{command}`");
+    let prompt = if before.is_empty() {
+        format!("run `{command}`")
+    } else {
+        std::fs::write(workspace.root.join("s.sh"), format!("{before}{command}\n")).unwrap();
+        "run `bash s.sh`".to_owned()
+    };
     let mut child = workspace
         .offcode(&server.base_url(), &["run", "--yes", &prompt])
         .envs(env.iter().copied())
@@ -76,6 +88,7 @@ fn end_while_running_with(signal: Signal, global_config: Option<&str>, env: &[(&
             "{name} was written after offcode ended"
         );
     }
+    workspace
 }
 
 #[test]
@@ -108,6 +121,7 @@ fn a_command_killed_with_offcode_right_after_it_started_leaves_nothing() {
         Signal::KILL,
         Some(r#"{ "sandbox": "off" }"#),
         &[("OFFCODE_TEST_HOLD_LATE", "1")],
+        "",
     );
 }
 
@@ -156,51 +170,16 @@ fn a_commands_group_is_killed_before_its_leader_is_reaped() {
 /// replaced a killed reaper before: an outside tester's finding.)
 #[test]
 fn a_killed_reaper_is_replaced_and_still_ends_the_group() {
-    let marker = format!("31.{}7", std::process::id());
-    let server = demo_mock();
-    let workspace = Workspace::new();
-    std::fs::write(
-        workspace.home.join(".config/offcode/offcode.jsonc"),
-        r#"{ "sandbox": "off" }"#,
-    )
-    .unwrap();
-    std::fs::write(
-        workspace.root.join("s.sh"),
-        format!(
-            "old=$(pgrep -P $PPID -f __reaper)\n\
-             kill -9 $old\n\
-             for i in $(seq 200); do new=$(pgrep -P $PPID -f __reaper); [ -n \"$new\" ] && [ \"$new\" != \"$old\" ] && break; sleep 0.05; done\n\
-             echo \"old=$old new=$new\" > reapers\n\
-             (sleep {marker}; touch survived.1) & sleep {marker}; touch survived.2\n"
-        ),
-    )
-    .unwrap();
-    let mut child = workspace
-        .offcode(&server.base_url(), &["run", "--yes", "run `bash s.sh`"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let sleeps = || {
-        processes_with(&marker)
-            .iter()
-            .filter(|p| p.contains(": sleep "))
-            .count()
-    };
-    assert!(
-        wait_until(Duration::from_secs(20), || sleeps() == 2),
-        "the command never started"
+    let workspace = end_while_running_with(
+        Signal::KILL,
+        Some(r#"{ "sandbox": "off" }"#),
+        &[],
+        "old=$(pgrep -P $PPID -f __reaper)\n\
+         kill -9 $old\n\
+         for i in $(seq 200); do new=$(pgrep -P $PPID -f __reaper); [ -n \"$new\" ] && [ \"$new\" != \"$old\" ] && break; sleep 0.05; done\n\
+         echo \"old=$old new=$new\" > reapers\n",
     );
     let reapers = std::fs::read_to_string(workspace.root.join("reapers")).unwrap_or_default();
-    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
-    rustix::process::kill_process(pid, Signal::KILL).unwrap();
-    child.wait().unwrap();
-    let gone = wait_until(Duration::from_secs(10), || {
-        processes_with(&marker).is_empty()
-    });
-    let left = processes_with(&marker);
-    crate::support::kill_with(&marker);
-    assert!(gone, "outlived offcode ({reapers}): {left:?}");
     let (old, new) = reapers.trim().split_once(' ').unwrap_or_default();
     assert!(
         old.len() > 4 && new.len() > 4 && old[4..] != new[4..],
