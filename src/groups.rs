@@ -133,7 +133,7 @@ struct Reaper {
     /// Its input.
     stdin: std::process::ChildStdin,
     /// Its pidfd, readable once it has ended; `None` without pidfds.
-    ended: Option<OwnedFd>,
+    pidfd: Option<OwnedFd>,
 }
 
 impl Reaper {
@@ -142,7 +142,7 @@ impl Reaper {
     /// (its input closed, or `current_exe` is not offcode, as in a test
     /// harness), not to be. `None` while it runs, or without pidfds.
     fn ended(&self) -> Option<bool> {
-        let fd = self.ended.as_ref()?;
+        let fd = self.pidfd.as_ref()?;
         let status = rustix::process::waitid(
             rustix::process::WaitId::PidFd(fd.as_fd()),
             rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOHANG,
@@ -376,7 +376,7 @@ fn watch(running: &Running) {
     loop {
         let ended = running
             .reaper()
-            .and_then(|reaper| lock(reaper).as_ref()?.ended.as_ref()?.try_clone().ok());
+            .and_then(|reaper| lock(reaper).as_ref()?.pidfd.as_ref()?.try_clone().ok());
         let Some(ended) = ended else {
             return;
         };
@@ -411,12 +411,12 @@ fn start_reaper() -> Option<Reaper> {
     // Not started (no binary to run, as under qemu-user without binfmt):
     // groups are still killed when offcode leaves or drops them.
     let mut child = command.spawn().ok()?;
-    let ended = Pid::from_raw(i32::try_from(child.id()).ok()?).and_then(|pid| {
+    let pidfd = Pid::from_raw(i32::try_from(child.id()).ok()?).and_then(|pid| {
         rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()).ok()
     });
     Some(Reaper {
         stdin: child.stdin.take()?,
-        ended,
+        pidfd,
     })
 }
 

@@ -88,6 +88,10 @@ fn resolve(base: &Path, path: &Path, links: &mut usize) -> PathBuf {
     out
 }
 
+/// What offcode adds to the name of a file it moved aside rather than let
+/// a program read it (`NAME.offcode-refused`).
+pub const REFUSED: &str = "offcode-refused";
+
 /// The ignore files the workspace's walks read in each directory.
 const IGNORE_FILES: [&str; 2] = [".gitignore", ".ignore"];
 
@@ -115,7 +119,7 @@ pub fn refuse_blocking_ignore_files(dir: &Path) -> Vec<PathBuf> {
                 .iter()
                 .any(|top| real_path(&path).starts_with(top));
         if special || system {
-            let aside = dir.join(format!("{name}.offcode-refused"));
+            let aside = dir.join(format!("{name}.{REFUSED}"));
             if std::fs::rename(&path, &aside).is_err() {
                 let _ = std::fs::remove_file(&path);
             }
@@ -189,11 +193,6 @@ mod tests {
             root.join("a/b/c/file")
         );
     }
-}
-
-#[cfg(test)]
-mod ignore_files {
-    use super::*;
 
     #[test]
     fn ignore_files_that_would_block_are_moved_aside() {

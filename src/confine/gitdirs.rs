@@ -22,9 +22,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::gitconfig::{Setting, harmless, read_config, read_plain_file, render};
-
-/// The suffix of what was moved aside.
-const REFUSED: &str = "offcode-refused";
+use crate::paths::REFUSED;
 
 /// Checks every git directory in `root` (but the root's own `.git`, which
 /// [`super::protect`] keeps) that something changed on the way to since
