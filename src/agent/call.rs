@@ -91,6 +91,78 @@ impl AgentState {
         Step::Continue(calls)
     }
 
+    /// Runs every `task` call of `calls` (one step's): each is announced,
+    /// checked and permitted here like any call, then its subagent is
+    /// started ([`super::task::Subagents`], given only what that needs) and
+    /// runs beside the others within the bound; the results by call id.
+    async fn run_tasks(
+        &mut self,
+        id: SubmissionId,
+        calls: &[&ToolCall],
+        cancel: &Cancel,
+    ) -> std::collections::HashMap<String, ToolOutput> {
+        let subagents = self.subagents(id);
+        let mut results = std::collections::HashMap::new();
+        let mut started = Vec::new();
+        for call in calls {
+            let arguments = self.announce(id, call, false);
+            let order = super::task::order(arguments.clone(), &self.agents, self.depth);
+            let refusal = match order {
+                Err(reason) => ToolOutput::error(reason),
+                Ok(order) => match self
+                    .permit(id, call, arguments, Caller::Model, cancel)
+                    .await
+                {
+                    Err(refusal) => refusal.into_output(&call.name),
+                    Ok(_) => match subagents.start(call, order, cancel) {
+                        Ok(running) => {
+                            started.push(running);
+                            continue;
+                        }
+                        Err(reason) => ToolOutput::error(reason),
+                    },
+                },
+            };
+            self.ended(id, call, &refusal, CallOutcome::Refused);
+            results.insert(call.id.clone(), refusal);
+        }
+        for (call_id, output, outcome) in super::task::Subagents::finish(started).await {
+            if let Some(call) = calls.iter().find(|c| c.id == call_id) {
+                self.ended(id, call, &output, outcome);
+            }
+            results.insert(call_id, output);
+        }
+        results
+    }
+
+    /// What the subagents of turn `id` are started with.
+    fn subagents(&self, id: SubmissionId) -> super::task::Subagents {
+        let sessions = self
+            .session
+            .path
+            .parent()
+            .unwrap_or(std::path::Path::new(""));
+        super::task::Subagents {
+            client: Arc::clone(&self.client),
+            config: self.base_config.clone(),
+            sandbox: Arc::clone(&self.sandbox),
+            shell: Arc::clone(&self.shell),
+            policy: self.permits.policy(),
+            approver: self.permits.approver(),
+            context: self.request.context().clone(),
+            servers: self.servers.clone(),
+            agents: self.agents.clone(),
+            mcp: self.mcp.clone(),
+            store: crate::session::Store::new(sessions.to_path_buf()),
+            parent_session: self.session.id.clone(),
+            model: self.model().to_owned(),
+            turn: id,
+            events: self.events.clone(),
+            shared: Arc::clone(&self.shared),
+            bound: super::task::Subagents::bound(&self.config),
+        }
+    }
+
     /// What one call that ran (or was refused) tells about the step.
     fn tally(&self, calls: &mut Calls, call: &ToolCall, output: &ToolOutput, outcome: CallOutcome) {
         let ran = matches!(outcome, CallOutcome::Ok | CallOutcome::Failed);

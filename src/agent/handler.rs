@@ -1,8 +1,9 @@
 //! What runs a permitted call, given only what it needs: the call and its
 //! [`ToolContext`] (the workspace, the shell, the cancel, the groups),
 //! never the agent's state. A call's kind picks the handler
-//! ([`super::kind::Kind`]); `task`, which starts a subagent, is the core's
-//! own and runs apart ([`super::task`]).
+//! ([`super::kind::Kind`]); `task` calls, which start subagents, all of a
+//! step's at once, are started by [`super::task::Subagents`], given
+//! likewise only what that needs.
 
 use std::sync::Arc;
 

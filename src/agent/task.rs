@@ -7,13 +7,11 @@
 //! calls of one step run at once, up to `subagents.concurrency`; a
 //! subagent gets no `task` tool of its own.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::sync::{Semaphore, mpsc, oneshot};
 
-use super::state::AgentState;
 use super::{AgentHandle, AgentSetup, Shared, lock};
 use crate::cancel::Cancel;
 use crate::client::wire::{FunctionSpec, ToolSpec};
@@ -63,128 +61,155 @@ struct Arguments {
     description: Option<String>,
 }
 
-impl AgentState {
-    /// Runs every `task` call of `calls` (one step's), at once within the
-    /// bound; the results by call id.
-    pub(super) async fn run_tasks(
-        &mut self,
-        id: SubmissionId,
-        calls: &[&ToolCall],
-        cancel: &Cancel,
-    ) -> HashMap<String, ToolOutput> {
-        let mut results = HashMap::new();
-        let mut running = Vec::new();
-        let at_once = usize::try_from(self.config.subagents.concurrency.clamp(1, 16)).unwrap_or(1);
-        let bound = Arc::new(Semaphore::new(at_once));
-        for call in calls {
-            let arguments = self.announce(id, call, false);
-            match self.start_task(id, call, arguments, cancel).await {
-                Ok(child) => {
-                    let bound = Arc::clone(&bound);
-                    running.push((
-                        call.id.clone(),
-                        tokio::spawn(async move {
-                            let _slot = bound.acquire_owned().await;
-                            child.drive().await
-                        }),
-                    ));
-                }
-                Err(refusal) => {
-                    self.ended(id, call, &refusal, CallOutcome::Refused);
-                    results.insert(call.id.clone(), refusal);
-                }
-            }
-        }
-        for (call_id, child) in running {
-            let (output, outcome) = child.await.unwrap_or_else(|error| {
-                (
-                    ToolOutput::error(format!("the subagent stopped: {error}")),
-                    CallOutcome::Failed,
-                )
-            });
-            if let Some(call) = calls.iter().find(|c| c.id == call_id) {
-                self.ended(id, call, &output, outcome);
-            }
-            results.insert(call_id, output);
-        }
-        results
+/// Reads a `task` call's arguments and finds the subagent they name;
+/// `depth` is the calling core's (a subagent starts none); else why not.
+pub(super) fn order(
+    arguments: Value,
+    agents: &crate::agents::Agents,
+    depth: u32,
+) -> Result<Order, String> {
+    let arguments: Arguments = serde_json::from_value(arguments)
+        .map_err(|e| format!("Invalid arguments for `task`: {e}"))?;
+    let profile = agents.subagent(&arguments.agent)?;
+    if depth > 0 {
+        return Err(
+            "A subagent cannot start subagents of its own; do the work yourself".to_owned(),
+        );
+    }
+    Ok(Order {
+        agent: profile.name.clone(),
+        prompt: arguments.prompt,
+        description: arguments.description,
+    })
+}
+
+/// A checked `task` call: the subagent to start and what to tell it.
+pub(super) struct Order {
+    agent: String,
+    prompt: String,
+    description: Option<String>,
+}
+
+/// What starting a step's subagents needs from the core that calls them,
+/// and nothing else: a child core is set up from these, its events go out
+/// through `events`, its approvals and cancel are registered in `shared`.
+/// The core checks and permits each call ([`order`], the `task`
+/// rules); this only starts and drives what was permitted.
+pub(super) struct Subagents {
+    /// The parent's setup a child core is started with (its session, tools
+    /// and agent are the child's own).
+    pub(super) client: Arc<crate::client::Client>,
+    pub(super) config: crate::config::Config,
+    pub(super) sandbox: Arc<crate::sandbox::Sandbox>,
+    pub(super) shell: Arc<crate::confine::Shell>,
+    pub(super) policy: Arc<crate::policy::PolicySource>,
+    pub(super) approver: crate::protocol::Decider,
+    pub(super) context: crate::context::Assembly,
+    pub(super) servers: crate::servers::ServerCache,
+    pub(super) agents: crate::agents::Agents,
+    pub(super) mcp: Option<Arc<crate::mcp::Mcp>>,
+    /// Where the child sessions are made, and the parent they name.
+    pub(super) store: Store,
+    pub(super) parent_session: String,
+    pub(super) model: String,
+    /// The turn the calls belong to; its events carry the children's.
+    pub(super) turn: SubmissionId,
+    pub(super) events: mpsc::UnboundedSender<Event>,
+    pub(super) shared: Arc<Shared>,
+    /// How many run at once (`subagents.concurrency`).
+    pub(super) bound: Arc<Semaphore>,
+}
+
+/// A subagent started for a call, running until its turn ends.
+pub(super) struct Started {
+    call_id: String,
+    driving: tokio::task::JoinHandle<(ToolOutput, CallOutcome)>,
+}
+
+impl Subagents {
+    /// The bound on subagents running at once, from the configuration.
+    pub(super) fn bound(config: &crate::config::Config) -> Arc<Semaphore> {
+        let at_once = usize::try_from(config.subagents.concurrency.clamp(1, 16)).unwrap_or(1);
+        Arc::new(Semaphore::new(at_once))
     }
 
-    /// Checks a `task` call (the agent exists and may be started: the
-    /// `task` rules, asked like any call) and starts its core.
-    async fn start_task(
-        &mut self,
-        id: SubmissionId,
+    /// Starts the subagent of a permitted `task` call in a child session;
+    /// it runs (within the bound) while the core goes on. The turn's
+    /// `cancel` stops it, and so can Esc alone. Why it could not start.
+    pub(super) fn start(
+        &self,
         call: &ToolCall,
-        arguments: Value,
+        order: Order,
         cancel: &Cancel,
-    ) -> Result<Child, ToolOutput> {
-        let parsed: Arguments = serde_json::from_value(arguments.clone())
-            .map_err(|e| ToolOutput::error(format!("Invalid arguments for `task`: {e}")))?;
-        let profile = self
-            .agents
-            .subagent(&parsed.agent)
-            .map_err(ToolOutput::error)?
-            .clone();
-        if self.depth > 0 {
-            return Err(ToolOutput::error(
-                "A subagent cannot start subagents of its own; do the work yourself",
-            ));
-        }
-        self.permit(id, call, arguments, super::permits::Caller::Model, cancel)
-            .await
-            .map_err(|refusal| refusal.into_output(&call.name))?;
-        let store = Store::new(
-            self.session
-                .path
-                .parent()
-                .map(std::path::Path::to_path_buf)
-                .unwrap_or_default(),
-        );
-        let session = store
+    ) -> Result<Started, String> {
+        let session = self
+            .store
             .create_child(
                 self.sandbox.root(),
-                self.model(),
+                &self.model,
                 self.client.base_url(),
                 ParentRef {
-                    session_id: self.session.id.clone(),
+                    session_id: self.parent_session.clone(),
                     call_id: call.id.clone(),
                 },
             )
-            .map_err(|e| ToolOutput::error(format!("Could not start the subagent: {e}")))?;
+            .map_err(|e| format!("Could not start the subagent: {e}"))?;
         let session_id = session.id.clone();
-        // Its own cancel: the turn's stops it, and so can Esc alone.
         let own = cancel.child();
         lock(&self.shared.subagents).push(own.clone());
         let setup = AgentSetup {
             client: Arc::clone(&self.client),
             session,
             tools: Registry::default(),
-            config: self.base_config.clone(),
+            config: self.config.clone(),
             sandbox: Arc::clone(&self.sandbox),
             shell: Arc::clone(&self.shell),
-            policy: self.permits.policy(),
-            approver: self.permits.approver(),
-            context: self.request.context().clone(),
+            policy: Arc::clone(&self.policy),
+            approver: self.approver,
+            context: self.context.clone(),
             servers: self.servers.clone(),
             agents: self.agents.clone(),
-            agent: Some(profile.name.clone()),
-            depth: self.depth + 1,
+            agent: Some(order.agent.clone()),
+            depth: 1,
             mcp: self.mcp.clone(),
             checkpoints: None,
         };
-        Ok(Child {
+        let child = Child {
             handle: super::spawn(setup),
-            prompt: parsed.prompt,
-            description: parsed.description,
-            parent: id,
+            prompt: order.prompt,
+            description: order.description,
+            parent: self.turn,
             call_id: call.id.clone(),
             session_id,
-            agent: profile.name,
+            agent: order.agent,
             events: self.events.clone(),
             shared: Arc::clone(&self.shared),
             cancel: own,
+        };
+        let bound = Arc::clone(&self.bound);
+        Ok(Started {
+            call_id: call.id.clone(),
+            driving: tokio::spawn(async move {
+                let _slot = bound.acquire_owned().await;
+                child.drive().await
+            }),
         })
+    }
+
+    /// Waits for every started subagent; each call's result and outcome,
+    /// by call id, in the order started.
+    pub(super) async fn finish(started: Vec<Started>) -> Vec<(String, ToolOutput, CallOutcome)> {
+        let mut ended = Vec::with_capacity(started.len());
+        for Started { call_id, driving } in started {
+            let (output, outcome) = driving.await.unwrap_or_else(|error| {
+                (
+                    ToolOutput::error(format!("the subagent stopped: {error}")),
+                    CallOutcome::Failed,
+                )
+            });
+            ended.push((call_id, output, outcome));
+        }
+        ended
     }
 }
 
