@@ -211,7 +211,13 @@ fn models_waiting(tmux: &Tmux, server: &MockServer) {
     tmux.send("one", "/models");
     assert!(
         wait_until(Duration::from_secs(10), || lists() > before),
-        "the model list was not asked for"
+        "the model list was not asked for; the pane:\n{}\nthe requests: {:?}",
+        tmux.history("one"),
+        server
+            .requests()
+            .iter()
+            .map(|r| r.path.clone())
+            .collect::<Vec<_>>()
     );
 }
 
