@@ -6,7 +6,7 @@ use clap::{Args, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(
     name = "offcode",
-    version,
+    disable_version_flag = true,
     about = "An offline coding agent for the terminal, for self-hosted OpenAI-compatible (vLLM) \
 endpoints.\n\nWithout a command, `offcode` starts the interactive UI in this directory (`offcode \
 -c` resumes the latest session here); `offcode run \"TASK\"` runs one task headless.",
@@ -25,7 +25,27 @@ pub struct Cli {
     /// For the interactive UI.
     #[command(flatten)]
     pub start: SessionArgs,
+    /// Print the version, the commit, the target and the build date.
+    #[arg(short = 'V', long)]
+    pub version: bool,
+    /// With `--version`: also what the kernel offers the sandbox (Landlock,
+    /// user namespaces, pidfd).
+    #[arg(long, requires = "version")]
+    pub verbose: bool,
 }
+
+/// `offcode --version`: the version, the commit it was built from, the
+/// target and the day of the commit.
+pub const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("OFFCODE_COMMIT"),
+    " ",
+    env!("OFFCODE_BUILD_DATE"),
+    ", ",
+    env!("OFFCODE_TARGET"),
+    ")"
+);
 
 /// Which model and session to start with (interactive UI and `run`).
 #[derive(Debug, Args)]

@@ -28,6 +28,7 @@ pub mod after;
 mod gitconfig;
 pub mod gitdirs;
 mod helper;
+pub mod kernel;
 mod lasting;
 mod places;
 pub mod protect;

@@ -31,6 +31,17 @@ fn main() -> ExitCode {
     // unconfined command, an MCP server or the reaper.
     offcode::confine::close_inherited_on_exec();
     let cli = offcode::cli::Cli::parse();
+    // Before the environment is read: it works on any box, however bare.
+    if cli.version {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "offcode {}", offcode::cli::VERSION);
+        if cli.verbose {
+            for line in offcode::confine::kernel::Kernel::probe().lines() {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
     let result = offcode::config::Environment::capture()
         .map_err(|e| Failure::new(&e, EXIT_USAGE))
         .and_then(|environment| offcode::run(cli, &environment));

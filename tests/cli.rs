@@ -494,11 +494,36 @@ fn models_config_sessions_and_version() {
         "{}",
         sessions.stdout
     );
+    // The version names the commit it was built from, the commit's day
+    // and the target.
     let version = run(workspace.offcode(&server.base_url(), &["--version"]));
-    assert_eq!(
-        version.stdout,
-        format!("offcode {}\n", env!("CARGO_PKG_VERSION"))
+    let git = |args: &[&str]| {
+        let output = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .env("TZ", "UTC")
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]);
+    let day = git(&[
+        "show",
+        "-s",
+        "--date=format-local:%Y-%m-%d",
+        "--format=%cd",
+        "HEAD",
+    ]);
+    let target = format!("{}-unknown-linux-", std::env::consts::ARCH);
+    assert!(
+        version.stdout.starts_with(&format!(
+            "offcode {} ({commit} {day}, {target}",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{}",
+        version.stdout
     );
+    assert_eq!(version.stdout.lines().count(), 1, "{}", version.stdout);
     // No subcommand: the interactive loop; with no input it just ends,
     // leaving no empty session behind.
     let sessions_before = workspace.session_files();
@@ -921,5 +946,72 @@ fn a_change_that_failed_then_reported_as_made_exits_3() {
     assert_eq!(
         std::fs::read_to_string(ws.root.join("hello.py")).unwrap(),
         "print(\"hello\")\n"
+    );
+}
+
+#[test]
+fn version_verbose_names_what_the_kernel_offers_the_sandbox() {
+    let workspace = Workspace::new();
+    let server = demo_mock();
+    let verbose = run(workspace.offcode(&server.base_url(), &["--version", "--verbose"]));
+    assert_eq!(verbose.code, 0, "{}", verbose.stderr);
+    let lines: Vec<&str> = verbose.stdout.lines().collect();
+    assert_eq!(lines.len(), 5, "{}", verbose.stdout);
+    assert!(lines[0].starts_with("offcode "), "{}", verbose.stdout);
+    assert!(lines[1].starts_with("kernel: Linux "), "{}", verbose.stdout);
+    // What it says is what the confinement finds here.
+    let support = offcode::confine::Support::probe();
+    if support.landlock {
+        assert!(lines[2].starts_with("Landlock ABI "), "{}", verbose.stdout);
+        assert_eq!(
+            lines[2].contains("; TCP rules"),
+            support.landlock_network,
+            "{}",
+            verbose.stdout
+        );
+    } else {
+        assert!(lines[2].starts_with("Landlock: none"), "{}", verbose.stdout);
+    }
+    let unshares = std::process::Command::new("unshare")
+        .args(["-Urmpin", "--fork", "true"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if unshares {
+        assert!(
+            lines[3].starts_with("user namespaces: yes"),
+            "{}",
+            verbose.stdout
+        );
+    }
+    assert!(lines[4].starts_with("pidfd: "), "{}", verbose.stdout);
+    // `--verbose` alone is a usage error, not a silent no-op.
+    let alone = run(workspace.offcode(&server.base_url(), &["--verbose"]));
+    assert_eq!(alone.code, 2, "{}", alone.stdout);
+}
+
+#[test]
+fn without_home_the_password_database_names_the_home() {
+    // A service account's unit or `env -i`: no HOME. The home is then the
+    // password database's entry for this user.
+    let workspace = Workspace::new();
+    let uid = std::fs::metadata("/proc/self").unwrap();
+    let uid = std::os::unix::fs::MetadataExt::uid(&uid);
+    let passwd = std::fs::read_to_string("/etc/passwd").unwrap_or_default();
+    let home = passwd
+        .lines()
+        .map(|line| line.split(':').collect::<Vec<_>>())
+        .find(|fields| fields.len() > 5 && fields[2] == uid.to_string())
+        .map(|fields| fields[5].to_owned());
+    let mut command = workspace.offcode("http://127.0.0.1:9/v1", &["config"]);
+    command.env_remove("HOME");
+    let config = run(command);
+    assert_eq!(config.code, 0, "{}", config.stderr);
+    let home = home.expect("this user has an entry in /etc/passwd");
+    assert!(
+        config
+            .stdout
+            .contains(&format!("{home}/.config/offcode/offcode.jsonc")),
+        "{}",
+        config.stdout
     );
 }

@@ -292,3 +292,108 @@ fn llama_cpp_gets_its_own_context_tokenizer_and_fixes() {
         models.stdout
     );
 }
+
+/// A bare root for the offcode under test: the binary and the libraries it
+/// loads (`ldd`), `/ws` and `/bin`; `with` lists host programs (and their
+/// libraries) to add.
+fn bare_root(with: &[&str]) -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let add = |from: &std::path::Path, to: &std::path::Path| {
+        let to = root.path().join(to.strip_prefix("/").unwrap());
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(from, &to).unwrap();
+    };
+    let mut programs = vec![(
+        std::path::PathBuf::from(env!("CARGO_BIN_EXE_offcode")),
+        std::path::PathBuf::from("/bin/offcode"),
+    )];
+    for name in with {
+        let host = std::path::PathBuf::from(format!("/bin/{name}"));
+        programs.push((
+            host.clone(),
+            std::path::PathBuf::from(format!("/bin/{name}")),
+        ));
+    }
+    for (from, to) in &programs {
+        add(from, to);
+        let ldd = std::process::Command::new("ldd")
+            .arg(from)
+            .output()
+            .unwrap();
+        for library in String::from_utf8_lossy(&ldd.stdout)
+            .split_whitespace()
+            .filter(|word| word.starts_with('/'))
+        {
+            let library = std::path::Path::new(library);
+            add(library, library);
+        }
+    }
+    for dir in ["ws", "proc", "dev", "tmp"] {
+        std::fs::create_dir_all(root.path().join(dir)).unwrap();
+    }
+    root
+}
+
+/// `offcode doctor` in `root` as its own root (a user namespace and
+/// `chroot`), after `setup` (shell commands run on the host as the
+/// namespace's root, with `$R` the root).
+fn doctor_in(root: &std::path::Path, setup: &str, server: &str) -> crate::support::Output {
+    let script = format!(
+        "{setup}\nexec chroot \"$R\" /bin/offcode doctor",
+        setup = setup.replace("$R", "\"$R\"")
+    );
+    let mut command = std::process::Command::new("unshare");
+    command
+        .args(["-rmpf", "sh", "-c", &script])
+        .env_clear()
+        .env("R", root)
+        // The host's programs for the setup; in the root, only its /bin.
+        .env("PATH", "/bin:/usr/bin:/usr/sbin:/sbin")
+        .env("OFFCODE_BASE_URL", server)
+        .current_dir(root.join("ws"));
+    run(command)
+}
+
+#[test]
+fn on_a_bare_root_the_doctor_names_what_is_missing_and_its_fix() {
+    let server = flavoured(true, Think::None);
+    // Nothing but the binary: no /proc, no /dev/null, no bash.
+    let root = bare_root(&[]);
+    let bare = doctor_in(root.path(), "", &server.base_url());
+    for expected in [
+        "✗ `/proc` is not mounted",
+        "fix: mount it (`mount -t proc proc /proc`)",
+        "✗ `/dev/null` is missing or not a device",
+        "fix: create it as root (`mknod -m 666 /dev/null c 1 3`)",
+        "✗ no `bash` on PATH",
+        "· kernel: Linux ",
+        "✓ model `mock-model` is served",
+    ] {
+        assert!(
+            bare.stdout.contains(expected),
+            "{expected}:\n{}\n{}",
+            bare.stdout,
+            bare.stderr
+        );
+    }
+    // Not the wrong fixes it named before: reinstalling, or the sysctl.
+    for wrong in ["reinstall", "sysctl"] {
+        assert!(!bare.stdout.contains(wrong), "{}", bare.stdout);
+    }
+    // With /proc and /dev/null and bash, commands run confined, and
+    // nothing is missing.
+    let root = bare_root(&["bash"]);
+    let mounted = doctor_in(
+        root.path(),
+        "mount -t proc proc $R/proc && touch $R/dev/null && mount --bind /dev/null $R/dev/null",
+        &server.base_url(),
+    );
+    assert!(
+        mounted.stdout.contains("✓ shell commands run confined"),
+        "{}\n{}",
+        mounted.stdout,
+        mounted.stderr
+    );
+    assert!(!mounted.stdout.contains('✗'), "{}", mounted.stdout);
+    assert_eq!(mounted.code, 0, "{}", mounted.stdout);
+}

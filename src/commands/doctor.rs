@@ -57,7 +57,7 @@ impl Report {
         self.line("✓", text)
     }
 
-    fn note(&mut self, text: &str) -> Result<(), Failure> {
+    pub(super) fn note(&mut self, text: &str) -> Result<(), Failure> {
         self.line("·", text)
     }
 

@@ -17,12 +17,22 @@ pub struct Environment {
 }
 
 impl Environment {
-    /// Captures the real process environment.
+    /// Captures the real process environment. Without `HOME` (a service
+    /// account's unit, `env -i`), the home is the password database's
+    /// (`getpwuid_r`: `/etc/passwd`, and NSS with glibc).
     pub fn capture() -> std::io::Result<Self> {
+        let mut vars: HashMap<String, String> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+            .collect();
+        if vars.get("HOME").is_none_or(String::is_empty)
+            && let Some(home) = std::env::home_dir()
+                .filter(|h| h.is_absolute())
+                .and_then(|h| h.into_os_string().into_string().ok())
+        {
+            vars.insert("HOME".to_owned(), home);
+        }
         Ok(Self {
-            vars: std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .collect(),
+            vars,
             cwd: std::env::current_dir()?,
         })
     }

@@ -5,13 +5,22 @@ use super::Report;
 use crate::config::Environment;
 use crate::failure::Failure;
 
-/// Whether shell commands run confined: the kernel's support, and one real
-/// command through the helper.
+/// Whether shell commands run confined: what the machine lacks that a
+/// command needs (`/proc`, `/dev/null`, `bash`), what the kernel offers,
+/// and one real command through the helper.
 pub(super) fn sandbox(
     environment: &Environment,
     config: &crate::config::Config,
     report: &mut Report,
 ) -> Result<(), Failure> {
+    let bare = bare_root(environment);
+    for (problem, fix) in &bare {
+        report.problem(problem, fix)?;
+    }
+    let kernel = crate::confine::kernel::Kernel::probe();
+    for line in kernel.lines() {
+        report.note(&line)?;
+    }
     let shell = crate::startup::shell(environment, config, &environment.cwd);
     match shell.status() {
         crate::confine::Status::Off => report.problem(
@@ -22,9 +31,12 @@ pub(super) fn sandbox(
             &format!("shell commands cannot be confined: {reason}, so every command asks"),
             "run offcode on Linux 5.13 or later with Landlock enabled (`lsm=...,landlock` on the kernel command line); or, to run commands unconfined without asking, set `\"sandbox\": \"off\"` in your global config",
         ),
-        crate::confine::Status::Confined { .. } => {
+        // What is missing was named above; a probe would only fail again.
+        crate::confine::Status::Confined { .. } if !bare.is_empty() => Ok(()),
+        crate::confine::Status::Confined { network, .. } => {
+            // What the agent's commands run: `bash`, through the helper.
             let ran = shell
-                .command("true", &[], false)
+                .command("bash", &["-c", ":"], false)
                 .and_then(|mut command| command.output());
             match ran {
                 Ok(output) if output.status.success() => {
@@ -35,14 +47,58 @@ pub(super) fn sandbox(
                         "the sandbox refused to start a command: {}",
                         String::from_utf8_lossy(&output.stderr).trim()
                     ),
-                    "allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`) or use Linux 6.7 or later (Landlock TCP rules)",
+                    &refused_fix(&kernel, *network),
                 ),
                 Err(error) => report.problem(
                     &format!("the sandbox helper could not be started: {error}"),
-                    "reinstall offcode; the helper is the `offcode` binary itself",
+                    "the `offcode` binary was moved or replaced since it started (it is its own sandbox helper): start it again, or reinstall it",
                 ),
             }
         }
+    }
+}
+
+/// What a command needs of the machine that is missing, each with its fix:
+/// a bare root (a chroot, a minimal container) often lacks them.
+fn bare_root(environment: &Environment) -> Vec<(String, String)> {
+    let mut missing = Vec::new();
+    if std::fs::metadata("/proc/self/exe").is_err() {
+        missing.push((
+            "`/proc` is not mounted: offcode finds its sandbox helper (itself) and a command's processes through it".to_owned(),
+            "mount it (`mount -t proc proc /proc`), or give the container or chroot offcode runs in a /proc".to_owned(),
+        ));
+    }
+    let null = std::fs::metadata("/dev/null");
+    if !null.is_ok_and(|m| std::os::unix::fs::FileTypeExt::is_char_device(&m.file_type())) {
+        missing.push((
+            "`/dev/null` is missing or not a device: every command reads its input from it".to_owned(),
+            "create it as root (`mknod -m 666 /dev/null c 1 3`), or bind-mount the host's /dev into this root".to_owned(),
+        ));
+    }
+    let path = environment.var("PATH").unwrap_or_default();
+    if !std::env::split_paths(path).any(|dir| is_program(&dir.join("bash"))) {
+        missing.push((
+            format!("no `bash` on PATH (`{path}`): the agent's commands run with bash"),
+            "install bash, or add the folder that has it to PATH".to_owned(),
+        ));
+    }
+    missing
+}
+
+/// Whether `path` is a file anyone may run.
+fn is_program(path: &std::path::Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// The fix for a command the helper would not start, from what the kernel
+/// lacks: only a closed network without namespaces or Landlock TCP rules
+/// is the namespaces' fault.
+fn refused_fix(kernel: &crate::confine::kernel::Kernel, network: bool) -> String {
+    let no_tcp_rules = kernel.landlock.is_none_or(|abi| abi < 4);
+    match &kernel.namespaces {
+        Err(_) if !network && no_tcp_rules => "allow unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`; on Ubuntu `sysctl kernel.apparmor_restrict_unprivileged_userns=0`; a chroot never has them), or use Linux 6.7 or later (Landlock TCP rules)".to_owned(),
+        _ => "the message above says what failed; `offcode --version --verbose` shows what this kernel offers (docs/install.md, \"What the sandbox needs\")".to_owned(),
     }
 }
 
