@@ -100,6 +100,12 @@ pub enum Command {
     Cache(CacheArgs),
     /// Show the effective configuration and where each value came from.
     Config(JsonArg),
+    /// Print a completion script for SHELL (docs/install.md says where it
+    /// goes), e.g. `offcode completions bash`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff): `offcode man | man -l -`; with `--dir`,
+    /// write it and one page per subcommand there.
+    Man(ManArgs),
     /// Show what each request carries (system prompt, rules, instructions,
     /// tool schemas, history) with its source and estimated tokens.
     Context(ContextArgs),
@@ -114,6 +120,23 @@ pub enum Command {
     /// `allow` rules, `sandbox.network: true`, its MCP servers, its
     /// `base_url` and TLS settings), as it reads now.
     Trust(TrustArgs),
+}
+
+/// `offcode completions`.
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `offcode man`.
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write `offcode.1` and `offcode-SUBCOMMAND.1` into this folder
+    /// instead of printing the main page.
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// `offcode trust`.

@@ -298,3 +298,44 @@ pub fn cache_clear(environment: &Environment) -> Result<u8, Failure> {
     }
     Ok(0)
 }
+
+/// `offcode completions SHELL`: the completion script, from the clap
+/// definitions.
+pub fn completions(shell: clap_complete::Shell) -> Result<u8, Failure> {
+    let mut script = Vec::new();
+    clap_complete::generate(
+        shell,
+        &mut <crate::cli::Cli as clap::CommandFactory>::command(),
+        "offcode",
+        &mut script,
+    );
+    out(&String::from_utf8_lossy(&script))?;
+    Ok(0)
+}
+
+/// `offcode man`: the manual page in roff, from the clap definitions; with
+/// `dir`, it and a page per subcommand written there.
+pub fn man(dir: Option<&std::path::Path>) -> Result<u8, Failure> {
+    let mut command = <crate::cli::Cli as clap::CommandFactory>::command();
+    // The one-line name the page is found by; the paragraph below it.
+    let about = command.get_about().cloned().unwrap_or_default();
+    command = command
+        .version(crate::cli::VERSION)
+        .about("an offline coding agent for the terminal")
+        .long_about(about);
+    if let Some(dir) = dir {
+        std::fs::create_dir_all(dir)
+            .and_then(|()| clap_mangen::generate_to(command, dir))
+            .map_err(|e| {
+                Failure::new(&e, EXIT_FAILED).with_hint(format!("writing to {}", dir.display()))
+            })?;
+        return Ok(0);
+    }
+    let mut page = Vec::new();
+    clap_mangen::Man::new(command)
+        .date(env!("OFFCODE_BUILD_DATE"))
+        .render(&mut page)
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+    out(&String::from_utf8_lossy(&page))?;
+    Ok(0)
+}

@@ -58,6 +58,8 @@ pub fn run(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
 fn dispatch(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
     match cli.command {
         Some(Command::Run(args)) => headless::run(&args, environment),
+        Some(Command::Completions(args)) => commands::completions(args.shell),
+        Some(Command::Man(args)) => commands::man(args.dir.as_deref()),
         Some(Command::Models(args)) => commands::models(args.json, environment),
         Some(Command::Doctor(args)) => commands::doctor(args.model.as_deref(), environment),
         Some(Command::Sessions(args)) => commands::sessions(&args, environment),

@@ -1015,3 +1015,63 @@ fn without_home_the_password_database_names_the_home() {
         config.stdout
     );
 }
+
+#[test]
+fn completions_complete_subcommands_in_bash_and_the_man_pages_are_written() {
+    let workspace = Workspace::new();
+    let script = run(workspace.offcode("http://127.0.0.1:9/v1", &["completions", "bash"]));
+    assert_eq!(script.code, 0, "{}", script.stderr);
+    let file = workspace.home.join("offcode.bash");
+    std::fs::write(&file, &script.stdout).unwrap();
+    // What bash offers after `offcode do<Tab>` and `offcode completions <Tab>`.
+    let complete = |words: &str, current: usize| {
+        let shell = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={current}; \
+             COMP_LINE='{words}'; COMP_POINT=${{#COMP_LINE}}; \
+             _offcode offcode \"${{COMP_WORDS[$COMP_CWORD]}}\" \"${{COMP_WORDS[$COMP_CWORD-1]}}\"; \
+             printf '%s\\n' \"${{COMPREPLY[@]}}\"",
+            file.display()
+        );
+        let output = std::process::Command::new("bash")
+            .args(["--norc", "-c", &shell])
+            .output()
+            .unwrap();
+        String::from_utf8(output.stdout).unwrap()
+    };
+    assert_eq!(complete("offcode do", 1).trim(), "doctor");
+    let shells = complete("offcode completions ''", 2);
+    for shell in ["bash", "zsh", "fish"] {
+        assert!(shells.lines().any(|l| l == shell), "{shells}");
+    }
+    for shell in ["zsh", "fish"] {
+        let script = run(workspace.offcode("http://127.0.0.1:9/v1", &["completions", shell]));
+        assert_eq!(script.code, 0, "{}", script.stderr);
+        assert!(script.stdout.contains("doctor"), "{}", script.stdout);
+    }
+    // An unknown shell is a usage error naming the ones there are.
+    let unknown = run(workspace.offcode("http://127.0.0.1:9/v1", &["completions", "tcsh"]));
+    assert_eq!(unknown.code, 2);
+    assert!(
+        unknown.stderr.contains("possible values"),
+        "{}",
+        unknown.stderr
+    );
+
+    let page = run(workspace.offcode("http://127.0.0.1:9/v1", &["man"]));
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    assert!(page.stdout.contains(".TH offcode 1 "), "{}", page.stdout);
+    assert!(
+        page.stdout.contains("offcode \\- an offline coding agent"),
+        "{}",
+        page.stdout
+    );
+    let pages = workspace.home.join("man");
+    let written = run(workspace.offcode(
+        "http://127.0.0.1:9/v1",
+        &["man", "--dir", pages.to_str().unwrap()],
+    ));
+    assert_eq!(written.code, 0, "{}", written.stderr);
+    let run_page = std::fs::read_to_string(pages.join("offcode-run.1")).unwrap();
+    assert!(run_page.contains("Run one task headless"), "{run_page}");
+    assert!(pages.join("offcode-doctor.1").is_file());
+}
