@@ -12,8 +12,8 @@ tree=${1:-$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/ | head -1)}
 runs=7
 
 release/setup.sh x86_64 >/dev/null
-cargo build --quiet --release --locked --target x86_64-unknown-linux-musl
-bin=$PWD/target/x86_64-unknown-linux-musl/release/offcode
+cargo build --quiet --profile dist --locked --target x86_64-unknown-linux-musl
+bin=$PWD/target/x86_64-unknown-linux-musl/dist/offcode
 tools_bench=$(cargo bench --quiet --bench tools 2>/dev/null)
 for tool in rg fdfind find; do
     command -v "$tool" >/dev/null || { echo "error: $tool is needed for the comparison" >&2; exit 2; }

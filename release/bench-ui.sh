@@ -12,9 +12,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 release/setup.sh x86_64 >/dev/null
-cargo build --quiet --release --locked --target x86_64-unknown-linux-musl
+cargo build --quiet --profile dist --locked --target x86_64-unknown-linux-musl
 cargo build --quiet --release --example mock-server
-bin=$PWD/target/x86_64-unknown-linux-musl/release/offcode
+bin=$PWD/target/x86_64-unknown-linux-musl/dist/offcode
 mock=$PWD/target/release/examples/mock-server
 
 work=$(mktemp -d)

@@ -13,10 +13,10 @@ cd "$(dirname "$0")/.."
 runs=${1:-20}
 
 release/setup.sh x86_64 >/dev/null
-cargo build --quiet --release --locked --target x86_64-unknown-linux-musl
+cargo build --quiet --profile dist --locked --target x86_64-unknown-linux-musl
 cargo build --quiet --release --example mock-server
 sse_line=$(cargo bench --quiet --bench sse 2>/dev/null | grep 'MB/s')
-bin=$PWD/target/x86_64-unknown-linux-musl/release/offcode
+bin=$PWD/target/x86_64-unknown-linux-musl/dist/offcode
 mock=$PWD/target/release/examples/mock-server
 
 work=$(mktemp -d)
