@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the release builds and tests need: the musl targets, for
 # arm64 a cross C compiler (ring has C code) plus qemu-user to run the
-# result, tmux for the terminal UI tests, and Go for the validation test of
-# a Go project (Debian's golang-go).
+# result, tmux for the terminal UI tests, Go for the validation test of a Go
+# project (Debian's golang-go), and strace for the release egress check.
 # Usage: release/setup.sh [x86_64|aarch64|all]   (default: x86_64)
 set -euo pipefail
 want=${1:-x86_64}
@@ -14,6 +14,8 @@ add_target() {
 missing=()
 command -v tmux >/dev/null || missing+=(tmux)
 command -v go >/dev/null || missing+=(golang-go)
+# release/smoke.sh's egress check traces a session's connections.
+command -v strace >/dev/null || missing+=(strace)
 if [ ${#missing[@]} -gt 0 ]; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1075,3 +1075,34 @@ fn completions_complete_subcommands_in_bash_and_the_man_pages_are_written() {
     assert!(run_page.contains("Run one task headless"), "{run_page}");
     assert!(pages.join("offcode-doctor.1").is_file());
 }
+
+#[test]
+fn the_shipped_config_example_is_a_valid_global_config() {
+    // release/offcode.example.jsonc goes into every release tarball: it
+    // must load as it is, as the global config.
+    let workspace = Workspace::new();
+    let global = workspace.home.join(".config/offcode");
+    std::fs::create_dir_all(&global).unwrap();
+    let example =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("release/offcode.example.jsonc");
+    std::fs::copy(&example, global.join("offcode.jsonc")).unwrap();
+    let mut command = workspace.offcode("http://127.0.0.1:9/v1", &["config"]);
+    command.env_remove("OFFCODE_BASE_URL");
+    let config = run(command);
+    assert_eq!(config.code, 0, "{}", config.stderr);
+    assert!(
+        config.stdout.contains("offcode.jsonc  (loaded)"),
+        "{}",
+        config.stdout
+    );
+    // Its values are read from it.
+    let from = global.join("offcode.jsonc");
+    for key in ["base_url", "max_steps", "compact", "tool_calls"] {
+        let line = config
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(&format!("{key} ")))
+            .unwrap_or_default();
+        assert!(line.ends_with(&format!("# {}", from.display())), "{line}");
+    }
+}

@@ -334,12 +334,12 @@ fn bare_root(with: &[&str]) -> tempfile::TempDir {
     root
 }
 
-/// `offcode doctor` in `root` as its own root (a user namespace and
-/// `chroot`), after `setup` (shell commands run on the host as the
+/// `offcode doctor` in `root`'s `/ws`, with `root` as its root (a user
+/// namespace and `unshare --root`), after `setup` (shell commands run on the host as the
 /// namespace's root, with `$R` the root).
 fn doctor_in(root: &std::path::Path, setup: &str, server: &str) -> crate::support::Output {
     let script = format!(
-        "{setup}\nexec chroot \"$R\" /bin/offcode doctor",
+        "{setup}\nexec unshare --root=\"$R\" --wd=/ws /bin/offcode doctor",
         setup = setup.replace("$R", "\"$R\"")
     );
     let mut command = std::process::Command::new("unshare");
@@ -349,8 +349,7 @@ fn doctor_in(root: &std::path::Path, setup: &str, server: &str) -> crate::suppor
         .env("R", root)
         // The host's programs for the setup; in the root, only its /bin.
         .env("PATH", "/bin:/usr/bin:/usr/sbin:/sbin")
-        .env("OFFCODE_BASE_URL", server)
-        .current_dir(root.join("ws"));
+        .env("OFFCODE_BASE_URL", server);
     run(command)
 }
 
