@@ -41,6 +41,9 @@ target_dir=${CARGO_TARGET_DIR:-$root/target}
 # No path of this machine in the binary: panic locations and the like name
 # /offcode/src/..., /cargo/registry/... wherever it was built.
 export RUSTFLAGS="--remap-path-prefix=$target_dir=/target --remap-path-prefix=$root=/offcode --remap-path-prefix=$cargo_home=/cargo ${RUSTFLAGS:-}"
+# The same for the C code some crates build (tree-sitter's asserts name
+# their source files).
+export CFLAGS="-ffile-prefix-map=$target_dir=/target -ffile-prefix-map=$root=/offcode -ffile-prefix-map=$cargo_home=/cargo ${CFLAGS:-}"
 export CARGO_INCREMENTAL=0
 limit=10485760
 dist=$target_dir/dist

@@ -38,6 +38,10 @@ else
     tar -xzf "$first" -C "$work/a"
     tar -xzf "$second" -C "$work/b"
     diff -r "$work/a" "$work/b" >&2 || true
-    cmp -l "$work"/a/*/offcode "$work"/b/*/offcode | head -5 >&2 || true
+    echo "first differing bytes (offset, values):" >&2
+    cmp -l "$work"/a/*/offcode "$work"/b/*/offcode 2>/dev/null | head -5 >&2 || true
+    # Kept for a look: the second checkout and both unpacked tarballs.
+    trap - EXIT
+    echo "kept in $work" >&2
     exit 1
 fi
