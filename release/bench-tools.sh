@@ -11,8 +11,8 @@ cd "$(dirname "$0")/.."
 tree=${1:-$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/ | head -1)}
 runs=7
 
-release/setup.sh x86_64 >/dev/null
-cargo build --quiet --profile dist --locked --target x86_64-unknown-linux-musl
+# The binary that ships, built as release/build.sh builds it.
+release/build.sh x86_64-unknown-linux-musl >/dev/null
 bin=$PWD/target/x86_64-unknown-linux-musl/dist/offcode
 tools_bench=$(cargo bench --quiet --bench tools 2>/dev/null)
 for tool in rg fdfind find; do

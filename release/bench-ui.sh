@@ -11,8 +11,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-release/setup.sh x86_64 >/dev/null
-cargo build --quiet --profile dist --locked --target x86_64-unknown-linux-musl
+# The binary that ships, built as release/build.sh builds it.
+release/build.sh x86_64-unknown-linux-musl >/dev/null
 cargo build --quiet --release --example mock-server
 bin=$PWD/target/x86_64-unknown-linux-musl/dist/offcode
 mock=$PWD/target/release/examples/mock-server

@@ -12,8 +12,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 runs=${1:-20}
 
-release/setup.sh x86_64 >/dev/null
-cargo build --quiet --profile dist --locked --target x86_64-unknown-linux-musl
+# The binary that ships, built as release/build.sh builds it.
+release/build.sh x86_64-unknown-linux-musl >/dev/null
 cargo build --quiet --release --example mock-server
 sse_line=$(cargo bench --quiet --bench sse 2>/dev/null | grep 'MB/s')
 bin=$PWD/target/x86_64-unknown-linux-musl/dist/offcode
