@@ -3,7 +3,8 @@
 # static musl binary (runs on any Linux) and a glibc one (dynamically linked
 # against the system's glibc), each as offcode-VERSION-TARGET.tar.gz with the
 # LICENSE, the third-party licences, the README, docs/, man pages, bash/zsh/
-# fish completions, the default policy files and a commented config example;
+# fish completions, the default policy files, a commented config example and
+# the config file's JSON schema;
 # SHA256SUMS beside them. Each binary is checked: linked as its kind says,
 # position-independent, under 10 MiB, and it runs (arm64 under qemu-user).
 #
@@ -118,6 +119,8 @@ package() {
     cp policy/*.jsonc "$stage/policy/"
     cp release/offcode.example.jsonc "$stage/offcode.example.jsonc"
     release/licenses.py "$triple" > "$stage/THIRD-PARTY-LICENSES.md"
+    # shellcheck disable=SC2086
+    $run "$bin" config schema > "$stage/offcode.schema.json"
     # shellcheck disable=SC2086
     $run "$bin" man --dir "$stage/man"
     # shellcheck disable=SC2086

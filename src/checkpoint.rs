@@ -29,7 +29,7 @@ pub use manifest::{Change, Entry, Kind, Manifest};
 pub use store::{Pruned, Store};
 
 /// The `checkpoints` settings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct CheckpointSettings {
     /// Whether checkpoints are taken.

@@ -98,8 +98,9 @@ pub enum Command {
     Logs(LogsArgs),
     /// offcode's cache of what servers were found to do.
     Cache(CacheArgs),
-    /// Show the effective configuration and where each value came from.
-    Config(JsonArg),
+    /// Show the effective configuration and where each value came from;
+    /// `offcode config schema` prints the config file's JSON schema.
+    Config(ConfigArgs),
     /// Print a completion script for SHELL (docs/install.md says where it
     /// goes), e.g. `offcode completions bash`.
     Completions(CompletionsArgs),
@@ -263,6 +264,25 @@ pub struct McpTestArgs {
     /// Run a call that would ask for approval (never a dangerous one).
     #[arg(long, short = 'y')]
     pub yes: bool,
+}
+
+/// `offcode config`.
+#[derive(Debug, Args)]
+pub struct ConfigArgs {
+    /// What to print instead of the effective configuration.
+    #[command(subcommand)]
+    pub command: Option<ConfigCommand>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `offcode config` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Print the JSON schema of `offcode.jsonc`, for editors: save it and
+    /// name it in a file's `"$schema"` (docs/configuration.md).
+    Schema,
 }
 
 /// A `--json` switch.

@@ -299,6 +299,14 @@ pub fn cache_clear(environment: &Environment) -> Result<u8, Failure> {
     Ok(0)
 }
 
+/// `offcode config schema`: the JSON schema of a config file.
+pub fn config_schema() -> Result<u8, Failure> {
+    let schema = serde_json::to_string_pretty(&crate::config::schema())
+        .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
+    out(&format!("{schema}\n"))?;
+    Ok(0)
+}
+
 /// `offcode completions SHELL`: the completion script, from the clap
 /// definitions.
 pub fn completions(shell: clap_complete::Shell) -> Result<u8, Failure> {

@@ -22,8 +22,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 pub use env::Environment;
-pub use layer::Source;
 use layer::{Merged, check_url, display_path, parse_file};
+pub use layer::{Source, schema};
 pub use sections::{
     Compact, CompactionConfig, RetryConfig, SubagentsConfig, TimeoutsConfig, TlsConfig,
     ToolCallMode, ValidateConfig,

@@ -70,7 +70,10 @@ fn dispatch(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Cache(args)) => match args.command {
             cli::CacheCommand::Clear => commands::cache_clear(environment),
         },
-        Some(Command::Config(args)) => commands::config(args.json, environment),
+        Some(Command::Config(args)) => match args.command {
+            Some(cli::ConfigCommand::Schema) => commands::config_schema(),
+            None => commands::config(args.json, environment),
+        },
         Some(Command::Context(args)) => commands::context(&args, environment),
         Some(Command::Tool(args)) => commands::tool(&args, environment),
         Some(Command::Trust(args)) => commands::trust(&args, environment),

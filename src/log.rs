@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use crate::protocol::EventMsg;
 
 /// The `log` settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct LogSettings {
     /// Whether anything is logged.

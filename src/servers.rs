@@ -42,7 +42,7 @@ pub struct Known {
 }
 
 /// The `cache` settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct CacheSettings {
     /// What a server was found to do is asked again after this many hours

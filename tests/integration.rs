@@ -9,6 +9,7 @@
 mod abort;
 mod agent;
 mod agents;
+mod appliance;
 mod attacks;
 mod channels;
 mod cli;

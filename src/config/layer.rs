@@ -39,46 +39,80 @@ impl fmt::Display for Source {
 
 /// The keys a config file may hold. Only used to validate a file; values are
 /// taken from the merged JSON tree.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[expect(dead_code, reason = "fields exist to be validated, not read")]
+#[allow(
+    clippy::doc_markdown,
+    reason = "the fields' docs are the schema's descriptions, shown to people in their editor"
+)]
 pub struct FileLayer {
+    /// The schema an editor checks the file against; ignored by offcode.
     #[serde(rename = "$schema")]
     schema: Option<String>,
+    /// The OpenAI-compatible API root, e.g. `http://gpu1:8000/v1`.
     base_url: Option<HttpUrl>,
+    /// The model id to request (default: the server's first).
     model: Option<NonEmpty>,
+    /// Sent as `Authorization: Bearer`; prefer `OFFCODE_API_KEY`.
     api_key: Option<String>,
+    /// Cap on generated tokens per response.
     max_tokens: Option<Positive>,
+    /// Sampling temperature, 0 to 2, or "server".
     temperature: Option<SamplingLayer<0, 2>>,
+    /// Nucleus sampling, 0 to 1, or "server".
     top_p: Option<SamplingLayer<0, 1>>,
+    /// The prompt and tools a model gets: "auto", "on" (compact) or "off".
     compact: Option<crate::config::Compact>,
+    /// Model requests allowed in one turn (default 50).
     max_steps: Option<Positive>,
+    /// Extra instruction files (paths or globs in the workspace).
     instructions: Option<Vec<NonEmpty>>,
+    /// Global skills to load, by folder name.
     skills: Option<Vec<NonEmpty>>,
+    /// The model's context length, when the server does not report it.
     context_limit: Option<Positive>,
+    /// When and how a long conversation is compacted.
     compaction: Option<CompactionLayer>,
+    /// How tools reach the model: "auto", "native" or "text".
     tool_calls: Option<crate::config::ToolCallMode>,
+    /// An internal CA for an https endpoint, or no check at all.
     tls: Option<TlsLayer>,
+    /// Retries of a failed request.
     retry: Option<RetryLayer>,
+    /// Connect and idle timeouts, in milliseconds.
     timeouts: Option<TimeoutsLayer>,
+    /// Kernel confinement of commands: "on", "off" (global config only),
+    /// or `{ network, writable, readable }`.
     sandbox: Option<SandboxLayer>,
+    /// Permission rules in OpenCode's syntax (docs/permissions.md).
     permission: Option<crate::policy::PermissionValue>,
+    /// Patterns and rules added to the dangerous-command class.
     dangerous: Option<crate::policy::DangerousValue>,
+    /// Entries for the gate's table of understood programs
+    /// (`policy/commands.jsonc`'s format; global config only).
     commands: Option<Value>,
-    /// Checked by [`crate::agents`], which names the agent and the key.
+    /// Agents by name (docs/agents.md). Checked by [`crate::agents`],
+    /// which names the agent and the key.
     agent: Option<serde_json::Map<String, Value>>,
+    /// What checks the work after a turn that changed files.
     validate: Option<ValidateLayer>,
+    /// Subagents of one step running at once.
     subagents: Option<SubagentsLayer>,
-    /// Each server's fields; what must go together is checked by
-    /// [`crate::config::mcp::check`].
+    /// Local MCP servers by name, in OpenCode's shape (docs/mcp.md). What
+    /// must go together is checked by [`crate::config::mcp::check`].
     mcp: Option<BTreeMap<String, crate::config::mcp::ServerConfig>>,
+    /// What MCP may cost: tools, definition and result sizes, call time.
     mcp_limits: Option<crate::config::mcp::Limits>,
+    /// Checkpoints for /undo and /revert (global config only).
     checkpoints: Option<crate::checkpoint::CheckpointSettings>,
+    /// offcode's log (global config only).
     log: Option<crate::log::LogSettings>,
+    /// How long what servers were found to do is kept.
     cache: Option<crate::servers::CacheSettings>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[expect(dead_code, reason = "fields exist to be validated, not read")]
 struct SubagentsLayer {
@@ -87,7 +121,7 @@ struct SubagentsLayer {
 
 /// `"validate": "cargo test"`, a list of commands, `false`, or the
 /// object form.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(
     untagged,
     expecting = "a command, a list of commands, true or false, or an object with `enabled`, `commands`, `attempts`, `timeout_ms`"
@@ -100,7 +134,7 @@ enum ValidateLayer {
     Keys(ValidateKeys),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[expect(dead_code, reason = "fields exist to be validated, not read")]
 struct ValidateKeys {
@@ -136,7 +170,7 @@ impl<'de, const LOW: u8, const HIGH: u8> Deserialize<'de> for SamplingLayer<LOW,
 }
 
 /// `"sandbox": "off"` or the object form.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(
     untagged,
     expecting = "\"on\", \"off\" or an object with `mode`, `network`, `writable`"
@@ -147,7 +181,7 @@ enum SandboxLayer {
     Keys(SandboxKeys),
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[expect(dead_code, reason = "fields exist to be validated, not read")]
 struct SandboxKeys {
@@ -157,7 +191,7 @@ struct SandboxKeys {
     readable: Option<Vec<NonEmpty>>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[expect(dead_code, reason = "fields exist to be validated, not read")]
 struct CompactionLayer {
@@ -166,7 +200,7 @@ struct CompactionLayer {
     reserve: Option<Positive>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[expect(dead_code, reason = "fields exist to be validated, not read")]
 struct TlsLayer {
@@ -174,7 +208,7 @@ struct TlsLayer {
     insecure_skip_verify: Option<bool>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[expect(dead_code, reason = "fields exist to be validated, not read")]
 struct RetryLayer {
@@ -183,7 +217,7 @@ struct RetryLayer {
     max_delay_ms: Option<Positive>,
 }
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[expect(dead_code, reason = "fields exist to be validated, not read")]
 struct TimeoutsLayer {
@@ -519,5 +553,87 @@ mod tests {
         assert_eq!(merged.source_of("retry.max_retries"), project);
         assert_eq!(merged.source_of("retry.max_delay_ms"), global);
         assert_eq!(merged.source_of("max_steps"), Source::Default);
+    }
+}
+
+/// The JSON schema of a config file, for editors (`"$schema"` in a file)
+/// and `offcode config schema`: made from `FileLayer`, the type every
+/// file is checked against, so the two cannot disagree.
+pub fn schema() -> Value {
+    let mut schema = serde_json::to_value(schemars::schema_for!(FileLayer)).unwrap_or_default();
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("title".to_owned(), json!("offcode.jsonc"));
+        object.insert(
+            "description".to_owned(),
+            json!("offcode's configuration (docs/configuration.md)"),
+        );
+    }
+    // The other names serde accepts for an MCP server's keys.
+    if let Some(properties) = schema.pointer_mut("/$defs/ServerConfig/properties")
+        && let Some(properties) = properties.as_object_mut()
+    {
+        for (alias, name) in [("env", "environment"), ("timeout_ms", "timeout")] {
+            if let Some(same) = properties.get(name).cloned() {
+                properties.insert(alias.to_owned(), same);
+            }
+        }
+    }
+    schema
+}
+
+/// What the checked newtypes look like in the schema.
+mod shapes {
+    use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+    use std::borrow::Cow;
+
+    impl JsonSchema for super::HttpUrl {
+        fn schema_name() -> Cow<'static, str> {
+            "HttpUrl".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({"type": "string", "pattern": "^https?://[^/]", "description": "An http:// or https:// URL with a host"})
+        }
+    }
+
+    impl JsonSchema for super::NonEmpty {
+        fn schema_name() -> Cow<'static, str> {
+            "NonEmpty".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({"type": "string", "pattern": "\\S"})
+        }
+    }
+
+    impl JsonSchema for super::Positive {
+        fn schema_name() -> Cow<'static, str> {
+            "Positive".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({"type": "integer", "minimum": 1})
+        }
+    }
+
+    impl<const LOW: u8, const HIGH: u8> JsonSchema for super::Ranged<LOW, HIGH> {
+        fn schema_name() -> Cow<'static, str> {
+            format!("Ranged{LOW}to{HIGH}").into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({"type": "number", "minimum": LOW, "maximum": HIGH})
+        }
+    }
+
+    impl<const LOW: u8, const HIGH: u8> JsonSchema for super::SamplingLayer<LOW, HIGH> {
+        fn schema_name() -> Cow<'static, str> {
+            format!("Sampling{LOW}to{HIGH}").into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({
+                "description": "A number, or \"server\" to send none and keep the server's setting",
+                "oneOf": [
+                    {"type": "number", "minimum": LOW, "maximum": HIGH},
+                    {"const": "server"}
+                ]
+            })
+        }
     }
 }

@@ -23,7 +23,7 @@ use serde_json::Value;
 pub const DEFAULT_TIMEOUT_MS: u64 = 5_000;
 
 /// One configured server.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ServerConfig {
     /// `local` (a program speaking MCP on stdio) or `remote`.
@@ -31,6 +31,7 @@ pub struct ServerConfig {
     pub kind: Kind,
     /// The program and its arguments.
     #[serde(default, deserialize_with = "command_words")]
+    #[schemars(with = "CommandWords")]
     pub command: Vec<String>,
     /// More arguments (Claude's shape).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -59,7 +60,9 @@ pub struct ServerConfig {
 }
 
 /// Where a server runs.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Kind {
     /// A local program on stdio.
@@ -67,6 +70,16 @@ pub enum Kind {
     Local,
     /// A server reached over HTTP.
     Remote,
+}
+
+/// A server's command as the schema shows it: a list of words, or one
+/// line split at spaces.
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[expect(dead_code, reason = "only describes the shape for the schema")]
+enum CommandWords {
+    List(Vec<String>),
+    Line(String),
 }
 
 fn yes() -> bool {
@@ -100,7 +113,7 @@ impl ServerConfig {
 }
 
 /// What MCP may cost a request and a session.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
 pub struct Limits {
     /// MCP tools offered to the model at most (over all servers).

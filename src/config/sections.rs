@@ -68,7 +68,9 @@ impl Default for TimeoutsConfig {
 }
 
 /// How tool calls reach the model and come back.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ToolCallMode {
     /// Native calls; text calls when the server cannot parse them (and
@@ -82,7 +84,9 @@ pub enum ToolCallMode {
 }
 
 /// Which prompt and tool set the model gets.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum Compact {
     /// Compact for a small model or a short context

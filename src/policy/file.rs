@@ -191,3 +191,45 @@ pub struct DangerousValue {
     #[serde(default)]
     pub extra: Vec<ExtraFile>,
 }
+
+impl schemars::JsonSchema for PermissionValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Permission".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "An action for every tool, or per tool an action, or per tool patterns with their action (docs/permissions.md)",
+                        "oneOf": [
+                {"enum": ["allow", "ask", "deny"]},
+                {
+                    "type": "object",
+                    "additionalProperties": {
+                        "oneOf": [
+                            {"enum": ["allow", "ask", "deny"]},
+                            {"type": "object", "additionalProperties": {"enum": ["allow", "ask", "deny"]}}
+                        ]
+                    }
+                }
+            ]
+        })
+    }
+}
+
+impl schemars::JsonSchema for DangerousValue {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Dangerous".into()
+    }
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({
+            "description": "Patterns and rules added to the dangerous-command class (docs/permissions.md)",
+            "type": "object",
+            "properties": {
+                "extra": {
+                    "type": "array",
+                    "items": {"oneOf": [{"type": "string"}, {"type": "object"}]}
+                }
+            },
+            "additionalProperties": false
+        })
+    }
+}
