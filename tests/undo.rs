@@ -290,10 +290,29 @@ fn sessions_are_exported_deleted_and_kept_private() {
         exported.stdout
     );
     assert!(checkpoints.join("sessions").join(&id).exists());
+    // The deleted file's bytes are kept by the checkpoint before the turn.
+    let holds_d = || objects(&checkpoints.join("objects")).contains(&D.to_vec());
+    assert!(holds_d());
+    let before = files_under(&checkpoints.join("objects"));
     let deleted = run(ws.offcode(&server.base_url(), &["sessions", "--delete", &id]));
     assert_eq!(deleted.code, 0, "{}", deleted.stderr);
     assert!(ws.session_files().is_empty());
     assert!(!checkpoints.join("sessions").join(&id).exists());
+    // ...and go with the session: what no other session needs is removed
+    // (the workspace as it is now stays, for the next checkpoint).
+    assert!(!holds_d(), "{}", deleted.stdout);
+    assert!(files_under(&checkpoints.join("objects")) < before);
+    assert!(deleted.stdout.contains("freed)"), "{}", deleted.stdout);
+    // The next session starts from what was kept, and its turn is taken
+    // back whole.
+    let b_now = std::fs::read(ws.root.join("b.txt")).unwrap();
+    agent_turn(&server);
+    let again = ws.run_task(&server.base_url(), &["--yes"], "change things");
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_ne!(std::fs::read(ws.root.join("b.txt")).unwrap(), b_now);
+    let undone = run(ws.offcode(&server.base_url(), &["revert", "--yes"]));
+    assert_eq!(undone.code, 0, "{}\n{}", undone.stdout, undone.stderr);
+    assert_eq!(std::fs::read(ws.root.join("b.txt")).unwrap(), b_now);
     let again = run(ws.offcode(&server.base_url(), &["sessions", "--delete", &id]));
     assert_eq!(again.code, 1);
     assert!(
@@ -301,6 +320,19 @@ fn sessions_are_exported_deleted_and_kept_private() {
         "{}",
         again.stdout
     );
+}
+
+/// The contents of every file under `dir`.
+fn objects(dir: &Path) -> Vec<Vec<u8>> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            found.extend(objects(&entry.path()));
+        } else if let Ok(bytes) = std::fs::read(entry.path()) {
+            found.push(bytes);
+        }
+    }
+    found
 }
 
 fn files_under(dir: &Path) -> usize {

@@ -305,6 +305,45 @@ impl Store {
         sessions.into_iter().map(|(_, id, m)| (id, m)).collect()
     }
 
+    /// Adds the manifest `hash` and every object it keeps to `wanted`.
+    fn needs(&self, hash: String, wanted: &mut HashSet<String>) {
+        if let Ok(manifest) = self.manifest(&hash) {
+            wanted.extend(
+                manifest
+                    .entries
+                    .into_iter()
+                    .filter(|e| e.kind != Kind::NotKept)
+                    .map(|e| e.hash),
+            );
+        }
+        wanted.insert(hash);
+    }
+
+    /// Removes every object no session's checkpoints need any more (after
+    /// sessions were deleted), keeping the latest checkpoint and its files,
+    /// which the next one starts from. What it freed.
+    pub fn sweep(&self) -> Result<Pruned, Error> {
+        let _lock = self.lock()?;
+        let mut wanted = HashSet::new();
+        let latest = std::fs::read_to_string(self.dir.join("latest")).unwrap_or_default();
+        let manifests = self
+            .sessions()
+            .into_iter()
+            .flat_map(|(_, manifests)| manifests)
+            .chain(Some(latest.trim().to_owned()).filter(|h| is_hash(h)));
+        for hash in manifests {
+            self.needs(hash, &mut wanted);
+        }
+        let mut swept = Pruned::default();
+        for (hash, size) in self.objects() {
+            if !wanted.contains(&hash) && std::fs::remove_file(self.object_path(&hash)).is_ok() {
+                swept.objects += 1;
+                swept.bytes += size;
+            }
+        }
+        Ok(swept)
+    }
+
     /// When the objects take more than `cap` bytes, forgets the oldest
     /// sessions' checkpoints (never those `keep` names: the session
     /// starting, and any another offcode has open) until what is left
@@ -321,16 +360,7 @@ impl Store {
         for (id, manifests) in sessions {
             let mut wanted = HashSet::new();
             for hash in manifests {
-                if let Ok(manifest) = self.manifest(&hash) {
-                    wanted.extend(
-                        manifest
-                            .entries
-                            .into_iter()
-                            .filter(|e| e.kind != Kind::NotKept)
-                            .map(|e| e.hash),
-                    );
-                }
-                wanted.insert(hash);
+                self.needs(hash, &mut wanted);
             }
             needs.push((id, wanted));
         }

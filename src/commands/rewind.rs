@@ -264,11 +264,22 @@ pub fn delete(
                 .map_err(|e| Failure::new(&e, EXIT_FAILED))?,
         );
     }
-    // Their checkpoints go too (objects other sessions need stay).
+    // Their checkpoints go too, and the objects no other session needs.
+    let mut freed = 0;
     if let Some(data) = environment.data_dir() {
+        let mut stores = std::collections::BTreeSet::new();
         for (id, cwd) in cwds.iter().filter(|(id, _)| gone.contains(id)) {
             let dir = crate::checkpoint::store_dir(&data, std::path::Path::new(cwd));
             let _ = std::fs::remove_file(dir.join("sessions").join(id));
+            stores.insert(dir);
+        }
+        for dir in stores.iter().filter(|dir| dir.join("objects").is_dir()) {
+            match crate::checkpoint::Store::open(dir).and_then(|(store, _)| store.sweep()) {
+                Ok(swept) => freed += swept.bytes,
+                Err(e) => {
+                    let _ = writeln!(text, "warning: checkpoints in {}: {e}", dir.display());
+                }
+            }
         }
     }
     match gone.len() {
@@ -277,9 +288,17 @@ pub fn delete(
         n => {
             let _ = writeln!(
                 text,
-                "Deleted {}: {}",
+                "Deleted {}: {}{}",
                 crate::protocol::count(n, "session"),
-                gone.join(", ")
+                gone.join(", "),
+                if freed > 0 {
+                    format!(
+                        " (checkpoints: {} freed)",
+                        crate::protocol::format_size(freed)
+                    )
+                } else {
+                    String::new()
+                }
             );
         }
     }
