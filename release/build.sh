@@ -136,8 +136,12 @@ package() {
         --format=gnu -C "$dist/stage" -cf - "$name" | gzip -9n > "$dist/$name.tar.gz"
 }
 
+built=()
 for triple in "${targets[@]}"; do
     package "$triple"
+    built+=("offcode-$version-$triple.tar.gz")
 done
 rm -rf "$dist/stage"
-(cd "$dist" && sha256sum ./*.tar.gz | sed 's# \./# #' > SHA256SUMS && cat SHA256SUMS)
+# The sums name what this run built, all from one commit: never a tarball
+# left from an earlier build.
+(cd "$dist" && sha256sum "${built[@]}" > SHA256SUMS && cat SHA256SUMS)

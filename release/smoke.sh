@@ -84,7 +84,11 @@ empty_root() {
 
 repo=$PWD
 status=0
-for tarball in target/dist/offcode-*.tar.gz; do
+# The tarballs SHA256SUMS names, all from one build: their binaries must
+# name one commit.
+commits=()
+(cd target/dist && sha256sum --check --quiet SHA256SUMS)
+for tarball in $(sed 's#^[0-9a-f]*  #target/dist/#' target/dist/SHA256SUMS); do
     name=$(basename "$tarball" .tar.gz)
     triple=${name#offcode-*-}
     arch=${triple%%-*}
@@ -98,6 +102,7 @@ for tarball in target/dist/offcode-*.tar.gz; do
         *-gnu) runner=(qemu-"$arch"-static -L /usr/"$arch"-linux-gnu) ;;
         *) runner=(qemu-"$arch"-static) ;;
     esac
+    commits+=("$("${runner[@]}" "$bin" --version | sed 's/.*(\([0-9a-f]*\) .*/\1/')")
     mkdir -p "$dir/project"
     printf 'smoke input\n' > "$dir/project/input.txt"
     answer=$(cd "$dir/project" && HOME=$dir/home OFFCODE_BASE_URL=$url "${runner[@]}" "$bin" run --yes "read input.txt then write out.txt" 2>"$dir/stderr") && answer_code=0 || answer_code=$?
@@ -160,4 +165,8 @@ for tarball in target/dist/offcode-*.tar.gz; do
         status=1
     fi
 done
+if [ "$(printf '%s\n' "${commits[@]}" | sort -u | wc -l)" != 1 ]; then
+    echo "error: the tarballs come from different commits: ${commits[*]}" >&2
+    status=1
+fi
 exit $status
