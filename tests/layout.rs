@@ -74,18 +74,20 @@ fn unsafe_code_lives_in_one_module() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
+    // `confine::sys` and its own sub-modules (`src/confine/sys/`).
     let allowed = src.join("confine/sys.rs");
+    let beneath = src.join("confine/sys");
     let mut with_unsafe = Vec::new();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap();
-        if text.contains("unsafe") && *file != allowed {
+        if text.contains("unsafe") && *file != allowed && !file.starts_with(&beneath) {
             with_unsafe.push(file.display().to_string());
         }
     }
     assert_eq!(
         with_unsafe,
         Vec::<String>::new(),
-        "only src/confine/sys.rs may use unsafe"
+        "only src/confine/sys.rs and src/confine/sys/ may use unsafe"
     );
     assert!(
         std::fs::read_to_string(&allowed)

@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Deserializer, de};
 use serde_json::{Map, Value, json};
 
+mod schema;
+pub use schema::schema;
+
 /// Where a configuration value came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Source {
@@ -553,87 +556,5 @@ mod tests {
         assert_eq!(merged.source_of("retry.max_retries"), project);
         assert_eq!(merged.source_of("retry.max_delay_ms"), global);
         assert_eq!(merged.source_of("max_steps"), Source::Default);
-    }
-}
-
-/// The JSON schema of a config file, for editors (`"$schema"` in a file)
-/// and `offcode config schema`: made from `FileLayer`, the type every
-/// file is checked against, so the two cannot disagree.
-pub fn schema() -> Value {
-    let mut schema = serde_json::to_value(schemars::schema_for!(FileLayer)).unwrap_or_default();
-    if let Some(object) = schema.as_object_mut() {
-        object.insert("title".to_owned(), json!("offcode.jsonc"));
-        object.insert(
-            "description".to_owned(),
-            json!("offcode's configuration (docs/configuration.md)"),
-        );
-    }
-    // The other names serde accepts for an MCP server's keys.
-    if let Some(properties) = schema.pointer_mut("/$defs/ServerConfig/properties")
-        && let Some(properties) = properties.as_object_mut()
-    {
-        for (alias, name) in [("env", "environment"), ("timeout_ms", "timeout")] {
-            if let Some(same) = properties.get(name).cloned() {
-                properties.insert(alias.to_owned(), same);
-            }
-        }
-    }
-    schema
-}
-
-/// What the checked newtypes look like in the schema.
-mod shapes {
-    use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
-    use std::borrow::Cow;
-
-    impl JsonSchema for super::HttpUrl {
-        fn schema_name() -> Cow<'static, str> {
-            "HttpUrl".into()
-        }
-        fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({"type": "string", "pattern": "^https?://[^/]", "description": "An http:// or https:// URL with a host"})
-        }
-    }
-
-    impl JsonSchema for super::NonEmpty {
-        fn schema_name() -> Cow<'static, str> {
-            "NonEmpty".into()
-        }
-        fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({"type": "string", "pattern": "\\S"})
-        }
-    }
-
-    impl JsonSchema for super::Positive {
-        fn schema_name() -> Cow<'static, str> {
-            "Positive".into()
-        }
-        fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({"type": "integer", "minimum": 1})
-        }
-    }
-
-    impl<const LOW: u8, const HIGH: u8> JsonSchema for super::Ranged<LOW, HIGH> {
-        fn schema_name() -> Cow<'static, str> {
-            format!("Ranged{LOW}to{HIGH}").into()
-        }
-        fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({"type": "number", "minimum": LOW, "maximum": HIGH})
-        }
-    }
-
-    impl<const LOW: u8, const HIGH: u8> JsonSchema for super::SamplingLayer<LOW, HIGH> {
-        fn schema_name() -> Cow<'static, str> {
-            format!("Sampling{LOW}to{HIGH}").into()
-        }
-        fn json_schema(_: &mut SchemaGenerator) -> Schema {
-            json_schema!({
-                "description": "A number, or \"server\" to send none and keep the server's setting",
-                "oneOf": [
-                    {"type": "number", "minimum": LOW, "maximum": HIGH},
-                    {"const": "server"}
-                ]
-            })
-        }
     }
 }
