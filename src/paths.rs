@@ -40,6 +40,13 @@ pub fn expand_home(path: &str, home: Option<&str>) -> PathBuf {
     }
 }
 
+/// Whether `path` is a file with an execute bit: a program a `PATH`
+/// lookup would run.
+pub fn runnable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
 /// `path` as the kernel would reach it: `.` and `..` applied in order and
 /// every symlink along the existing part followed (a final dangling
 /// symlink is kept as it is, so it still counts as existing).

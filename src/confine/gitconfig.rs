@@ -196,11 +196,6 @@ pub(super) fn read_plain_file(path: &Path) -> Option<Vec<u8>> {
 /// could put on `PATH` (`.`, `node_modules/.bin`) is never it.
 fn git_program() -> Option<&'static Path> {
     static GIT: std::sync::LazyLock<Option<PathBuf>> = std::sync::LazyLock::new(|| {
-        use std::os::unix::fs::PermissionsExt;
-        let runnable = |path: &Path| {
-            std::fs::metadata(path)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-        };
         let workspace = std::env::current_dir().ok();
         let system = ["/usr/bin", "/bin", "/usr/local/bin"].map(PathBuf::from);
         let path = std::env::var_os("PATH").unwrap_or_default();
@@ -211,7 +206,7 @@ fn git_program() -> Option<&'static Path> {
             .into_iter()
             .chain(on_path)
             .map(|dir| dir.join("git"))
-            .find(|git| runnable(git))
+            .find(|git| crate::paths::runnable(git))
     });
     GIT.as_deref()
 }

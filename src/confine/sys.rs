@@ -15,6 +15,13 @@ use std::io;
 mod probe;
 pub use probe::{can_unshare, landlock_abi};
 
+/// The namespaces every confined command gets: user, mount, PID and IPC
+/// (the host's System V shared memory, semaphores and message queues, and
+/// its POSIX message queues, are out of reach). The network's is added
+/// when the network is closed.
+const NAMESPACES: libc::c_int =
+    libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
+
 /// Which namespaces to create.
 pub struct Namespaces {
     /// A private network namespace (only its own loopback).
@@ -31,10 +38,7 @@ pub struct Namespaces {
 /// non-root).
 pub fn unshare(namespaces: &Namespaces) -> io::Result<()> {
     use std::io::{Read, Write};
-    // The IPC namespace: the host's System V shared memory, semaphores and
-    // message queues, and its POSIX message queues, are out of reach.
-    let mut flags =
-        libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWPID | libc::CLONE_NEWIPC;
+    let mut flags = NAMESPACES;
     if namespaces.network {
         flags |= libc::CLONE_NEWNET;
     }

@@ -76,19 +76,13 @@ fn bare_root(environment: &Environment) -> Vec<(String, String)> {
         ));
     }
     let path = environment.var("PATH").unwrap_or_default();
-    if !std::env::split_paths(path).any(|dir| is_program(&dir.join("bash"))) {
+    if !std::env::split_paths(path).any(|dir| crate::paths::runnable(&dir.join("bash"))) {
         missing.push((
             format!("no `bash` on PATH (`{path}`): the agent's commands run with bash"),
             "install bash, or add the folder that has it to PATH".to_owned(),
         ));
     }
     missing
-}
-
-/// Whether `path` is a file anyone may run.
-fn is_program(path: &std::path::Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// The fix for a command the helper would not start, from what the kernel

@@ -5,15 +5,11 @@
 
 use std::io;
 
-/// Whether this process may make the namespaces [`super::unshare`] makes (with a
-/// network namespace): a forked child tries and says; else why not.
+/// Whether this process may make the namespaces [`super::unshare`] makes
+/// (with a network namespace): a forked child tries and says; else why not.
 /// Safe in a threaded process: the child makes two system calls only.
 pub fn can_unshare() -> io::Result<()> {
-    let flags = libc::CLONE_NEWUSER
-        | libc::CLONE_NEWNS
-        | libc::CLONE_NEWPID
-        | libc::CLONE_NEWIPC
-        | libc::CLONE_NEWNET;
+    let flags = super::NAMESPACES | libc::CLONE_NEWNET;
     // SAFETY: the child calls only `unshare` and `_exit`, both
     // async-signal-safe, so a fork of a threaded process is sound.
     let child = match unsafe { libc::fork() } {

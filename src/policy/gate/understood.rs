@@ -209,7 +209,6 @@ impl Check<'_> {
     /// A PATH directory inside the workspace before it counts as the hit:
     /// the line could put a program of that name there first.
     fn path_lookup(&self, name: &str) -> Option<PathBuf> {
-        use std::os::unix::fs::PermissionsExt;
         let path = self.path.as_deref()?;
         for dir in path.split(':') {
             // An empty or relative entry is looked up from wherever the
@@ -224,9 +223,7 @@ impl Check<'_> {
             if super::real_path(&base).starts_with(self.root) {
                 return Some(super::real_path(&candidate));
             }
-            if std::fs::metadata(&candidate)
-                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-            {
+            if crate::paths::runnable(&candidate) {
                 return Some(super::real_path(&candidate));
             }
         }
