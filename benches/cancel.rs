@@ -59,6 +59,7 @@ fn main() {
         max_tokens: None,
         temperature: None,
         top_p: None,
+        extra: &serde_json::Map::new(),
     };
     let (mut returned, mut closed) = (Vec::new(), Vec::new());
     for run in 0..RUNS {

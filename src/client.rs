@@ -38,11 +38,44 @@ pub enum Update {
     Retry(RetryEvent),
 }
 
+/// The clients of a session, one per endpoint used so far: switching
+/// back to a provider reuses its connections.
+#[derive(Debug, Default)]
+pub struct Pool {
+    clients: Mutex<Vec<Arc<Client>>>,
+}
+
+impl Pool {
+    /// A pool that starts with `client`.
+    pub fn with(client: Arc<Client>) -> Self {
+        Self {
+            clients: Mutex::new(vec![client]),
+        }
+    }
+
+    /// The client for the endpoint `config` routes to (its URL, key,
+    /// headers), made on first use.
+    pub fn get(&self, config: &Config) -> Result<Arc<Client>, Error> {
+        let mut clients = match self.clients.lock() {
+            Ok(clients) => clients,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if let Some(client) = clients.iter().find(|c| c.serves(config)) {
+            return Ok(Arc::clone(client));
+        }
+        let client = Arc::new(Client::new(config)?);
+        clients.push(Arc::clone(&client));
+        Ok(client)
+    }
+}
+
 /// A client for one endpoint.
 #[derive(Debug)]
 pub struct Client {
     base_url: String,
     api_key: Option<String>,
+    /// The provider's and model's `headers`.
+    headers: Vec<(String, String)>,
     retry: RetryConfig,
     idle_timeout: Duration,
     connect_timeout: Duration,
@@ -76,6 +109,7 @@ impl Client {
         Ok(Self {
             base_url: config.base_url.trim_end_matches('/').to_owned(),
             api_key: config.api_key.clone(),
+            headers: config.route.headers.clone(),
             retry: config.retry.clone(),
             idle_timeout: Duration::from_millis(config.timeouts.idle_ms),
             connect_timeout,
@@ -92,6 +126,15 @@ impl Client {
     /// The API root requests go to.
     pub fn base_url(&self) -> &str {
         &self.base_url
+    }
+
+    /// Whether this client is the one `config` describes: the same URL,
+    /// key, headers and idle timeout.
+    pub fn serves(&self, config: &Config) -> bool {
+        self.base_url == config.base_url.trim_end_matches('/')
+            && self.api_key == config.api_key
+            && self.headers == config.route.headers
+            && self.idle_timeout == Duration::from_millis(config.timeouts.idle_ms)
     }
 
     fn agent(&self) -> ureq::Agent {
@@ -168,6 +211,7 @@ impl Client {
             agent: self.agent(),
             url: format!("{}/chat/completions", self.base_url),
             api_key: self.api_key.clone(),
+            headers: self.headers.clone(),
             body,
         };
         let mut receiver = http::spawn(job, activity.clone());
@@ -350,6 +394,9 @@ impl Client {
             .timeout_recv_response(wait)
             .timeout_recv_body(wait)
             .build();
+        let request = self.headers.iter().fold(request, |request, (name, value)| {
+            request.header(name, value)
+        });
         match &self.api_key {
             Some(key) => request.header("authorization", format!("Bearer {key}")),
             None => request,

@@ -45,6 +45,9 @@ fn command_client(
 /// `offcode models`.
 pub fn models(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
     let loaded = load_config(environment, &Flags::default())?;
+    if !loaded.config.provider.is_empty() {
+        return provider_models(&loaded.config, as_json);
+    }
     let client = command_client(&loaded.config, environment)?;
     let models = client
         .list_models()
@@ -67,6 +70,54 @@ pub fn models(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
         text = format!("The server at `{}` lists no models\n", client.base_url());
     }
     out(&text)?;
+    Ok(0)
+}
+
+/// `offcode models` with providers: every endpoint's models, grouped,
+/// by the names `--model` and `/models` take; an endpoint that does not
+/// answer is named on stderr, and only when none answers is it a failure.
+fn provider_models(config: &crate::config::Config, as_json: bool) -> Result<u8, Failure> {
+    let pool = crate::client::Pool::default();
+    // A bare model id is the shorthand's; no model at all is the first
+    // provider's.
+    let shorthand_in_use = config
+        .model
+        .as_deref()
+        .is_some_and(|m| config.split_reference(m).is_none());
+    let endpoints = crate::catalogue::endpoints(config, &pool, shorthand_in_use);
+    let listed = crate::startup::runtime()?.block_on(crate::catalogue::fetch(endpoints));
+    let (models, providers) = crate::catalogue::models(config, &listed);
+    let mut failed = Vec::new();
+    for provider in &providers {
+        if let Some(error) = &provider.error {
+            failed.push(format!(
+                "{} ({}) did not answer: {error}",
+                provider.label, provider.base_url
+            ));
+        }
+    }
+    if as_json {
+        let text = serde_json::to_string_pretty(&models).unwrap_or_default();
+        out(&format!("{text}\n"))?;
+    } else {
+        let current = config.model.clone().unwrap_or_default();
+        let lines = crate::ui::render::models(&models, &providers, &current, 100);
+        let mut text = String::new();
+        for line in &lines {
+            let _ = writeln!(text, "{}", crate::ui::render::Lines::plain(line));
+        }
+        out(&text)?;
+    }
+    #[expect(clippy::print_stderr, reason = "which endpoints did not answer")]
+    for line in &failed {
+        eprintln!("warning: {line}");
+    }
+    if !failed.is_empty() && failed.len() == providers.len() {
+        return Err(Failure::message(
+            "No configured server answered",
+            EXIT_FAILED,
+        ));
+    }
     Ok(0)
 }
 

@@ -12,6 +12,7 @@ mod env;
 mod layer;
 pub mod mcp;
 mod project;
+pub mod provider;
 mod sections;
 
 use std::path::{Path, PathBuf};
@@ -135,6 +136,19 @@ pub struct Config {
     pub log: crate::log::LogSettings,
     /// How long what was learned about servers is kept.
     pub cache: crate::servers::CacheSettings,
+    /// Servers by name, in `OpenCode`'s shape; `model` names one of their
+    /// models as `provider/model`.
+    pub provider: indexmap::IndexMap<String, provider::ProviderConfig>,
+    /// The model for hidden work (session titles, compaction summaries);
+    /// unset, the session's.
+    pub small_model: Option<String>,
+    /// Where the model in use leads ([`Config::routed`]); not a key.
+    #[serde(skip)]
+    pub route: provider::Route,
+    /// Whether `base_url` was set (a file, the environment): its server
+    /// is listed beside the providers'.
+    #[serde(skip)]
+    pub base_url_set: bool,
 }
 
 impl Default for Config {
@@ -164,6 +178,10 @@ impl Default for Config {
             checkpoints: crate::checkpoint::CheckpointSettings::default(),
             log: crate::log::LogSettings::default(),
             cache: crate::servers::CacheSettings::default(),
+            provider: indexmap::IndexMap::new(),
+            small_model: None,
+            route: provider::Route::default(),
+            base_url_set: false,
         }
     }
 }
@@ -382,12 +400,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
             &Source::Flag("--model".to_owned()),
         );
     }
-    let mut config: Config = serde_json::from_value(Value::Object(merged.tree.clone()))
-        .map_err(|e| Error::Merged(e.to_string()))?;
-    config.base_url = normalise_base_url(&config.base_url);
-    if config.retry.max_delay_ms < config.retry.initial_delay_ms {
-        config.retry.max_delay_ms = config.retry.initial_delay_ms;
-    }
+    let config = effective(&merged)?;
     Ok(Loaded {
         config,
         files,
@@ -396,6 +409,19 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         agent_layers,
         merged,
     })
+}
+
+/// The merged tree as a [`Config`], checked as a whole.
+fn effective(merged: &Merged) -> Result<Config, Error> {
+    let mut config: Config = serde_json::from_value(Value::Object(merged.tree.clone()))
+        .map_err(|e| Error::Merged(e.to_string()))?;
+    config.base_url = normalise_base_url(&config.base_url);
+    config.base_url_set = merged.source_of("base_url") != Source::Default;
+    config.check_providers().map_err(Error::Merged)?;
+    if config.retry.max_delay_ms < config.retry.initial_delay_ms {
+        config.retry.max_delay_ms = config.retry.initial_delay_ms;
+    }
+    Ok(config)
 }
 
 /// A layer's `dangerous.extra` entries, taken out of it.

@@ -8,6 +8,7 @@ pub mod agent;
 pub mod agents;
 pub mod cadence;
 pub mod cancel;
+pub mod catalogue;
 pub mod checkpoint;
 pub mod cli;
 pub mod client;

@@ -21,7 +21,7 @@ pub use approval::{ApprovalRequestEvent, PermissionDecisionEvent};
 pub use display::{CommandEnd, FileDiff, TodoItem, TodoStatus, ToolDisplay};
 pub use format::{count, format_size, format_tokens};
 pub use mcp::{McpServerReport, McpState, McpStatusEvent, McpToolReport};
-pub use reports::{ContextPart, ContextReport, ModelInfo, ModelListEvent};
+pub use reports::{ContextPart, ContextReport, ModelInfo, ModelListEvent, ProviderInfo};
 pub use rewind::{RewindKind, RewindReport, TurnRow};
 pub use wire::managed as managed_wire;
 

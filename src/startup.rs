@@ -86,14 +86,16 @@ pub fn prepare(
         crate::log::init(crate::log::path_in(&state), config.log);
     }
     let store = session_store(environment)?;
-    let client = Arc::new(client(&config, environment)?);
     let resumed = resumed_session(&store, start, environment)?;
     let model = match (&flags.model, &resumed, &config.model) {
         (Some(model), ..) | (None, Some(Session { model, .. }), _) | (None, None, Some(model)) => {
             model.clone()
         }
-        (None, None, None) => first_served_model(&client)?,
+        (None, None, None) => default_model(&config, environment)?,
     };
+    // The client of the model's provider.
+    let routed = config.routed(&model, &|name| environment.var(name).map(str::to_owned));
+    let client = Arc::new(client(&routed, environment)?);
     let mut session = match resumed {
         Some(mut session) => {
             if session.model != model {
@@ -308,6 +310,33 @@ fn mcp_servers(
             root: root.to_owned(),
         },
     ))
+}
+
+/// The model when none is named: the first provider's first configured
+/// model; else the first model the shorthand's server (or, with only
+/// providers configured, the first provider's) lists.
+fn default_model(
+    config: &crate::config::Config,
+    environment: &Environment,
+) -> Result<String, Failure> {
+    if let Some(reference) = config.default_reference() {
+        return Ok(reference);
+    }
+    let provider = config
+        .provider
+        .keys()
+        .next()
+        .filter(|_| !config.base_url_set);
+    let var = |name: &str| environment.var(name).map(str::to_owned);
+    let endpoint = client(
+        &config.for_provider(provider.map(String::as_str), &var),
+        environment,
+    )?;
+    let model = first_served_model(&endpoint)?;
+    Ok(match provider {
+        Some(provider) => format!("{provider}/{model}"),
+        None => model,
+    })
 }
 
 fn first_served_model(client: &Client) -> Result<String, Failure> {

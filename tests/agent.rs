@@ -13,7 +13,7 @@ use offcode::tools::Registry;
 use pretty_assertions::assert_eq;
 use serde_json::{Value, json};
 
-use crate::support::{MockServer, Reply, chunks, fast_config, mock, sse};
+use crate::support::{MockServer, Reply, answer_to, chunks, fast_config, mock, sse};
 
 struct Harness {
     _dir: tempfile::TempDir,
@@ -1042,17 +1042,6 @@ async fn lifting_the_sandbox_takes_its_own_answer_and_holds_for_one_command() {
 }
 
 /// The next event answering `id`, within 10 s.
-async fn answer_to(handle: &mut AgentHandle, id: u64) -> EventMsg {
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(10), handle.events.recv())
-            .await
-            .expect("an answer within 10 s")
-            .expect("the core is running");
-        if event.id == id {
-            return event.msg;
-        }
-    }
-}
 
 #[tokio::test]
 async fn model_lists_and_context_lengths_are_core_queries_resolved_in_one_place() {

@@ -26,6 +26,7 @@ struct Outcome {
 
 async fn stream_with(client: &Client, cancel: &Cancel) -> Outcome {
     let messages = messages();
+    let extra = serde_json::Map::new();
     let request = ChatRequest {
         model: "mock-model",
         messages: &messages,
@@ -37,6 +38,7 @@ async fn stream_with(client: &Client, cancel: &Cancel) -> Outcome {
         max_tokens: None,
         temperature: None,
         top_p: None,
+        extra: &extra,
     };
     let mut updates = Vec::new();
     let start = Instant::now();

@@ -28,6 +28,7 @@ mod messages;
 mod network;
 mod ordinary;
 mod policy;
+mod providers;
 mod results;
 mod sandbox;
 mod servers;

@@ -293,3 +293,20 @@ pub fn confined_shell(root: &std::path::Path) -> std::sync::Arc<offcode::confine
         None,
     ))
 }
+
+/// The core's answer to submission `id` (events of others are skipped),
+/// within 10 s.
+pub async fn answer_to(
+    handle: &mut offcode::agent::AgentHandle,
+    id: u64,
+) -> offcode::protocol::EventMsg {
+    loop {
+        let event = tokio::time::timeout(Duration::from_secs(10), handle.events.recv())
+            .await
+            .expect("an answer within 10 s")
+            .expect("the core is running");
+        if event.id == id {
+            return event.msg;
+        }
+    }
+}

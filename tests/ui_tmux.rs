@@ -454,7 +454,7 @@ fn models_lists_and_switches_and_the_next_request_uses_it() {
         "{screen}"
     );
     tmux.send("one", "/models nope");
-    tmux.wait_for("one", "does not serve `nope`");
+    tmux.wait_for("one", "No server serves `nope`");
     tmux.send("one", "/models mock-model-large");
     tmux.wait_for("one", "model: mock-model-large");
     tmux.wait_for("one", "build · mock-model-large · ready");

@@ -280,7 +280,7 @@ impl AgentState {
         let client = std::sync::Arc::clone(&self.client);
         let specs = self.request.specs().to_vec();
         let counted = client
-            .count_tokens(self.model().to_owned(), messages, specs)
+            .count_tokens(self.model_id().to_owned(), messages, specs)
             .await;
         let Ok(Some(response)) = counted else {
             self.budget.tokenize_unsupported = true;
@@ -371,20 +371,25 @@ impl AgentState {
             text_message("system", prompt),
             text_message("user", &transcript),
         ];
-        let model = summariser
+        // The compaction agent's model, else `small_model`, else the
+        // session's.
+        let reference = summariser
             .as_ref()
             .and_then(|p| p.model.clone())
+            .or_else(|| self.base_config.small_model.clone())
             .unwrap_or_else(|| self.model().to_owned());
-        let mut config = self.base_config.clone();
-        if let Some(summariser) = &summariser {
-            super::profile::sampled(summariser, &mut config);
-        }
-        let mut request = ChatRequest::streaming(&model, &messages, &[], &config);
+        let (config, client) = match self.hidden_route(&reference, summariser.as_ref()) {
+            Ok(route) => route,
+            Err(why) => {
+                self.warn(id, &format!("Compaction failed: {why}"));
+                return None;
+            }
+        };
+        let mut request = ChatRequest::streaming(&config.route.model, &messages, &[], &config);
         request.max_tokens =
             Some(u32::try_from(self.config.compaction.reserve / 2).unwrap_or(2_048));
         let emit = self.emitter(id);
-        let result = self
-            .client
+        let result = client
             .stream_chat(&request, cancel, &mut |update| {
                 if let Update::Retry(retry) = update {
                     emit(EventMsg::Retry(retry));

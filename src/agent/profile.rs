@@ -11,9 +11,40 @@ use crate::sampling::Sampling;
 use crate::session::EntryBody;
 
 impl AgentState {
-    /// The model requests go to: the agent's, else the session's.
+    /// The model in use as configured (`provider/model` or a bare id):
+    /// the agent's, else the session's.
     pub(super) fn model(&self) -> &str {
         self.agent.model.as_deref().unwrap_or(&self.session.model)
+    }
+
+    /// The model id sent to the server ([`Config::routed`]).
+    pub(super) fn model_id(&self) -> &str {
+        if self.config.route.model.is_empty() {
+            self.model()
+        } else {
+            &self.config.route.model
+        }
+    }
+
+    /// The config and client for work done with `reference` beside the
+    /// turn (a title, a summary): its provider's, with `profile`'s
+    /// sampling.
+    pub(super) fn hidden_route(
+        &self,
+        reference: &str,
+        profile: Option<&Profile>,
+    ) -> Result<(Config, std::sync::Arc<crate::client::Client>), String> {
+        let mut config = self
+            .base_config
+            .routed(reference, &|name| std::env::var(name).ok());
+        if let Some(profile) = profile {
+            sampled(profile, &mut config);
+        }
+        let client = self
+            .clients
+            .get(&config)
+            .map_err(|e| crate::client::error_chain(&e))?;
+        Ok((config, client))
     }
 
     /// Tools offcode has that this agent is not offered.
@@ -83,8 +114,22 @@ impl AgentState {
             profile.project_permission.as_ref(),
         )
         .map_err(|e| e.to_string())?;
+        let reference = profile.model.as_deref().unwrap_or(&self.session.model);
+        let routed = self
+            .base_config
+            .routed(reference, &|name| std::env::var(name).ok());
+        let config = with_profile(&routed, &profile);
+        let client = self
+            .clients
+            .get(&config)
+            .map_err(|e| crate::client::error_chain(&e))?;
         self.permits.set_agent(rules);
-        self.config = with_profile(&self.base_config, &profile);
+        if config.base_url != self.config.base_url {
+            // Another server: its own list and lengths.
+            self.budget.listed = None;
+        }
+        self.config = config;
+        self.client = client;
         self.agent = profile;
         let tools = self.offered_tools(&self.agent);
         let compact = self.compact();

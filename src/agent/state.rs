@@ -33,7 +33,10 @@ pub(super) enum Step {
 /// The core's state, owned by the turn runner task: handles on what the
 /// session works with, and one owner per concern.
 pub(super) struct AgentState {
+    /// The client of the model in use.
     pub(super) client: Arc<Client>,
+    /// Every endpoint's client used so far.
+    pub(super) clients: client::Pool,
     pub(super) session: Session,
     pub(super) tools: Registry,
     /// What earlier runs learned about servers.
@@ -49,7 +52,7 @@ pub(super) struct AgentState {
     pub(super) shell: Arc<crate::confine::Shell>,
     pub(super) events: mpsc::UnboundedSender<Event>,
     /// Where model lists asked for in the background come back.
-    pub(super) listed: mpsc::UnboundedSender<(SubmissionId, client::Listing)>,
+    pub(super) listed: mpsc::UnboundedSender<(SubmissionId, Vec<crate::catalogue::Listed>)>,
     pub(super) shared: Arc<Shared>,
     /// What every request carries besides the history.
     pub(super) request: Request,
@@ -86,7 +89,7 @@ impl AgentState {
     pub(super) fn new(
         setup: super::AgentSetup,
         events: mpsc::UnboundedSender<Event>,
-        listed: mpsc::UnboundedSender<(SubmissionId, client::Listing)>,
+        listed: mpsc::UnboundedSender<(SubmissionId, Vec<crate::catalogue::Listed>)>,
         shared: Arc<Shared>,
     ) -> Self {
         setup.tools.set_todos(setup.session.todos.clone());
@@ -109,6 +112,7 @@ impl AgentState {
             budget: Budget::default(),
             permits: Permits::new(setup.policy, &setup.session.allowed, setup.approver),
             servers: setup.servers,
+            clients: client::Pool::with(Arc::clone(&setup.client)),
             client: setup.client,
             tools: setup.tools,
             base_config: setup.config.clone(),

@@ -97,7 +97,7 @@ impl AgentState {
     /// Takes in what is known about the server and model: from the config,
     /// else from the cache of earlier runs.
     pub(super) fn adopt_server_facts(&mut self, id: SubmissionId) {
-        let known = self.servers.get(&self.config.base_url, self.model());
+        let known = self.servers.get(&self.config.base_url, self.model_id());
         self.request.set_think_open(known.think_open);
         self.budget.adopt(known.max_model_len);
         let text = match self.config.tool_calls {
@@ -134,7 +134,7 @@ impl AgentState {
     pub(super) fn remember(&self, id: SubmissionId, change: impl Fn(&mut crate::servers::Known)) {
         if let Err(error) = self
             .servers
-            .update(&self.config.base_url, self.model(), change)
+            .update(&self.config.base_url, self.model_id(), change)
         {
             self.warn(id, &format!("Could not update the server cache: {error}"));
         }

@@ -4,8 +4,6 @@
 //! Headless runs and subagents are not named: their first request is
 //! their name, and a run should not wait for one more request.
 
-use std::sync::Arc;
-
 use super::state::AgentState;
 use crate::cancel::Cancel;
 use crate::client::wire::ChatRequest;
@@ -37,13 +35,16 @@ impl AgentState {
             return;
         };
         let task: String = first.chars().take(SHOWN).collect();
-        let model = agent
+        // The title agent's model, else `small_model`, else the session's.
+        let reference = agent
             .model
             .clone()
+            .or_else(|| self.base_config.small_model.clone())
             .unwrap_or_else(|| self.model().to_owned());
-        let mut config = self.base_config.clone();
-        super::profile::sampled(&agent, &mut config);
-        let client = Arc::clone(&self.client);
+        let Ok((config, client)) = self.hidden_route(&reference, Some(&agent)) else {
+            return;
+        };
+        let model = config.route.model.clone();
         let sender = self.titles.sender.clone();
         tokio::spawn(async move {
             let messages = [

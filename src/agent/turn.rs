@@ -28,7 +28,7 @@ impl AgentState {
     pub(super) async fn run(
         mut self,
         mut queue: mpsc::UnboundedReceiver<Queued>,
-        mut listed: mpsc::UnboundedReceiver<(SubmissionId, client::Listing)>,
+        mut listed: mpsc::UnboundedReceiver<(SubmissionId, Vec<crate::catalogue::Listed>)>,
     ) {
         self.emit(
             0,
@@ -79,6 +79,16 @@ impl AgentState {
                 Op::ListAgents => self.list_agents(id),
                 Op::ListMcp => self.list_mcp(id),
                 Op::SetModel { model } => {
+                    // Its provider's client first: a server that cannot be
+                    // reached as configured leaves the model as it was.
+                    let routed = self
+                        .base_config
+                        .routed(&model, &|name| std::env::var(name).ok());
+                    if let Err(error) = self.clients.get(&routed) {
+                        let why = client::error_chain(&error);
+                        self.warn(id, &format!("The model was not switched: {why}"));
+                        continue;
+                    }
                     // A model chosen by hand wins over the agent's.
                     self.agent.model = None;
                     if self
@@ -274,7 +284,7 @@ impl AgentState {
         // says its length, and the retry asks for less.
         let limit = self.known_limit();
         let messages = self.request.messages(&history);
-        let model = self.model().to_owned();
+        let model = self.model_id().to_owned();
         let hot = self.request.take_hotter();
         let specs = self.request.specs();
         let estimate = super::compact::estimate_request(&messages, specs);

@@ -66,6 +66,8 @@ pub struct Job {
     pub url: String,
     /// Bearer token.
     pub api_key: Option<String>,
+    /// Headers of the provider and model.
+    pub headers: Vec<(String, String)>,
     /// JSON body, shared by every attempt of a request.
     pub body: std::sync::Arc<[u8]>,
 }
@@ -91,6 +93,9 @@ fn run(
         .post(&job.url)
         .header("content-type", "application/json")
         .header("accept", "text/event-stream");
+    for (name, value) in &job.headers {
+        request = request.header(name, value);
+    }
     if let Some(key) = &job.api_key {
         request = request.header("authorization", format!("Bearer {key}"));
     }

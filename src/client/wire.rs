@@ -30,6 +30,9 @@ pub struct ChatRequest<'a> {
     /// Only when configured.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub top_p: Option<f64>,
+    /// The model's other `options`, as they are.
+    #[serde(flatten)]
+    pub extra: &'a serde_json::Map<String, Value>,
 }
 
 impl<'a> ChatRequest<'a> {
@@ -38,7 +41,7 @@ impl<'a> ChatRequest<'a> {
         model: &'a str,
         messages: &'a [WireMessage],
         tools: &'a [ToolSpec],
-        config: &crate::config::Config,
+        config: &'a crate::config::Config,
     ) -> Self {
         Self {
             model,
@@ -53,6 +56,7 @@ impl<'a> ChatRequest<'a> {
                 .temperature
                 .and_then(crate::sampling::Sampling::value),
             top_p: config.top_p.and_then(crate::sampling::Sampling::value),
+            extra: &config.route.body,
         }
     }
 }

@@ -113,6 +113,11 @@ pub struct FileLayer {
     log: Option<crate::log::LogSettings>,
     /// How long what servers were found to do is kept.
     cache: Option<crate::servers::CacheSettings>,
+    /// Servers by name in OpenCode's shape (docs/providers.md); `model`
+    /// names one of their models as `provider/model`.
+    provider: Option<indexmap::IndexMap<String, crate::config::provider::ProviderConfig>>,
+    /// The model for session titles and compaction summaries.
+    small_model: Option<NonEmpty>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]

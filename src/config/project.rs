@@ -23,7 +23,7 @@ pub struct ProjectPart {
 
 impl ProjectPart {
     /// Notes what the project file at `path` would loosen: its `allow`
-    /// rules, its `mcp` servers, and `sandbox.network: true`, `base_url`,
+    /// rules, its `mcp` servers and `provider`s, and `sandbox.network: true`, `base_url`,
     /// `tls.insecure_skip_verify: true` and `tls.ca_file`, which are taken
     /// out of `layer` until the folder is trusted.
     pub fn take(
@@ -63,6 +63,27 @@ impl ProjectPart {
                 .collect();
             entries.push(format!("validate runs {}", shown.join(", ")));
             held.insert("validate".to_owned(), json!({ "commands": commands }));
+        }
+        // A provider is a place requests go, with headers and a key.
+        if let Some(Value::Object(providers)) = layer.remove("provider") {
+            for (name, provider) in &providers {
+                let url = ["/options/baseURL", "/api"]
+                    .iter()
+                    .find_map(|at| provider.pointer(at).and_then(Value::as_str))
+                    .unwrap_or("the shorthand's URL");
+                let mut entry = format!("provider `{name}` sends requests to {url}");
+                if let Some(headers) = provider
+                    .pointer("/options/headers")
+                    .and_then(Value::as_object)
+                {
+                    let names: Vec<&str> = headers.keys().map(String::as_str).collect();
+                    if !names.is_empty() {
+                        let _ = write!(entry, " with headers {}", names.join(", "));
+                    }
+                }
+                entries.push(entry);
+            }
+            held.insert("provider".to_owned(), Value::Object(providers));
         }
         if let Some(url) = layer.remove("base_url") {
             entries.push(format!("base_url = {url}"));

@@ -39,13 +39,39 @@ pub struct ModelListEvent {
     /// server's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limit: Option<u64>,
+    /// Every endpoint asked, with why it did not answer; empty when the
+    /// one-provider shorthand is all there is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub providers: Vec<ProviderInfo>,
+}
+
+/// One endpoint of a [`ModelListEvent`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderInfo {
+    /// The provider's key; `None` for the shorthand (`base_url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    /// Its `name`, else its key, else `base_url`.
+    pub label: String,
+    /// Its API root.
+    pub base_url: String,
+    /// Why it did not list its models.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// One served model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ModelInfo {
-    /// The id to request it by.
+    /// What to switch to it with: `provider/model`, or the server's id
+    /// for the shorthand's.
     pub id: String,
+    /// The provider serving it; `None` for the shorthand.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The name the config gives it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
     /// Its context length, when the server says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<u64>,

@@ -11,11 +11,9 @@ use std::time::Duration;
 mod rewind;
 mod sessions;
 
-use unicode_width::UnicodeWidthStr;
-
 use super::complete::COMMANDS;
 use super::render::{self, Line, Lines, Palette, Role};
-use super::view::{Status, View, tokens};
+use super::view::{Status, View};
 use crate::agent::{self, AgentHandle, AgentSetup};
 use crate::config::Environment;
 use crate::protocol::{EventMsg, Op, TurnState};
@@ -307,20 +305,7 @@ impl<'a> App<'a> {
                 self.error(format!("Could not list the models: {why}"));
                 return Dispatch::Done;
             };
-            // Columns: the ids padded to the longest, the context right-aligned.
-            let id_width = models.iter().map(|m| m.id.width()).max().unwrap_or(0);
-            let mut lines = vec![Line::new().with(
-                Role::Dim,
-                format!("  {:<id_width$}  {:>7}", "MODEL", "CONTEXT"),
-            )];
-            lines.extend(models.iter().map(|m| {
-                let mark = if m.id == current { "* " } else { "  " };
-                let context = m.context.map_or_else(|| "-".to_owned(), tokens);
-                let pad = " ".repeat(id_width - m.id.width());
-                Line::new()
-                    .with(Role::Code, format!("{mark}{}{pad}", m.id))
-                    .with(Role::Dim, format!("  {context:>7}"))
-            }));
+            let lines = render::models(&models, &self.view.providers, &current, self.view.width);
             for line in lines {
                 self.view.commit(line);
             }
@@ -331,7 +316,7 @@ impl<'a> App<'a> {
             && !models.iter().any(|m| m.id == argument)
         {
             self.error(format!(
-                "The server does not serve `{argument}`; /models lists what it does"
+                "No server serves `{argument}`; /models lists what they do"
             ));
             return Dispatch::Done;
         }

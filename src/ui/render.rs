@@ -227,9 +227,11 @@ pub fn diff_excerpt(file: &FileDiff, keep: usize, width: usize) -> Vec<Line> {
 }
 
 mod approval;
+mod models;
 mod rewind;
 
 pub use approval::{PROMPT_DIFF_LINES, approval, exact};
+pub use models::models;
 pub use rewind::{rewind, turns};
 
 /// What a request carries, part by part, with the total against the

@@ -57,6 +57,8 @@ pub struct View {
     pub todos: Vec<crate::protocol::TodoItem>,
     /// The server's models, as last listed.
     pub models: Option<Vec<crate::protocol::ModelInfo>>,
+    /// The endpoints of that list, when there are providers.
+    pub providers: Vec<crate::protocol::ProviderInfo>,
     /// The subagents of this session, in the order they started.
     pub subagents: Vec<SubagentRow>,
 }
@@ -95,6 +97,7 @@ impl View {
             todos: Vec::new(),
             subagents: Vec::new(),
             models: None,
+            providers: Vec::new(),
         }
     }
 
@@ -257,7 +260,10 @@ impl View {
     pub fn model_list(&mut self, list: &crate::protocol::ModelListEvent, warn: bool) {
         self.status.limit = list.limit;
         match &list.error {
-            None => self.models = Some(list.models.clone()),
+            None => {
+                self.models = Some(list.models.clone());
+                self.providers.clone_from(&list.providers);
+            }
             Some(error) if warn => self.warning(&format!(
                 "The server did not list its models ({error}); requests will fail until it \
                  answers. Set `base_url` in ~/.config/offcode/offcode.jsonc or OFFCODE_BASE_URL."

@@ -3,7 +3,7 @@
 
 use crate::agent::state::AgentState;
 use crate::client;
-use crate::protocol::{EventMsg, ModelInfo, ModelListEvent, SubmissionId};
+use crate::protocol::{EventMsg, ModelListEvent, SubmissionId};
 
 impl AgentState {
     /// The model's context length, asking the server once when nothing
@@ -15,7 +15,9 @@ impl AgentState {
         if !self.budget.limit_asked {
             self.budget.limit_asked = true;
             let client = std::sync::Arc::clone(&self.client);
-            let found = client.fetch_context_length(self.model().to_owned()).await;
+            let found = client
+                .fetch_context_length(self.model_id().to_owned())
+                .await;
             self.budget.limit = found;
             if let Some(limit) = found {
                 self.remember(0, |known| known.max_model_len = Some(limit));
@@ -31,46 +33,58 @@ impl AgentState {
     pub(in crate::agent) fn known_limit(&self) -> Option<u64> {
         crate::context::context_limit(self.config.context_limit, self.budget.limit, || {
             let listed = self.budget.listed.as_ref()?;
-            listed.context_length(self.model())
+            listed.context_length(self.model_id())
         })
     }
 
-    /// Asks the server for its models in the background; the runner
-    /// takes the answer ([`AgentState::model_list`]) in between ops.
+    /// Asks every endpoint for its models in the background; the runner
+    /// takes the answers ([`AgentState::model_list`]) in between ops.
     pub(in crate::agent) fn list_models(&self, id: SubmissionId) {
-        let client = std::sync::Arc::clone(&self.client);
+        let endpoints = crate::catalogue::endpoints(
+            &self.base_config,
+            &self.clients,
+            self.config.route.provider.is_none(),
+        );
         let listed = self.listed.clone();
         tokio::spawn(async move {
-            let _ = listed.send((id, client.fetch_listing().await));
+            let _ = listed.send((id, crate::catalogue::fetch(endpoints).await));
         });
     }
 
-    /// The server's answer to a model list: kept for the context length,
-    /// and told with the active model's length.
-    pub(in crate::agent) fn model_list(&mut self, id: SubmissionId, listing: client::Listing) {
-        let (models, error) = match &listing.models {
-            Ok(models) => (
-                models
-                    .iter()
-                    .map(|m| ModelInfo {
-                        id: m.id.clone(),
-                        context: m.context(),
-                    })
-                    .collect(),
-                None,
-            ),
-            Err(error) => (Vec::new(), Some(client::error_chain(error))),
+    /// The endpoints' answers: the active provider's kept for the context
+    /// length, and told with the active model's length.
+    pub(in crate::agent) fn model_list(
+        &mut self,
+        id: SubmissionId,
+        listed: Vec<crate::catalogue::Listed>,
+    ) {
+        let (models, providers) = crate::catalogue::models(&self.base_config, &listed);
+        let current = self.config.route.provider.clone();
+        let active = listed.into_iter().find(|l| l.provider == current);
+        let error = match active {
+            Some(active) => match &active.listing.models {
+                Ok(_) => {
+                    self.budget.listed = Some(active.listing);
+                    None
+                }
+                Err(error) => Some(client::error_chain(error)),
+            },
+            None => Some("its provider was not asked".to_owned()),
         };
-        if error.is_none() {
-            self.budget.listed = Some(listing);
-        }
         let limit = self.known_limit();
+        // One endpoint needs no grouping.
+        let providers = if providers.len() > 1 || current.is_some() {
+            providers
+        } else {
+            Vec::new()
+        };
         self.emit(
             id,
             EventMsg::ModelList(ModelListEvent {
                 models,
                 error,
                 limit,
+                providers,
             }),
         );
     }
