@@ -103,6 +103,8 @@ pub struct Profile {
     pub project_permission: Option<Value>,
     /// Added to the system prompt.
     pub prompt: String,
+    /// Keys added to its requests' body (`reasoning_effort`, its `options`).
+    pub body: serde_json::Map<String, Value>,
     /// Where it was defined, last.
     pub origin: Origin,
 }
@@ -123,6 +125,7 @@ impl Profile {
             permission: None,
             project_permission: None,
             prompt: String::new(),
+            body: serde_json::Map::new(),
             origin,
         }
     }
@@ -165,6 +168,27 @@ struct Definition {
     prompt: Option<String>,
     /// `true` removes the agent (built-ins too, except `build`).
     disable: Option<bool>,
+    /// `OpenCode`'s; UI styling, ignored.
+    #[expect(
+        dead_code,
+        reason = "accepted so a pasted agent loads; it only styles OpenCode's UI"
+    )]
+    color: Option<Value>,
+    /// `OpenCode`'s: hides a subagent from its `@` menu; ignored.
+    #[expect(
+        dead_code,
+        reason = "accepted so a pasted agent loads; it only styles OpenCode's UI"
+    )]
+    hidden: Option<bool>,
+    /// Sent as `reasoning_effort` (`OpenCode` passes it to the provider).
+    #[serde(rename = "reasoningEffort", alias = "reasoning_effort")]
+    reasoning_effort: Option<String>,
+    /// Sent as `verbosity`.
+    #[serde(rename = "textVerbosity", alias = "verbosity")]
+    text_verbosity: Option<String>,
+    /// Request body keys for this agent's requests (`top_k`,
+    /// `chat_template_kwargs`...).
+    options: Option<serde_json::Map<String, Value>>,
 }
 
 /// Problems with an agent definition.
@@ -237,12 +261,23 @@ impl Agents {
                 });
             };
             for (name, value) in map {
-                let fail = |message: String| Error {
-                    name: name.clone(),
-                    path: layer.path.clone(),
-                    line: None,
-                    column: None,
-                    message,
+                // Where in the file: the key the message names, else the agent.
+                let fail = |message: String| {
+                    let text = std::fs::read_to_string(&layer.path).unwrap_or_default();
+                    let key = message
+                        .split_once("field `")
+                        .and_then(|(_, rest)| rest.split_once('`'))
+                        .map(|(key, _)| key);
+                    let at = key
+                        .and_then(|key| crate::jsonc::locate_key(&text, &["agent", name, key]))
+                        .or_else(|| crate::jsonc::locate_key(&text, &["agent", name]));
+                    Error {
+                        name: name.clone(),
+                        path: layer.path.clone(),
+                        line: at.map(|(line, _)| line),
+                        column: at.map(|(_, column)| column),
+                        message,
+                    }
                 };
                 let definition: Definition = serde_json::from_value(value.clone())
                     .map_err(|e| fail(format!("`agent.{name}`: {e}")))?;
@@ -429,6 +464,19 @@ impl Agents {
         }
         if let Some(prompt) = definition.prompt {
             prompt.trim().clone_into(&mut profile.prompt);
+        }
+        if let Some(options) = definition.options {
+            profile.body.extend(options);
+        }
+        if let Some(effort) = definition.reasoning_effort {
+            profile
+                .body
+                .insert("reasoning_effort".to_owned(), Value::String(effort));
+        }
+        if let Some(verbosity) = definition.text_verbosity {
+            profile
+                .body
+                .insert("verbosity".to_owned(), Value::String(verbosity));
         }
         profile.origin = origin;
         Ok(())

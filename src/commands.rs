@@ -256,6 +256,13 @@ pub fn sessions(args: &SessionsArgs, environment: &Environment) -> Result<u8, Fa
 /// `offcode config`.
 pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
     let loaded = load_config(environment, &Flags::default())?;
+    // The agents are read as a session would, so a bad one fails here too.
+    crate::agents::Agents::load(
+        &loaded.agent_layers,
+        environment.config_dir().as_deref(),
+        None,
+    )
+    .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
     let entries = loaded.entries();
     if as_json {
         let values: serde_json::Map<_, _> = entries
@@ -272,8 +279,15 @@ pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
             .iter()
             .map(|f| json!({"path": f.path.display().to_string(), "loaded": f.loaded}))
             .collect();
-        let text = serde_json::to_string_pretty(&json!({"values": values, "files": files}))
-            .unwrap_or_default();
+        let ignored: serde_json::Map<_, _> = loaded
+            .ignored
+            .iter()
+            .map(|(path, keys)| (path.display().to_string(), json!(keys)))
+            .collect();
+        let text = serde_json::to_string_pretty(
+            &json!({"values": values, "files": files, "ignored": ignored}),
+        )
+        .unwrap_or_default();
         out(&format!("{text}\n"))?;
         return Ok(0);
     }
@@ -285,6 +299,14 @@ pub fn config(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
             "  {}  ({state})",
             Loaded::describe_file(file, &environment.cwd)
         );
+    }
+    for (path, keys) in &loaded.ignored {
+        let file =
+            Loaded::describe_source(&crate::config::Source::File(path.clone()), &environment.cwd);
+        let _ = writeln!(text, "\nIgnored in {file} (OpenCode's, no meaning here):");
+        for key in keys {
+            let _ = writeln!(text, "  {key}");
+        }
     }
     text.push_str("\nEffective values:\n");
     let width = entries.iter().map(|(p, ..)| p.len()).max().unwrap_or(0);

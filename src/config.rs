@@ -11,9 +11,11 @@
 mod env;
 mod layer;
 pub mod mcp;
+mod opencode;
 mod project;
 pub mod provider;
 mod sections;
+mod substitute;
 
 use std::path::{Path, PathBuf};
 
@@ -25,6 +27,7 @@ use serde_json::{Map, Value, json};
 pub use env::Environment;
 use layer::{Merged, check_url, display_path, parse_file};
 pub use layer::{Source, schema};
+pub use opencode::keys as opencode_keys;
 pub use sections::{
     Compact, CompactionConfig, RetryConfig, SubagentsConfig, TimeoutsConfig, TlsConfig,
     ToolCallMode, ValidateConfig,
@@ -145,6 +148,8 @@ pub struct Config {
     /// Where the model in use leads ([`Config::routed`]); not a key.
     #[serde(skip)]
     pub route: provider::Route,
+    /// The agent a new session starts with, when `--agent` does not say.
+    pub default_agent: Option<String>,
     /// Whether `base_url` was set (a file, the environment): its server
     /// is listed beside the providers'.
     #[serde(skip)]
@@ -182,6 +187,7 @@ impl Default for Config {
             small_model: None,
             route: provider::Route::default(),
             base_url_set: false,
+            default_agent: None,
         }
     }
 }
@@ -218,6 +224,8 @@ pub struct Loaded {
     /// The `agent` key of each loaded file, in precedence order
     /// ([`crate::agents`]).
     pub agent_layers: Vec<crate::agents::ConfigAgents>,
+    /// `OpenCode`'s keys each file holds that offcode ignores, named.
+    pub ignored: Vec<(PathBuf, Vec<String>)>,
     merged: Merged,
 }
 
@@ -237,6 +245,8 @@ impl Loaded {
             .map(|(path, value)| {
                 // MCP servers' variables and headers often hold tokens.
                 let secret = path == "api_key"
+                    || (path.starts_with("provider.")
+                        && (path.ends_with(".apiKey") || path.contains(".headers.")))
                     || (path.starts_with("mcp.")
                         && (path.contains(".environment.") || path.contains(".headers.")));
                 let value = if secret { mask_secret(&value) } else { value };
@@ -315,6 +325,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
     let mut files = Vec::new();
     let mut policy_layers = Vec::new();
     let mut agent_layers = Vec::new();
+    let mut ignored = Vec::new();
     let project_files = project_files(environment);
     // What the project's files would loosen: applied only once trusted.
     let mut project = project::ProjectPart::default();
@@ -336,15 +347,20 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
             }
             Err(source) => return Err(Error::Read { path, source }),
         };
+        // By position, not by prefix: run from $HOME, the global config
+        // lies under the working directory but is still the user's own.
+        let is_project = explicit.as_ref() != Some(&path) && project_files.contains(&path);
+        let text = substituted(&text, &path, environment, is_project)?;
         let mut layer = parse_file(&text).map_err(|problem| Error::Invalid {
             path: path.clone(),
             line: problem.line,
             column: problem.column,
             message: problem.message,
         })?;
-        // By position, not by prefix: run from $HOME, the global config
-        // lies under the working directory but is still the user's own.
-        let is_project = explicit.as_ref() != Some(&path) && project_files.contains(&path);
+        let opencode = opencode::adapt(&mut layer);
+        if !opencode.is_empty() {
+            ignored.push((path.clone(), opencode));
+        }
         layer::validate_layer(&mut layer);
         mcp::check_layer(&layer, &merged.tree, &text, &path)?;
         layer::sandbox_layer(&mut layer, is_project).map_err(|message| Error::Invalid {
@@ -388,18 +404,7 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
     }
     let loosening = project.finish(environment, &mut policy_layers, &mut merged);
     apply_env(&mut merged, environment)?;
-    if let Some(model) = &flags.model {
-        if model.trim().is_empty() {
-            return Err(Error::BadValue {
-                source_name: "--model".to_owned(),
-                message: "must not be empty".to_owned(),
-            });
-        }
-        merged.apply(
-            single("model", json!(model)),
-            &Source::Flag("--model".to_owned()),
-        );
-    }
+    apply_flags(&mut merged, flags)?;
     let config = effective(&merged)?;
     Ok(Loaded {
         config,
@@ -407,14 +412,40 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         policy_layers,
         loosening,
         agent_layers,
+        ignored,
         merged,
+    })
+}
+
+/// `text` of the file at `path` with its `{env:...}` and `{file:...}`
+/// put in ([`substitute`]).
+fn substituted(
+    text: &str,
+    path: &Path,
+    environment: &Environment,
+    is_project: bool,
+) -> Result<String, Error> {
+    let var = |name: &str| environment.var(name).map(str::to_owned);
+    let reach = substitute::Reach {
+        folder: path.parent().unwrap_or(&environment.cwd),
+        home: environment.var("HOME").map(Path::new),
+        var: &var,
+        project_root: is_project.then_some(environment.cwd.as_path()),
+    };
+    substitute::substitute(text, &reach).map_err(|problem| Error::Invalid {
+        path: path.to_path_buf(),
+        line: problem.line,
+        column: problem.column,
+        message: problem.message,
     })
 }
 
 /// The merged tree as a [`Config`], checked as a whole.
 fn effective(merged: &Merged) -> Result<Config, Error> {
-    let mut config: Config = serde_json::from_value(Value::Object(merged.tree.clone()))
-        .map_err(|e| Error::Merged(e.to_string()))?;
+    let mut tree = merged.tree.clone();
+    opencode::filter_providers(&mut tree);
+    let mut config: Config =
+        serde_json::from_value(Value::Object(tree)).map_err(|e| Error::Merged(e.to_string()))?;
     config.base_url = normalise_base_url(&config.base_url);
     config.base_url_set = merged.source_of("base_url") != Source::Default;
     config.check_providers().map_err(Error::Merged)?;
@@ -446,6 +477,22 @@ fn single(key: &str, value: Value) -> Map<String, Value> {
     let mut map = Map::new();
     map.insert(key.to_owned(), value);
     map
+}
+
+fn apply_flags(merged: &mut Merged, flags: &Flags) -> Result<(), Error> {
+    if let Some(model) = &flags.model {
+        if model.trim().is_empty() {
+            return Err(Error::BadValue {
+                source_name: "--model".to_owned(),
+                message: "must not be empty".to_owned(),
+            });
+        }
+        merged.apply(
+            single("model", json!(model)),
+            &Source::Flag("--model".to_owned()),
+        );
+    }
+    Ok(())
 }
 
 fn apply_env(merged: &mut Merged, environment: &Environment) -> Result<(), Error> {

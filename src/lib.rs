@@ -20,6 +20,7 @@ pub mod failure;
 pub mod groups;
 mod headless;
 pub mod ids;
+pub mod jsonc;
 pub mod log;
 pub mod mcp;
 pub mod paths;

@@ -4,9 +4,13 @@
 //! start ([`prepare`]). Every front end starts here; nothing here prints
 //! but the notice of a slow server.
 
+mod model;
+
 use std::sync::Arc;
 
 use serde_json::json;
+
+use model::default_model;
 
 use crate::agent::AgentSetup;
 use crate::client::Client;
@@ -65,17 +69,7 @@ pub fn prepare(
     // Before a session is created, so a failure leaves no empty session.
     let sandbox = workspace(environment)?;
     let policy = policy_source(environment, &flags, &loaded, sandbox.root())?;
-    let agents = crate::agents::Agents::load(
-        &loaded.agent_layers,
-        environment.config_dir().as_deref(),
-        Some(&sandbox),
-    )
-    .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
-    if let Some(name) = &start.agent {
-        agents.primary(name).map_err(|why| {
-            Failure::message(format!("Invalid value for --agent: {why}"), EXIT_USAGE)
-        })?;
-    }
+    let (agents, ignored) = agents(environment, start, &loaded, &sandbox)?;
     let untrusted = loaded
         .loosening
         .as_ref()
@@ -113,6 +107,7 @@ pub fn prepare(
     let (mut context, skills) =
         workspace_context(environment, &sandbox, &config, current.as_deref());
     context.warnings.extend(untrusted);
+    context.warnings.extend(ignored);
     context
         .warnings
         .extend(broad_workspace(sandbox.root(), environment.var("HOME")));
@@ -127,6 +122,12 @@ pub fn prepare(
     );
     let servers = crate::servers::ServerCache::in_dir(environment.cache_dir().as_deref())
         .with_ttl(config.cache);
+    // `default_agent` for a new session; a resumed one goes on with its own.
+    let agent = start.agent.clone().or_else(|| {
+        (!session.resumed)
+            .then(|| config.default_agent.clone())
+            .flatten()
+    });
     Ok(AgentSetup {
         context,
         client,
@@ -139,11 +140,56 @@ pub fn prepare(
         approver,
         servers,
         agents,
-        agent: start.agent.clone(),
+        agent,
         depth: 0,
         mcp,
         checkpoints,
     })
+}
+
+/// The session's agents (`--agent` and `default_agent` checked against
+/// them), and a note of the `OpenCode` keys the config files hold that
+/// offcode ignores.
+fn agents(
+    environment: &Environment,
+    start: &Start,
+    loaded: &crate::config::Loaded,
+    sandbox: &crate::sandbox::Sandbox,
+) -> Result<(crate::agents::Agents, Vec<String>), Failure> {
+    let agents = crate::agents::Agents::load(
+        &loaded.agent_layers,
+        environment.config_dir().as_deref(),
+        Some(sandbox),
+    )
+    .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
+    if let Some(name) = &start.agent {
+        agents.primary(name).map_err(|why| {
+            Failure::message(format!("Invalid value for --agent: {why}"), EXIT_USAGE)
+        })?;
+    }
+    if let Some(name) = &loaded.config.default_agent {
+        agents.primary(name).map_err(|why| {
+            Failure::message(
+                format!(
+                    "Invalid value for `default_agent` ({}): {why}",
+                    loaded.source_of("default_agent")
+                ),
+                EXIT_USAGE,
+            )
+        })?;
+    }
+    let ignored = loaded.ignored.iter().map(|(path, keys)| {
+        format!(
+            "{}: OpenCode keys ignored here: {}",
+            crate::config::Loaded::describe_source(
+                &crate::config::Source::File(path.clone()),
+                &environment.cwd
+            ),
+            keys.join(", ")
+        )
+    });
+    let ignored: Vec<String> = ignored.collect();
+    Ok((agents, ignored))
 }
 
 /// The session `start` asks to go on with (`--session`, `--continue`,
@@ -310,53 +356,6 @@ fn mcp_servers(
             root: root.to_owned(),
         },
     ))
-}
-
-/// The model when none is named: the first provider's first configured
-/// model; else the first model the shorthand's server (or, with only
-/// providers configured, the first provider's) lists.
-fn default_model(
-    config: &crate::config::Config,
-    environment: &Environment,
-) -> Result<String, Failure> {
-    if let Some(reference) = config.default_reference() {
-        return Ok(reference);
-    }
-    let provider = config
-        .provider
-        .keys()
-        .next()
-        .filter(|_| !config.base_url_set);
-    let var = |name: &str| environment.var(name).map(str::to_owned);
-    let endpoint = client(
-        &config.for_provider(provider.map(String::as_str), &var),
-        environment,
-    )?;
-    let model = first_served_model(&endpoint)?;
-    Ok(match provider {
-        Some(provider) => format!("{provider}/{model}"),
-        None => model,
-    })
-}
-
-fn first_served_model(client: &Client) -> Result<String, Failure> {
-    // A server slow to answer: say what is waited for.
-    let models = crate::stdio::with_notice(
-        std::time::Duration::from_secs(2),
-        format!(
-            "Asking `{}` which models it serves (no `model` is configured)…",
-            client.base_url()
-        ),
-        || client.list_models(),
-    );
-    let models = models.map_err(|e| Failure::from_client(&e, client.base_url()))?;
-    models.into_iter().next().map(|m| m.id).ok_or_else(|| {
-        Failure::message(
-            format!("The server at `{}` lists no models", client.base_url()),
-            EXIT_FAILED,
-        )
-        .with_hint("Set `model` in the config or pass `--model`")
-    })
 }
 
 /// Loads the configuration, mapping problems to exit status 2.

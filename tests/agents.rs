@@ -280,9 +280,9 @@ fn an_agent_in_the_config_file_works_and_a_bad_one_is_named() {
     assert_eq!(output.code, 2, "{}", output.stderr);
     assert!(
         output.stderr.contains("Invalid agent `terse` in `")
-            && output
-                .stderr
-                .contains("offcode.jsonc`: `top_p` must be above 0 and at most 1, not 3"),
+            && output.stderr.contains(
+                "offcode.jsonc` at line 1, column 14: `top_p` must be above 0 and at most 1, not 3"
+            ),
         "{}",
         output.stderr
     );

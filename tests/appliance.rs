@@ -200,6 +200,13 @@ fn the_config_schema_names_exactly_the_keys_a_file_may_hold() {
         .split(", ")
         .map(|key| key.trim_matches('`').to_owned())
         .collect();
+    // OpenCode's keys, accepted for pasted configs and left out of that
+    // message so it names offcode's own.
+    accepted.extend(
+        offcode::config::opencode_keys()
+            .into_iter()
+            .map(str::to_owned),
+    );
     accepted.sort();
     assert_eq!(in_schema, accepted);
     // Nested shapes: an MCP server by either name of its keys, the

@@ -26,6 +26,7 @@ mod mcp;
 mod mcp_wire;
 mod messages;
 mod network;
+mod opencode;
 mod ordinary;
 mod policy;
 mod providers;

@@ -249,6 +249,15 @@ fn with_profile(config: &Config, profile: &Profile) -> Config {
     let mut config = config.clone();
     sampled(profile, &mut config);
     config.max_steps = profile.max_steps.unwrap_or(config.max_steps);
+    // The agent's body keys win over the model's.
+    let fields = crate::config::provider::REQUEST_FIELDS;
+    config.route.body.extend(
+        profile
+            .body
+            .iter()
+            .filter(|(k, _)| !fields.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone())),
+    );
     config
 }
 

@@ -118,6 +118,53 @@ pub struct FileLayer {
     provider: Option<indexmap::IndexMap<String, crate::config::provider::ProviderConfig>>,
     /// The model for session titles and compaction summaries.
     small_model: Option<NonEmpty>,
+    /// The agent a new session starts with (default "build").
+    default_agent: Option<NonEmpty>,
+    /// OpenCode's deprecated tool switches: `false` denies the tool.
+    tools: Option<BTreeMap<String, bool>>,
+    /// OpenCode's name for `checkpoints.enabled`.
+    snapshot: Option<bool>,
+    /// Providers left out.
+    disabled_providers: Option<Vec<String>>,
+    /// Only these providers are used.
+    enabled_providers: Option<Vec<String>>,
+    /// OpenCode's plugins: refused (offcode runs none).
+    plugin: Option<crate::config::opencode::NoPlugin>,
+    /// OpenCode's custom commands: refused (use a skill).
+    command: Option<crate::config::opencode::NoCommand>,
+    /// OpenCode's old name for `agent`: refused.
+    mode: Option<crate::config::opencode::NoMode>,
+    /// OpenCode's; ignored (UI styling).
+    theme: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (UI styling).
+    keybinds: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (UI styling).
+    tui: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (UI styling).
+    layout: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (UI styling).
+    username: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (no updates offline).
+    autoupdate: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (no sharing offline).
+    share: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (no sharing offline).
+    autoshare: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (no server mode).
+    server: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (offcode's log is `log`).
+    #[serde(rename = "logLevel")]
+    log_level: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (no file watcher).
+    watcher: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (`validate` checks the work).
+    formatter: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored (`validate` checks the work).
+    lsp: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored.
+    experimental: Option<crate::config::opencode::Ignored>,
+    /// OpenCode's; ignored.
+    enterprise: Option<crate::config::opencode::Ignored>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -206,6 +253,8 @@ struct CompactionLayer {
     auto: Option<bool>,
     prune: Option<bool>,
     reserve: Option<Positive>,
+    /// `OpenCode`'s name for `reserve`.
+    reserved: Option<Positive>,
 }
 
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
@@ -375,7 +424,7 @@ pub fn parse_file(text: &str) -> Result<Map<String, Value>, FileProblem> {
         FileProblem {
             line: position.map(|p| p.line + 1),
             column: position.map(|p| p.column + 1),
-            message,
+            message: without_opencode_keys(&message),
         }
     };
     // An empty file sets nothing, as `{}` would.
@@ -397,6 +446,7 @@ pub fn parse_file(text: &str) -> Result<Map<String, Value>, FileProblem> {
             problem(error)
         }
     })?;
+    servers_wrapped(&value, text)?;
     json5::from_str::<FileLayer>(text).map_err(problem)?;
     match value {
         Value::Object(map) => Ok(map),
@@ -406,6 +456,51 @@ pub fn parse_file(text: &str) -> Result<Map<String, Value>, FileProblem> {
             message: "the top level must be an object".to_owned(),
         }),
     }
+}
+
+/// `"mcp": { "servers": { NAME: {...} } }` (VS Code's shape): named as
+/// such, rather than as a server called `servers` with unknown keys.
+fn servers_wrapped(value: &Value, text: &str) -> Result<(), FileProblem> {
+    let Some(Value::Object(servers)) = value.pointer("/mcp/servers") else {
+        return Ok(());
+    };
+    let all_servers = !servers.is_empty()
+        && servers.values().all(|server| {
+            ["command", "type", "url"]
+                .iter()
+                .any(|key| server.get(key).is_some())
+        });
+    if !all_servers {
+        return Ok(());
+    }
+    let (line, column) = crate::jsonc::locate_key(text, &["mcp", "servers"])
+        .map_or((None, None), |(l, c)| (Some(l), Some(c)));
+    let names: Vec<String> = servers.keys().map(|k| format!("`{k}`")).collect();
+    Err(FileProblem {
+        line,
+        column,
+        message: format!(
+            "`mcp.servers` holds servers ({}): offcode, like OpenCode, names them directly under `mcp`; move them up one level",
+            names.join(", ")
+        ),
+    })
+}
+
+/// An unknown-key message's list of keys without the `OpenCode` keys
+/// accepted for pasted configs: they would hide offcode's own.
+fn without_opencode_keys(message: &str) -> String {
+    let Some((head, list)) = message.split_once(", expected one of ") else {
+        return message.to_owned();
+    };
+    let kept: Vec<&str> = list
+        .split(", ")
+        .filter(|quoted| {
+            let key = quoted.trim_matches('`');
+            // `reserved`: `compaction`'s OpenCode name for `reserve`.
+            !crate::config::opencode::keys().contains(&key) && key != "reserved"
+        })
+        .collect();
+    format!("{head}, expected one of {}", kept.join(", "))
 }
 
 /// Displays a path relative to `base` when it lies beneath it.
@@ -470,96 +565,4 @@ pub(super) fn sandbox_layer(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
-    use serde_json::json;
-
-    fn problem(text: &str) -> (Option<usize>, Option<usize>, String) {
-        let p = parse_file(text).expect_err("should fail");
-        (p.line, p.column, p.message)
-    }
-
-    #[test]
-    fn an_empty_file_sets_nothing() {
-        assert!(parse_file("").unwrap().is_empty());
-        assert!(parse_file(" \n\t\n").unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_file_cut_short_is_reported_where_it_ends() {
-        let (line, column, message) =
-            problem("{\n  \"model\": \"x\",\n  \"permission\": {\n    \"bash\": \"ask\"\n");
-        assert_eq!((line, column), (Some(4), Some(18)), "{message}");
-        assert!(message.contains("ends before"), "{message}");
-        // An open string: at its end too, not at the object's start.
-        let (line, column, message) = problem("{ \"model\": \"x");
-        assert_eq!(line, Some(1), "{message}");
-        assert!(column >= Some(14), "{column:?} {message}");
-    }
-
-    #[test]
-    fn comments_and_trailing_commas_are_accepted() {
-        let map = parse_file("{\n // note\n model: 'q', /* x */ max_steps: 3,\n}").unwrap();
-        assert_eq!(Value::Object(map), json!({"model": "q", "max_steps": 3}));
-    }
-
-    #[test]
-    fn unknown_nested_key_names_line_and_column() {
-        assert_eq!(
-            problem("{\n  \"retry\": {\n    \"max_retry\": 3\n  }\n}"),
-            (
-                Some(3),
-                Some(5),
-                "unknown field `max_retry`, expected one of `max_retries`, `initial_delay_ms`, `max_delay_ms`"
-                    .to_owned()
-            )
-        );
-    }
-
-    #[test]
-    fn wrong_type_and_bad_values_are_positioned() {
-        assert_eq!(
-            problem("{\n  max_steps: 'ten'\n}"),
-            (Some(2), Some(14), "expected number".to_owned())
-        );
-        assert_eq!(
-            problem("{ base_url: 'localhost:8000' }"),
-            (
-                Some(1),
-                Some(13),
-                "`localhost:8000` is not an http:// or https:// URL".to_owned()
-            )
-        );
-        assert_eq!(
-            problem("{ temperature: 3 }"),
-            (Some(1), Some(16), "3 is outside 0 to 2".to_owned())
-        );
-        assert_eq!(problem("{ max_steps: 0 }").2, "must be at least 1");
-    }
-
-    #[test]
-    fn syntax_errors_are_positioned() {
-        assert_eq!(problem("{ model: 'x'\n  oops }").0, Some(2));
-        assert_eq!(problem("[1]").2, "expected opening brace");
-    }
-
-    #[test]
-    fn later_layers_win_leaf_by_leaf_and_sources_follow() {
-        let mut merged = Merged::default();
-        let global = Source::File(PathBuf::from("/g.jsonc"));
-        let project = Source::File(PathBuf::from("/p.jsonc"));
-        merged.apply(
-            parse_file("{model: 'a', retry: {max_retries: 1, max_delay_ms: 9}}").unwrap(),
-            &global,
-        );
-        merged.apply(parse_file("{retry: {max_retries: 5}}").unwrap(), &project);
-        assert_eq!(
-            Value::Object(merged.tree.clone()),
-            json!({"model": "a", "retry": {"max_retries": 5, "max_delay_ms": 9}})
-        );
-        assert_eq!(merged.source_of("retry.max_retries"), project);
-        assert_eq!(merged.source_of("retry.max_delay_ms"), global);
-        assert_eq!(merged.source_of("max_steps"), Source::Default);
-    }
-}
+mod tests;

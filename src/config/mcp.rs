@@ -200,7 +200,7 @@ pub(super) fn check_layer(
     check(mcp, &defined).map_err(|(server, message)| {
         let (line, column) = server
             .as_deref()
-            .and_then(|name| locate_key(text, &["mcp", name]))
+            .and_then(|name| crate::jsonc::locate_key(text, &["mcp", name]))
             .map_or((None, None), |(l, c)| (Some(l), Some(c)));
         super::Error::Invalid {
             path: path.to_path_buf(),
@@ -209,33 +209,6 @@ pub(super) fn check_layer(
             message: format!("`mcp`: {message}"),
         }
     })
-}
-
-/// Where the key at `keys` (nested, outermost first) is written in a
-/// config file's text, as line and column (1-based): the first match of
-/// each key, quoted or bare, followed by `:`, after the one before it.
-fn locate_key(text: &str, keys: &[&str]) -> Option<(usize, usize)> {
-    let mut from = 0;
-    let mut at = None;
-    for key in keys {
-        let found = [format!("\"{key}\""), format!("'{key}'"), (*key).to_owned()]
-            .iter()
-            .filter_map(|written| {
-                text[from..]
-                    .match_indices(written.as_str())
-                    .find_map(|(i, _)| {
-                        let after = text[from + i + written.len()..].trim_start();
-                        after.starts_with(':').then_some(from + i)
-                    })
-            })
-            .min()?;
-        from = found + key.len();
-        at = Some(found);
-    }
-    let at = at?;
-    let line = text[..at].matches('\n').count() + 1;
-    let column = text[..at].rfind('\n').map_or(at, |nl| at - nl - 1) + 1;
-    Some((line, column))
 }
 
 #[cfg(test)]

@@ -199,6 +199,18 @@ pub struct ModelLimit {
 /// What every request's body holds already.
 const RESERVED_BODY_KEYS: &[&str] = &["model", "messages", "stream", "stream_options", "tools"];
 
+/// The body keys a request sets as its own fields: never sent twice.
+pub const REQUEST_FIELDS: &[&str] = &[
+    "model",
+    "messages",
+    "stream",
+    "stream_options",
+    "tools",
+    "max_tokens",
+    "temperature",
+    "top_p",
+];
+
 fn http_url<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
     let text = String::deserialize(deserializer)?;
     super::check_url(&text).map_err(de::Error::custom)?;
@@ -265,6 +277,7 @@ impl Config {
                 ("max_tokens" | "maxTokens", Some(_)) => {
                     config.max_tokens = value.as_u64().and_then(|n| u32::try_from(n).ok());
                 }
+                _ if REQUEST_FIELDS.contains(&key.as_str()) => {}
                 _ => {
                     config.route.body.insert(key.clone(), value.clone());
                 }

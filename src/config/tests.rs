@@ -116,7 +116,7 @@ fn bad_file_is_named_with_position() {
     assert_eq!(
         error.to_string(),
         format!(
-            "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `compact`, `max_steps`, `instructions`, `skills`, `context_limit`, `compaction`, `tool_calls`, `tls`, `retry`, `timeouts`, `sandbox`, `permission`, `dangerous`, `commands`, `agent`, `validate`, `subagents`, `mcp`, `mcp_limits`, `checkpoints`, `log`, `cache`, `provider`, `small_model`",
+            "Invalid config file `{}` at line 3, column 3: unknown field `colour`, expected one of `$schema`, `base_url`, `model`, `api_key`, `max_tokens`, `temperature`, `top_p`, `compact`, `max_steps`, `instructions`, `skills`, `context_limit`, `compaction`, `tool_calls`, `tls`, `retry`, `timeouts`, `sandbox`, `permission`, `dangerous`, `commands`, `agent`, `validate`, `subagents`, `mcp`, `mcp_limits`, `checkpoints`, `log`, `cache`, `provider`, `small_model`, `default_agent`",
             path.display()
         )
     );

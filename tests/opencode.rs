@@ -1,0 +1,229 @@
+//! Configs in `OpenCode`'s shape (`tests/fixtures/opencode/`), each
+//! loaded as a user would name it (`OFFCODE_CONFIG`), and what offcode
+//! makes of it: read, named as ignored, or refused with what to do.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::support::{Output, Workspace, run};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/opencode")
+        .join(name)
+}
+
+/// `offcode ARGS` with the fixture as `OFFCODE_CONFIG` and `vars` set.
+fn with_fixture(name: &str, args: &[&str], vars: &[(&str, &str)]) -> Output {
+    let workspace = Workspace::new();
+    let mut command = workspace.offcode("http://127.0.0.1:9/v1", args);
+    command.env("OFFCODE_CONFIG", fixture(name));
+    for (key, value) in vars {
+        command.env(key, value);
+    }
+    run(command)
+}
+
+/// `offcode config --json` of the fixture: the values by dotted path, and
+/// what was named as ignored.
+fn config_of(name: &str, vars: &[(&str, &str)]) -> (Value, Vec<String>) {
+    let output = with_fixture(name, &["config", "--json"], vars);
+    assert_eq!(output.code, 0, "{name}: {}", output.stderr);
+    let parsed: Value = serde_json::from_str(&output.stdout).unwrap();
+    let ignored = parsed["ignored"]
+        .as_object()
+        .map(|files| {
+            files
+                .values()
+                .flat_map(|keys| keys.as_array().unwrap().iter())
+                .map(|k| k.as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    (parsed["values"].clone(), ignored)
+}
+
+fn value(values: &Value, path: &str) -> Value {
+    values[path]["value"].clone()
+}
+
+#[test]
+fn a_vllm_provider_is_read_with_its_key_from_the_environment() {
+    let (values, ignored) = config_of(
+        "provider-vllm.jsonc",
+        &[("VLLM_API_KEY", "sk-vllm-12345678")],
+    );
+    assert!(ignored.is_empty(), "{ignored:?}");
+    assert_eq!(
+        value(&values, "model"),
+        "vllm/Qwen/Qwen3-Coder-30B-A3B-Instruct"
+    );
+    assert_eq!(
+        value(&values, "provider.vllm.options.baseURL"),
+        "http://gpu1:8000/v1"
+    );
+    // The key came from the variable, and is shown masked.
+    assert_eq!(value(&values, "provider.vllm.options.apiKey"), "****5678");
+    assert_eq!(
+        value(
+            &values,
+            "provider.vllm.models.Qwen/Qwen3-Coder-30B-A3B-Instruct.limit.context"
+        ),
+        65536
+    );
+}
+
+#[test]
+fn keys_with_no_meaning_offline_are_named_once_as_ignored() {
+    let (values, ignored) = config_of("ui-and-updates.jsonc", &[]);
+    assert_eq!(
+        ignored,
+        [
+            "`theme` (UI styling)",
+            "`keybinds` (UI styling)",
+            "`tui` (UI styling)",
+            "`username` (UI styling)",
+            "`autoupdate` (no updates offline)",
+            "`share` (no sharing offline)",
+        ]
+    );
+    assert_eq!(value(&values, "model"), "qwen2.5-coder");
+    let (_, ignored) = config_of("editor-tools.jsonc", &[]);
+    assert_eq!(ignored.len(), 3, "{ignored:?}");
+    assert!(ignored[0].starts_with("`watcher`"), "{ignored:?}");
+    // A run says so too, once, before the work.
+    let workspace = Workspace::new();
+    let mut command = workspace.offcode("http://127.0.0.1:9/v1", &["run", "--model", "m", "hi"]);
+    command.env("OFFCODE_CONFIG", fixture("ui-and-updates.jsonc"));
+    let output = run(command);
+    assert_eq!(
+        output
+            .stderr
+            .matches("OpenCode keys ignored here: `theme`")
+            .count(),
+        1,
+        "{}",
+        output.stderr
+    );
+}
+
+#[test]
+fn deprecated_tools_deny_the_tools_switched_off() {
+    let denied = with_fixture(
+        "tools-deprecated.jsonc",
+        &["policy", "check", "--", "ls"],
+        &[],
+    );
+    assert_eq!(denied.code, 0, "{}", denied.stderr);
+    assert!(denied.stdout.contains("deny"), "{}", denied.stdout);
+    let read = with_fixture(
+        "tools-deprecated.jsonc",
+        &["policy", "check", "--tool", "read", r#"{"path": "a.txt"}"#],
+        &[],
+    );
+    assert!(read.stdout.contains("allow"), "{}", read.stdout);
+}
+
+#[test]
+fn compaction_reserved_is_read_as_reserve() {
+    let (values, _) = config_of("compaction.jsonc", &[]);
+    assert_eq!(value(&values, "compaction.reserve"), 10000);
+}
+
+#[test]
+fn an_agent_with_opencode_keys_loads_and_its_prompt_file_is_read() {
+    let (values, ignored) = config_of("agents.jsonc", &[]);
+    assert_eq!(
+        ignored,
+        [
+            "agent `review`'s `color` (UI styling)",
+            "agent `review`'s `hidden` (UI styling)"
+        ]
+    );
+    // `offcode config` read the agents too (an invalid one fails it, below).
+    assert_eq!(value(&values, "default_agent"), "plan");
+}
+
+#[test]
+fn mcp_servers_small_model_and_filtered_providers_load() {
+    let (values, _) = config_of("mcp-local.jsonc", &[("HOME", "/home/dev")]);
+    assert_eq!(
+        value(&values, "mcp.memory.environment.MEMORY_FILE_PATH"),
+        "****json",
+        "the variable was put in (and, as a server's variable, masked)"
+    );
+    let (values, _) = config_of("small-model.jsonc", &[]);
+    assert_eq!(value(&values, "small_model"), "cpu/qwen2.5-coder-1.5b");
+    let (values, _) = config_of("providers-filtered.jsonc", &[]);
+    assert_eq!(
+        value(&values, "provider.gpu.options.baseURL"),
+        "http://gpu1:8000/v1"
+    );
+    assert!(
+        values.get("provider.old.options.baseURL").is_none(),
+        "{values}"
+    );
+}
+
+#[test]
+fn what_offcode_cannot_do_is_refused_with_what_to_do_and_where() {
+    for (name, line, says) in [
+        (
+            "mcp-servers.jsonc",
+            3,
+            "names them directly under `mcp`; move them up one level",
+        ),
+        ("plugin.jsonc", 2, "offcode runs no OpenCode plugins"),
+        ("command.jsonc", 2, "put reusable instructions in a skill"),
+        ("env-missing.jsonc", 6, "`GPU_KEY_NOT_SET` is not set"),
+        ("agent-invalid.jsonc", 5, "unknown field `colour`"),
+    ] {
+        let output = with_fixture(name, &["config"], &[]);
+        assert_eq!(output.code, 2, "{name}: {}", output.stdout);
+        assert!(output.stderr.contains(says), "{name}: {}", output.stderr);
+        assert!(
+            output.stderr.contains(&format!("at line {line}, column")),
+            "{name}: {}",
+            output.stderr
+        );
+        assert!(output.stderr.contains(name), "{name}: {}", output.stderr);
+    }
+}
+
+#[test]
+fn a_project_config_reads_no_variable_and_no_file_outside_the_workspace() {
+    let workspace = Workspace::new();
+    let secret = workspace.home.join("secret.txt");
+    std::fs::write(&secret, "hunter2").unwrap();
+    for text in [
+        r#"{ "instructions": ["{env:HOME}/x.md"] }"#.to_owned(),
+        format!(
+            r#"{{ "agent": {{ "build": {{ "prompt": "{{file:{}}}" }} }} }}"#,
+            secret.display()
+        ),
+    ] {
+        std::fs::write(workspace.root.join("offcode.jsonc"), &text).unwrap();
+        let output = run(workspace.offcode("http://127.0.0.1:9/v1", &["config", "--json"]));
+        assert_eq!(output.code, 2, "{text}: {}", output.stdout);
+        assert!(
+            output.stderr.contains("may not read environment variables")
+                || output
+                    .stderr
+                    .contains("may only read files inside the workspace"),
+            "{}",
+            output.stderr
+        );
+        assert!(!output.stdout.contains("hunter2") && !output.stderr.contains("hunter2"));
+    }
+    // The same in the user's own config is read.
+    std::fs::remove_file(workspace.root.join("offcode.jsonc")).unwrap();
+    std::fs::write(
+        workspace.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "small_model": "{file:~/secret.txt}" }"#,
+    )
+    .unwrap();
+    let output = run(workspace.offcode("http://127.0.0.1:9/v1", &["config", "--json"]));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(output.stdout.contains("hunter2"), "{}", output.stdout);
+}
