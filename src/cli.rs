@@ -22,6 +22,14 @@ pub struct Cli {
     /// What to do; without one, the interactive UI starts.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// A first task for the interactive UI: it starts with this prompt sent
+    /// (as `codex "PROMPT"` does); `offcode run` runs one headless.
+    #[arg(value_name = "PROMPT")]
+    pub prompt: Option<String>,
+    /// Work in DIR, as if offcode were started there (before anything is
+    /// read: the project's config, rules and sessions are DIR's).
+    #[arg(short = 'C', long = "cd", value_name = "DIR", global = true)]
+    pub cd: Option<std::path::PathBuf>,
     /// For the interactive UI.
     #[command(flatten)]
     pub start: SessionArgs,
@@ -77,6 +85,7 @@ pub struct SessionArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run one task headless and print the answer.
+    #[command(visible_alias = "exec")]
     Run(RunArgs),
     /// List the models the endpoint serves, with their context length.
     Models(JsonArg),
@@ -209,9 +218,10 @@ pub struct ToolArgs {
 /// `offcode run`.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Exit status: 0 when the task finished, 1 when it failed or was \
-interrupted, 2 for usage and configuration errors, 3 when the model ended without doing \
-what the task needed (a warning says what)."
+    after_help = "Exit status:\n  0  the task finished\n  1  it failed (the server, the step \
+limit...) or was interrupted\n  2  usage or configuration error\n  3  the model ended without \
+doing what the task needed (a warning says what)\n  4  a rule, the managed policy or a person \
+refused a call that would change files or run a command, and nothing else changed a file or ran"
 )]
 pub struct RunArgs {
     /// The task; `-` reads it from standard input.
@@ -226,6 +236,10 @@ pub struct RunArgs {
     /// and questions the managed policy demands are still refused.
     #[arg(long, short = 'y')]
     pub yes: bool,
+    /// Also write the model's last message to FILE (as Codex's `exec -o`
+    /// does), whatever the exit status, when there is one.
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output_last_message: Option<std::path::PathBuf>,
 }
 
 /// `offcode mcp`.

@@ -1,13 +1,17 @@
 //! What a command reports when it fails, and the exit statuses: 0 done,
 //! 1 the task failed ([`EXIT_FAILED`]), 2 usage or configuration
 //! ([`EXIT_USAGE`]), 3 the model stopped without running a call it wrote
-//! ([`EXIT_INCOMPLETE`]). Each error becomes one [`Failure`] at the edge, with
+//! ([`EXIT_INCOMPLETE`]), 4 a refusal stopped the work ([`EXIT_REFUSED`]).
+//! Each error becomes one [`Failure`] at the edge, with
 //! its causes and a hint for what to do.
 
 /// Exit status for usage and configuration errors.
 pub const EXIT_USAGE: u8 = 2;
 /// Exit status when the model ended without running a call it wrote.
 pub const EXIT_INCOMPLETE: u8 = 3;
+/// Exit status when a rule, the managed policy or a person refused a call
+/// that would change files or run a command, and nothing else did either.
+pub const EXIT_REFUSED: u8 = 4;
 /// Exit status when the task failed.
 pub const EXIT_FAILED: u8 = 1;
 

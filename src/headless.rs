@@ -16,7 +16,7 @@ use crate::cadence::Cadence;
 use crate::cancel::Interrupts;
 use crate::cli::RunArgs;
 use crate::config::Environment;
-use crate::failure::{EXIT_FAILED, EXIT_INCOMPLETE, EXIT_USAGE, Failure};
+use crate::failure::{EXIT_FAILED, EXIT_INCOMPLETE, EXIT_REFUSED, EXIT_USAGE, Failure};
 use crate::protocol::{
     ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Mandate, McpState, Op, TurnState,
     TurnStatus,
@@ -31,6 +31,19 @@ use crate::ui::render::{Role, one_line};
 /// Runs one headless task; returns the exit status.
 pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
     let prompt = read_prompt(&args.prompt)?;
+    // Checked before the work, so its answer has somewhere to go.
+    if let Some(file) = &args.output_last_message {
+        let folder = file.parent().filter(|p| !p.as_os_str().is_empty());
+        if file.is_dir() || folder.is_some_and(|folder| !folder.is_dir()) {
+            return Err(Failure::message(
+                format!(
+                    "Invalid value for --output-last-message: `{}` is not a file in an existing folder",
+                    file.display()
+                ),
+                EXIT_USAGE,
+            ));
+        }
+    }
     let setup = startup::prepare(
         environment,
         &Start::from(&args.start),
@@ -38,7 +51,24 @@ pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
     )?;
     let runtime = runtime()?;
     let printer = Printer::new(args.json, environment);
-    Ok(runtime.block_on(drive(setup, prompt, args.yes, printer)))
+    let last = args.output_last_message.as_deref();
+    Ok(runtime.block_on(drive(setup, prompt, (args.yes, last), printer)))
+}
+
+/// `--output-last-message`: the model's last message written to `file`
+/// whole (beside it first, then renamed over it).
+fn write_last_message(file: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let aside = file.with_file_name(format!(
+        ".{}.offcode-{}.tmp",
+        file.file_name().unwrap_or_default().to_string_lossy(),
+        std::process::id()
+    ));
+    let written = std::fs::write(&aside, format!("{}\n", text.trim_end()))
+        .and_then(|()| std::fs::rename(&aside, file));
+    if written.is_err() {
+        let _ = std::fs::remove_file(&aside);
+    }
+    written
 }
 
 fn read_prompt(argument: &str) -> Result<String, Failure> {
@@ -54,7 +84,12 @@ fn read_prompt(argument: &str) -> Result<String, Failure> {
     Ok(prompt)
 }
 
-async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printer) -> u8 {
+async fn drive(
+    setup: AgentSetup,
+    prompt: String,
+    (yes, last): (bool, Option<&std::path::Path>),
+    mut printer: Printer,
+) -> u8 {
     let mut waiting = Waiting::new(
         setup.client.base_url(),
         Duration::from_millis(setup.config.timeouts.idle_ms),
@@ -80,12 +115,21 @@ async fn drive(setup: AgentSetup, prompt: String, yes: bool, mut printer: Printe
                 }
                 printer.print(&event);
                 if let EventMsg::TurnComplete(complete) = &event.msg {
+                    if let (Some(file), Some(text)) = (last, &complete.last_message)
+                        && let Err(error) = write_last_message(file, text)
+                    {
+                        printer.note(&format!(
+                            "Could not write the last message to `{}`: {error}",
+                            file.display()
+                        ));
+                    }
                     handle.ops.submit(Op::Shutdown);
                     handle.stop_servers().await;
                     return match complete.status {
                         TurnStatus::Done => 0,
                         TurnStatus::Failed | TurnStatus::Aborted => EXIT_FAILED,
                         TurnStatus::Incomplete => EXIT_INCOMPLETE,
+                        TurnStatus::Refused => EXIT_REFUSED,
                     };
                 }
             }
@@ -543,6 +587,21 @@ impl TextPrinter {
                 self.flush_partial();
                 self.progress(&format!(
                     "{}Not done: the model ended without doing what the task needed; the warning above says what (exit {EXIT_INCOMPLETE}){}",
+                    self.style.yellow, self.style.reset
+                ));
+            }
+            TurnStatus::Refused => {
+                // The model's words still go to stdout: they may say why.
+                let text =
+                    last_message.map_or_else(|| std::mem::take(&mut self.pending), str::to_owned);
+                if !self.live {
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(text.trim_end().as_bytes());
+                    let _ = out.write_all(b"\n");
+                    let _ = out.flush();
+                }
+                self.progress(&format!(
+                    "{}Not done: a call the work needed was refused (a rule, the managed policy or a person) and nothing else changed a file or ran (exit {EXIT_REFUSED}){}",
                     self.style.yellow, self.style.reset
                 ));
             }

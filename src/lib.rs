@@ -83,6 +83,10 @@ fn dispatch(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Policy(args)) => match args.command {
             cli::PolicyCommand::Check(check) => commands::policy_check(&check, environment),
         },
-        None => ui::run(environment, &startup::Start::from(&cli.start)),
+        None => {
+            let mut start = startup::Start::from(&cli.start);
+            start.prompt = cli.prompt;
+            ui::run(environment, &start)
+        }
     }
 }

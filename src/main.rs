@@ -42,6 +42,17 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    // `-C DIR`: before anything is read, as if started there.
+    if let Some(dir) = &cli.cd
+        && let Err(error) = std::env::set_current_dir(dir)
+    {
+        let _ = writeln!(
+            std::io::stderr(),
+            "error: Invalid value for -C: could not change to `{}`: {error}",
+            dir.display()
+        );
+        return ExitCode::from(EXIT_USAGE);
+    }
     let result = offcode::config::Environment::capture()
         .map_err(|e| Failure::new(&e, EXIT_USAGE))
         .and_then(|environment| offcode::run(cli, &environment));

@@ -170,16 +170,21 @@ pub enum TurnStatus {
     /// offcode could run, a change or command held back for an earlier
     /// result and never made, or no word after a call that failed.
     Incomplete,
+    /// The model ended without the work: a rule, the managed policy or a
+    /// person refused a call that would change files or run a command,
+    /// and no file changed and no command ran in the turn.
+    Refused,
 }
 
 impl TurnStatus {
-    /// `done`, `failed`, `aborted`, `not done`.
+    /// `done`, `failed`, `aborted`, `not done`, `refused`.
     pub fn words(self) -> &'static str {
         match self {
             Self::Done => "done",
             Self::Failed => "failed",
             Self::Aborted => "aborted",
             Self::Incomplete => "not done",
+            Self::Refused => "refused",
         }
     }
 }

@@ -36,6 +36,8 @@ pub struct Start {
     /// `--fork ID [--at N]`: a new session from a copy of that one, up to
     /// before turn N.
     pub fork: Option<(String, Option<usize>)>,
+    /// The interactive UI's first task (`offcode "PROMPT"`).
+    pub prompt: Option<String>,
 }
 
 impl From<&crate::cli::SessionArgs> for Start {
@@ -49,6 +51,7 @@ impl From<&crate::cli::SessionArgs> for Start {
                 .fork
                 .clone()
                 .map(|id| (id, args.at.and_then(|n| usize::try_from(n).ok()))),
+            prompt: None,
         }
     }
 }

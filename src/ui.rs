@@ -83,7 +83,13 @@ pub fn run(environment: &Environment, start: &startup::Start) -> Result<u8, Fail
         tty::quiet();
     }
     let runtime = runtime()?;
-    let code = runtime.block_on(prompt_loop::run(environment, setup, input, colour, width));
+    let code = runtime.block_on(prompt_loop::run(
+        environment,
+        setup,
+        input,
+        (colour, width),
+        start.prompt.clone(),
+    ));
     tty::restore();
     // A model list still on its way (an endpoint that does not answer)
     // must not hold up leaving.

@@ -305,7 +305,8 @@ async fn denied_write_is_reported_to_model_and_nothing_is_written() {
     server.push(sse(&chunks::text_answer("Understood.")));
     let mut harness = start(&server, 10);
     let events = harness.turn("write it", Some(ApprovalDecision::Deny)).await;
-    assert_eq!(status(&events), TurnStatus::Done);
+    // The person said no and nothing else was done: refused, not done.
+    assert_eq!(status(&events), TurnStatus::Refused);
     assert!(!harness.root.join("out.txt").exists());
     let results = tool_results(&server.chat_bodies()[1]);
     assert!(
@@ -1446,7 +1447,7 @@ async fn ending_without_a_word_after_a_failed_call_is_not_done() {
     let events = harness
         .turn("write x to out.txt", Some(ApprovalDecision::Deny))
         .await;
-    assert_eq!(status(&events), TurnStatus::Done, "{events:#?}");
+    assert_eq!(status(&events), TurnStatus::Refused, "{events:#?}");
     assert_eq!(server.chat_bodies().len(), 2);
 }
 

@@ -237,7 +237,8 @@ fn every_attack_family_is_refused_and_changes_nothing() {
     let server = mock();
     script(&server, &lines);
     let output = run(ws.offcode(&server.base_url(), &["run", "--json", "--yes", "attack"]));
-    assert_eq!(output.code, 0, "{}", output.stderr);
+    // Every attack refused, none ran: exit 4.
+    assert_eq!(output.code, 4, "{}", output.stderr);
     let events: Vec<Value> = output
         .stdout
         .lines()
@@ -384,7 +385,7 @@ fn a_path_entry_inside_the_workspace_cannot_shadow_a_program() {
     let mut command = ws.offcode(&server.base_url(), &["run", "--json", "--yes", "shadow"]);
     command.env("PATH", &path);
     let output = run(command);
-    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.code, 4, "{}", output.stderr);
     let refusals = output
         .stdout
         .lines()

@@ -46,7 +46,8 @@ fn without_yes_writes_are_denied_and_the_model_is_told() {
         &server.base_url(),
         &["run", "read input.txt then write out.txt"],
     ));
-    assert_eq!(output.code, 0, "{}", output.stderr);
+    // Refused, and nothing else done: exit 4.
+    assert_eq!(output.code, 4, "{}", output.stderr);
     assert!(!workspace.root.join("out.txt").exists());
     assert!(output.stderr.contains("denied: write"), "{}", output.stderr);
     let last = server.chat_bodies().pop().unwrap();
@@ -685,7 +686,7 @@ fn edit_and_patch_need_approval_like_write() {
     )));
     server.push(sse(&chunks::text_answer("ok")));
     let output = run(workspace.offcode(&server.base_url(), &["run", "--model", "m", "change it"]));
-    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.code, 4, "{}", output.stderr);
     assert_eq!(
         std::fs::read_to_string(workspace.root.join("f.txt")).unwrap(),
         "one\n"
@@ -947,4 +948,80 @@ fn a_change_that_failed_then_reported_as_made_exits_3() {
         std::fs::read_to_string(ws.root.join("hello.py")).unwrap(),
         "print(\"hello\")\n"
     );
+}
+
+#[test]
+fn codex_habits_exec_cd_output_last_message_and_a_first_prompt_work() {
+    let server = mock();
+    let workspace = Workspace::new();
+    let elsewhere = workspace.home.join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let answer_file = workspace.home.join("last.txt");
+    // `exec` with `-C DIR` and `-o FILE`, started from another folder.
+    server.push(sse(&chunks::text_answer("The answer.")));
+    let mut command = workspace.offcode(
+        &server.base_url(),
+        &[
+            "exec",
+            "-C",
+            workspace.root.to_str().unwrap(),
+            "-m",
+            "mock-model",
+            "-o",
+            answer_file.to_str().unwrap(),
+            "what is it?",
+        ],
+    );
+    command.current_dir(&elsewhere);
+    let output = run(command);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(
+        std::fs::read_to_string(&answer_file).unwrap(),
+        "The answer.\n"
+    );
+    // The session belongs to the folder -C named.
+    let body = &server.chat_bodies()[0];
+    assert!(
+        body.to_string()
+            .contains(&workspace.root.display().to_string()),
+        "the workspace block names -C's folder: {body}"
+    );
+    assert!(!body.to_string().contains("elsewhere"), "{body}");
+
+    // A file in a folder that does not exist: refused before any work.
+    let before = server.chat_bodies().len();
+    let output = run(workspace.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "-m",
+            "mock-model",
+            "-o",
+            "/nonexistent/dir/last.txt",
+            "hi",
+        ],
+    ));
+    assert_eq!(output.code, 2, "{}", output.stderr);
+    assert!(
+        output.stderr.contains("--output-last-message"),
+        "{}",
+        output.stderr
+    );
+    assert_eq!(server.chat_bodies().len(), before);
+
+    // `offcode "PROMPT"`: the UI starts with it sent (plain lines when
+    // not on a terminal; the end of input ends the session).
+    server.push(sse(&chunks::text_answer("Hello from the UI.")));
+    let output = run_with_stdin(
+        workspace.offcode(&server.base_url(), &["-m", "mock-model", "say hello"]),
+        "",
+    );
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert!(
+        output.stdout.contains("Hello from the UI."),
+        "{}",
+        output.stdout
+    );
+    let last = server.chat_bodies().last().unwrap().clone();
+    assert!(last.to_string().contains("say hello"), "{last}");
 }

@@ -196,7 +196,7 @@ fn a_denied_mcp_tool_never_reaches_the_server() {
     )));
     server.push(sse(&chunks::text_answer("It was denied.")));
     let output = ws.run_task(&server.base_url(), &["--yes"], "write through mcp");
-    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.code, 4, "{}", output.stderr);
     assert!(!ws.root.join("victim.txt").exists());
     let results = tool_results(&server.chat_bodies()[1]);
     assert!(results[0].contains("denied"), "{results:?}");

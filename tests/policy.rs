@@ -1395,7 +1395,7 @@ fn script_the_model(server: &crate::support::MockServer, rows: &[String], prefix
 
 /// `offcode run --json --yes` in `ws` with the stubs first on PATH; the
 /// events by type, each keyed by call id.
-fn headless_run(ws: &Workspace, url: &str, stub_dir: &Path) -> Vec<Value> {
+fn headless_run(ws: &Workspace, url: &str, stub_dir: &Path, code: i32) -> Vec<Value> {
     std::fs::write(
         ws.root.join("offcode.jsonc"),
         "{ model: 'mock-model', max_steps: 100 }\n",
@@ -1409,7 +1409,7 @@ fn headless_run(ws: &Workspace, url: &str, stub_dir: &Path) -> Vec<Value> {
     let mut command = ws.offcode(url, &["run", "--json", "--yes", "run every command"]);
     command.env("PATH", path);
     let output = run(command);
-    assert_eq!(output.code, 0, "{}\n{}", output.stderr, output.stdout);
+    assert_eq!(output.code, code, "{}\n{}", output.stderr, output.stdout);
     output
         .stdout
         .lines()
@@ -1434,7 +1434,8 @@ fn dangerous_rows_ask_in_agent_runs_and_headless_yes_never_runs_them() {
     let commands: Vec<String> = rows.iter().map(|(c, ..)| c.clone()).collect();
     let server = mock();
     script_the_model(&server, &commands, "d");
-    let events = headless_run(&ws, &server.base_url(), &stub_dir);
+    // Every call refused, none ran: exit 4.
+    let events = headless_run(&ws, &server.base_url(), &stub_dir, 4);
     let mut failures = Vec::new();
     for (index, (command, action, why)) in rows.iter().enumerate() {
         let id = format!("d{index}");
@@ -1524,7 +1525,7 @@ fn ordinary_rows_run_in_headless_yes_agent_runs() {
     let commands: Vec<String> = rows.iter().map(|(c, ..)| c.clone()).collect();
     let server = mock();
     script_the_model(&server, &commands, "o");
-    let events = headless_run(&ws, &server.base_url(), &stub_dir);
+    let events = headless_run(&ws, &server.base_url(), &stub_dir, 0);
     let mut failures = Vec::new();
     for (index, (command, action, _)) in rows.iter().enumerate() {
         let id = format!("o{index}");
@@ -1602,7 +1603,7 @@ fn a_config_that_allows_rm_still_gets_a_question_for_rm() {
             &server.base_url(),
             &["run", "--json", "--yes", "-m", "mock-model", "clean"],
         ));
-        assert_eq!(output.code, 0, "{}", output.stderr);
+        assert_eq!(output.code, 4, "{}", output.stderr);
         assert!(output.stdout.contains(r#""type":"approval_request""#));
         assert!(
             ws.root.join("build").is_dir(),
@@ -1706,7 +1707,13 @@ fn the_managed_file_overrides_a_looser_project_file() {
         &server.base_url(),
         &["run", "--json", "--yes", "-m", "mock-model", "touch"],
     ));
-    assert_eq!(output.code, 0, "{}", output.stderr);
+    // The refusal stopped the work: a pipeline can tell.
+    assert_eq!(output.code, 4, "{}", output.stderr);
+    assert!(
+        output.stdout.contains(r#""status":"refused""#),
+        "{}",
+        output.stdout
+    );
     assert!(
         output.stdout.contains(r#""mandatory":true"#),
         "{}",
@@ -1718,6 +1725,70 @@ fn the_managed_file_overrides_a_looser_project_file() {
             .contains("the managed policy requires a person's approval")
     );
     assert!(!ws.root.join("made-by-model").exists());
+}
+
+#[test]
+fn a_run_whose_needed_work_was_refused_exits_4_and_one_that_found_another_way_0() {
+    let ws = project();
+    std::fs::write(
+        ws.managed_policy(),
+        r#"{ "permission": { "edit": { "*": "allow", "out.txt": "deny" }, "bash": { "rm *": "deny" } } }"#,
+    )
+    .unwrap();
+    // The edit the task needs is refused; the model claims it anyway.
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w1",
+            "write",
+            json!({"path": "out.txt", "content": "done\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Done: I wrote out.txt.")));
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "--yes",
+            "-m",
+            "mock-model",
+            "write done into out.txt",
+        ],
+    ));
+    assert_eq!(output.code, 4, "{}\n{}", output.stdout, output.stderr);
+    assert!(!ws.root.join("out.txt").exists());
+    assert!(output.stderr.contains("(exit 4)"), "{}", output.stderr);
+    assert!(
+        output.stdout.contains("Done: I wrote out.txt."),
+        "the model's words stay on stdout"
+    );
+    // A refused command, then the work done another way: done.
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("r1", "bash", json!({"command": "rm -f old.txt"}))],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "w2",
+            "write",
+            json!({"path": "notes.txt", "content": "kept\n"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Wrote notes.txt instead.")));
+    let output = run(ws.offcode(
+        &server.base_url(),
+        &[
+            "run",
+            "--yes",
+            "-m",
+            "mock-model",
+            "write kept into notes.txt",
+        ],
+    ));
+    assert_eq!(output.code, 0, "{}\n{}", output.stdout, output.stderr);
+    assert!(ws.root.join("notes.txt").exists());
 }
 
 #[test]
@@ -2082,7 +2153,7 @@ fn a_refusal_tells_the_model_more_than_the_person() {
             "remove the build folder",
         ],
     ));
-    assert_eq!(output.code, 0, "{}", output.stderr);
+    assert_eq!(output.code, 4, "{}", output.stderr);
     assert!(ws.root.join("build").is_dir());
     assert!(
         output

@@ -198,11 +198,16 @@ impl AgentState {
             crate::tools::Effect::RunsCommands => calls.ran_command |= ran,
             _ => {}
         }
-        calls.excused |= outcome == CallOutcome::Refused
+        let refused = outcome == CallOutcome::Refused
             && matches!(
                 effect,
                 crate::tools::Effect::ChangesFiles | crate::tools::Effect::RunsCommands
             );
+        calls.excused |= refused;
+        // Only a rule's or a person's no (not offcode's own guards, such
+        // as a question's turn changing no file) is a refused task.
+        // Nor an agent that changes nothing (`plan`) kept to its part.
+        calls.refused |= refused && output.denied && self.can_change();
         if outcome == CallOutcome::Failed && output.held_back {
             calls.held_back.push(self.noted(call, &output.output));
         } else if outcome == CallOutcome::Failed {

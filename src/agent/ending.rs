@@ -121,6 +121,18 @@ impl AgentState {
         }
     }
 
+    /// Whether a refusal stopped the work: a call that would change files
+    /// or run a command was refused in the turn, and no file changed and
+    /// no command ran.
+    pub(super) fn refused_work(&self, ending: &Ending, validation: &Validation) -> bool {
+        let changed = if self.checkpoints.is_some() {
+            self.changing_steps > ending.changing_at_start && !self.put_back()
+        } else {
+            validation.changed
+        };
+        ending.owed.refused && !changed && !validation.ran_command
+    }
+
     /// Judges `text`, a final answer.
     pub(super) fn judge(
         &mut self,

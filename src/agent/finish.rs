@@ -11,6 +11,10 @@ use crate::tools::Effect;
 
 /// What one step's calls did.
 #[derive(Debug, Default)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of one step, each read on its own"
+)]
 pub(super) struct Calls {
     /// Calls that ran and did not fail (refusals included: the user
     /// knows); no text.
@@ -41,6 +45,8 @@ pub(super) struct Calls {
     /// A change or a command was refused (by a rule or a person), or a
     /// subagent did its part (with the same check of its own).
     pub(super) excused: bool,
+    /// A change or a command was refused (by a rule or a person).
+    pub(super) refused: bool,
 }
 
 /// A call as the turn's bookkeeping keeps it: its name, what calls of its
@@ -80,6 +86,8 @@ pub(super) struct Owed {
     /// nothing changed), or a subagent finished its part, which it checked
     /// the same way.
     pub(super) excused: bool,
+    /// A change or a command was refused in the turn.
+    pub(super) refused: bool,
 }
 
 /// A final answer that leaves the task undone: the note for the model,
@@ -109,6 +117,7 @@ impl Owed {
             calls.failed.append(&mut calls.held_back);
         }
         self.excused |= calls.excused;
+        self.refused |= calls.refused;
         self.worked.extend(calls.worked);
         self.replaced.extend(calls.replaced);
         self.touched.extend(calls.touched);

@@ -30,6 +30,7 @@ impl AgentState {
         let first = calls.first()?;
         parser.visible().trim().is_empty().then(|| ToolOutput {
             held_back: true,
+            denied: false,
             ..ToolOutput::error(format!(
                 "{NOT_WRITTEN} the content is a call to `{}`, not the file's text. To make that call, send it alone in your message.",
                 first.name
@@ -58,6 +59,7 @@ impl AgentState {
         }
         Some(ToolOutput {
             held_back: true,
+            denied: false,
             ..ToolOutput::error(format!(
                 "{NOT_WRITTEN} `{path}` already exists. Change it with `edit` (old_string: the exact text to replace, new_string: what replaces it), so the rest of the file stays as it is."
             ))

@@ -36,10 +36,13 @@ impl Refusal {
     /// What the model gets for a refused call of `tool`.
     pub(super) fn into_output(self, tool: &str) -> ToolOutput {
         match self {
-            Self::Denied { why } => ToolOutput::refused(
-                &format!("Permission denied: `{tool}` was not run ({why})."),
-                "Do not try to get around this; ask the user or choose another way.",
-            ),
+            Self::Denied { why } => ToolOutput {
+                denied: true,
+                ..ToolOutput::refused(
+                    &format!("Permission denied: `{tool}` was not run ({why})."),
+                    "Do not try to get around this; ask the user or choose another way.",
+                )
+            },
             Self::Other(output) => output,
         }
     }

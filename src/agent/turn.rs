@@ -167,7 +167,10 @@ impl AgentState {
         }
         let state = match status {
             TurnStatus::Done => TurnState::Done,
-            TurnStatus::Failed | TurnStatus::Aborted | TurnStatus::Incomplete => TurnState::Error,
+            TurnStatus::Failed
+            | TurnStatus::Aborted
+            | TurnStatus::Incomplete
+            | TurnStatus::Refused => TurnState::Error,
         };
         self.set_state(id, state);
         self.emit(
@@ -227,8 +230,14 @@ impl AgentState {
                             }
                             // Refused: the user knows it was not checked.
                             Verdict::Done | Verdict::NotRun => {
+                                let refused = self.refused_work(&ending, &validation);
                                 let text = self.reported(id, text, &ending);
-                                return (TurnStatus::Done, Some(text));
+                                let status = if refused {
+                                    TurnStatus::Refused
+                                } else {
+                                    TurnStatus::Done
+                                };
+                                return (status, Some(text));
                             }
                             Verdict::GaveUp(why) => {
                                 self.warn(id, &format!("The task is not done: {why}"));

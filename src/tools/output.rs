@@ -5,6 +5,10 @@ use crate::protocol::ToolDisplay;
 
 /// The result of a tool call.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[expect(
+    clippy::struct_excessive_bools,
+    reason = "independent facts of one result, each read on its own"
+)]
 pub struct ToolOutput {
     /// False when the call failed; the model is told.
     pub ok: bool,
@@ -24,6 +28,8 @@ pub struct ToolOutput {
     /// offcode held a change back before it ran (a rewrite of a file that
     /// exists, a call written as a file's content): nothing was written.
     pub held_back: bool,
+    /// A rule, the managed policy or a person said no: not run.
+    pub denied: bool,
 }
 
 impl ToolOutput {
@@ -37,6 +43,7 @@ impl ToolOutput {
             in_place: false,
             reason: None,
             held_back: false,
+            denied: false,
         }
     }
 
@@ -56,6 +63,7 @@ impl ToolOutput {
             in_place: false,
             reason: None,
             held_back: false,
+            denied: false,
         }
     }
 
@@ -118,6 +126,7 @@ impl ToolOutput {
             in_place: false,
             reason: Some(reason),
             held_back: false,
+            denied: false,
         }
     }
 }

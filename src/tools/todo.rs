@@ -149,6 +149,7 @@ impl Tool for TodoWrite {
             in_place: false,
             reason: None,
             held_back: false,
+            denied: false,
         })
     }
 }
@@ -185,6 +186,7 @@ impl Tool for TodoRead {
             in_place: false,
             reason: None,
             held_back: false,
+            denied: false,
         })
     }
 }

@@ -375,6 +375,7 @@ impl<'a> App<'a> {
             // A resumed session goes on with its own agent.
             agent: session.is_none().then(|| self.view.status.agent.clone()),
             fork: None,
+            prompt: None,
         };
         let prepared =
             crate::startup::prepare(self.environment, &start, crate::protocol::Decider::User);

@@ -25,12 +25,13 @@ pub async fn run(
     environment: &Environment,
     setup: AgentSetup,
     mut input: Input,
-    colour: bool,
-    width: usize,
+    (colour, width): (bool, usize),
+    first: Option<String>,
 ) -> u8 {
     let mut app = App::start(environment, setup, Palette::new(colour), width).await;
     app.view.fit = input.terminal;
-    let mut queue: VecDeque<String> = VecDeque::new();
+    // `offcode "PROMPT"`: the first task, sent as if typed.
+    let mut queue: VecDeque<String> = first.into_iter().filter(|p| !p.trim().is_empty()).collect();
     let mut typed = String::new();
     let mut interrupted = false;
     // Ctrl+D during a turn: leave once the queue is done.

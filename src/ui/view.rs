@@ -243,10 +243,9 @@ impl View {
                 self.status.retry = None;
                 self.end_reasoning();
                 self.end_block("ANSWER");
-                if complete.status == TurnStatus::Aborted {
-                    self.commit(
-                        Line::new().with(Role::Warning, "Aborted; what arrived so far is kept."),
-                    );
+                let note = ended_note(complete.status);
+                if !note.is_empty() {
+                    self.commit(Line::new().with(Role::Warning, note));
                 }
                 self.status.state = TurnState::Idle;
             }
@@ -518,5 +517,17 @@ impl View {
 
 mod side;
 mod status;
+
+/// What the end of a turn says besides its answer: an abort, a refusal.
+fn ended_note(status: TurnStatus) -> &'static str {
+    match status {
+        TurnStatus::Aborted => "Aborted; what arrived so far is kept.",
+        TurnStatus::Refused => {
+            "Not done: a call the work needed was refused, and nothing else changed a file or ran."
+        }
+        TurnStatus::Done | TurnStatus::Failed | TurnStatus::Incomplete => "",
+    }
+}
+
 #[cfg(test)]
 mod tests;
