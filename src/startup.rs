@@ -543,7 +543,7 @@ pub fn client(
 ) -> Result<Client, Failure> {
     Client::with_env(config, &|name| environment.var(name).map(str::to_owned)).map_err(|e| {
         Failure::new(&e, EXIT_USAGE)
-            .with_hint("Fix `tls` in the config, or the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`)")
+            .with_hint("Fix `tls` in the config, or the proxy variables (`HTTPS_PROXY`, `http_proxy`, `ALL_PROXY`, `NO_PROXY`)")
     })
 }
 

@@ -235,7 +235,7 @@ fn proxies_come_from_the_environment_and_no_proxy_is_honoured() {
     // A host only the proxy can reach.
     let url = "http://gpu.invalid:8000/v1";
     let mut command = workspace.offcode(url, &["models"]);
-    command.env("HTTP_PROXY", &proxy);
+    command.env("http_proxy", &proxy);
     let listed = run(&mut command);
     assert_eq!(listed.code, 0, "{}", listed.stderr);
     assert!(listed.stdout.contains("mock-model"), "{}", listed.stdout);
@@ -246,13 +246,18 @@ fn proxies_come_from_the_environment_and_no_proxy_is_honoured() {
     let socks = run(&mut command);
     assert_eq!(socks.code, 1, "{}", socks.stderr);
     assert!(!socks.stderr.contains("panicked"), "{}", socks.stderr);
-    // HTTPS_PROXY is for https endpoints only; NO_PROXY exempts a domain
-    // and its subdomains.
-    for (name, value) in [("HTTPS_PROXY", proxy.as_str()), ("NO_PROXY", "invalid")] {
+    // HTTPS_PROXY is for https endpoints only; upper-case HTTP_PROXY (a
+    // login profile's) is ignored, as curl ignores it; NO_PROXY exempts a
+    // domain and its subdomains.
+    for (name, value) in [
+        ("HTTPS_PROXY", proxy.as_str()),
+        ("HTTP_PROXY", proxy.as_str()),
+        ("NO_PROXY", "invalid"),
+    ] {
         let mut command = workspace.offcode(url, &["models"]);
         command.env(name, value);
         if name == "NO_PROXY" {
-            command.env("HTTP_PROXY", &proxy);
+            command.env("http_proxy", &proxy);
         }
         let direct = run(&mut command);
         assert_eq!(direct.code, 1, "{name}: {}", direct.stderr);

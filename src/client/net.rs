@@ -6,9 +6,11 @@
 //! `tls.insecure_skip_verify` turns checking off (callers warn loudly).
 //!
 //! Proxies follow curl: `HTTPS_PROXY` for `https://` endpoints,
-//! `HTTP_PROXY` for `http://` ones, `ALL_PROXY` for both (lower-case names
-//! too), and `NO_PROXY` with `*`, domains that also match their
-//! subdomains, IP addresses, CIDR ranges and optional ports.
+//! `http_proxy` for `http://` ones (lower case only: a login profile's
+//! `HTTP_PROXY` is ignored, as curl ignores it since "httpoxy"),
+//! `ALL_PROXY` for both (lower-case names too), and `NO_PROXY` with `*`,
+//! domains that also match their subdomains, IP addresses, CIDR ranges and
+//! optional ports.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -131,7 +133,9 @@ pub fn proxy_for(url: &str, var: &dyn Fn(&str) -> Option<String>) -> Option<Stri
     let specific = if scheme.eq_ignore_ascii_case("https") {
         get("HTTPS_PROXY")
     } else {
-        get("HTTP_PROXY")
+        // Lower case only, as curl: `HTTP_PROXY` may be set by what a
+        // request carries (CGI's `Proxy:` header) or a login profile.
+        var("http_proxy").filter(|v| !v.trim().is_empty())
     };
     specific.or_else(|| get("ALL_PROXY"))
 }
@@ -270,9 +274,11 @@ mod tests {
             proxy_for("http://gpu:8000/v1", &vars).as_deref(),
             Some("http://plain:3128")
         );
-        // Only HTTP_PROXY set: https is not proxied (unlike ureq's own).
+        // Only HTTP_PROXY set: https is not proxied (unlike ureq's own),
+        // and neither is http (curl reads only `http_proxy`).
         let vars = env(&[("HTTP_PROXY", "http://plain:3128")]);
         assert_eq!(proxy_for("https://gpu/v1", &vars), None);
+        assert_eq!(proxy_for("http://gpu/v1", &vars), None);
         let vars = env(&[("ALL_PROXY", "socks5://all:1080")]);
         assert_eq!(
             proxy_for("https://gpu/v1", &vars).as_deref(),

@@ -88,7 +88,7 @@ fn client(
             }
             report.problem(
                 &text,
-                "fix `tls` in the config or the proxy variables (`HTTPS_PROXY`, `HTTP_PROXY`, `NO_PROXY`)",
+                "fix `tls` in the config or the proxy variables (`HTTPS_PROXY`, `http_proxy`, `ALL_PROXY`, `NO_PROXY`)",
             )?;
             Ok(None)
         }
