@@ -173,6 +173,13 @@ pub struct PolicyArgs {
 pub enum PolicyCommand {
     /// Show how the effective policy would decide on a command or tool call.
     Check(PolicyCheckArgs),
+    /// Print the whole effective policy: every rule in the order it is
+    /// laid, with the file it came from; the managed layer and a project's
+    /// untrusted rules marked; each agent's rules; the managed files.
+    #[command(
+        after_help = "The last matching rule wins, except that a managed rule is applied after all the others and only tightens, and an untrusted project's rule applies only where it is stricter. Exit status: 0, or 2 for usage and configuration errors."
+    )]
+    Show(JsonArg),
 }
 
 /// `offcode policy check`.

@@ -11,7 +11,7 @@ mod tool;
 
 pub use doctor::run as doctor;
 pub use mcp::mcp;
-pub use policy::{policy_check, trust};
+pub use policy::{policy_check, policy_show, trust};
 pub use rewind::{diff, export, revert};
 pub use tool::tool;
 

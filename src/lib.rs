@@ -82,6 +82,7 @@ fn dispatch(cli: Cli, environment: &Environment) -> Result<u8, Failure> {
         Some(Command::Mcp(args)) => commands::mcp(&args, environment),
         Some(Command::Policy(args)) => match args.command {
             cli::PolicyCommand::Check(check) => commands::policy_check(&check, environment),
+            cli::PolicyCommand::Show(args) => commands::policy_show(args.json, environment),
         },
         None => {
             let mut start = startup::Start::from(&cli.start);

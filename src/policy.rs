@@ -62,7 +62,52 @@ pub struct AgentRules {
     only_tighten: Vec<Rule>,
 }
 
+/// One rule as `offcode policy show` lists it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ShownRule {
+    /// The permission key.
+    pub permission: String,
+    /// The pattern.
+    pub pattern: String,
+    /// What it says.
+    pub action: Action,
+    /// Where it was written.
+    pub source: String,
+    /// Its key in that file.
+    pub key: String,
+    /// `built_in`, `config`, `untrusted_project` (applies only where
+    /// stricter), `managed` (applied last; its questions need a person) or
+    /// `agent`.
+    pub layer: &'static str,
+}
+
+impl ShownRule {
+    fn of(rule: &Rule, layer: &'static str) -> Self {
+        Self {
+            permission: rule.permission.clone(),
+            pattern: rule.pattern.clone(),
+            action: rule.action,
+            source: rule.source.to_string(),
+            key: rule.key.clone(),
+            layer,
+        }
+    }
+}
+
 impl AgentRules {
+    /// Its rules as `offcode policy show` lists them.
+    pub fn shown(&self) -> Vec<ShownRule> {
+        self.rules
+            .iter()
+            .map(|r| ShownRule::of(r, "agent"))
+            .chain(
+                self.only_tighten
+                    .iter()
+                    .map(|r| ShownRule::of(r, "untrusted_project")),
+            )
+            .collect()
+    }
+
     /// The rules of the agent `name` defined at `origin`: its
     /// `permission`, and what a project added to it (`only_tighten`).
     pub fn new(
@@ -102,6 +147,9 @@ pub struct Policy {
     /// are stricter than the rest.
     untrusted: Vec<Rule>,
     gate: Gate,
+    /// What the config and managed files add to the gate, as
+    /// `offcode policy show` lists it: (where, what).
+    additions: Vec<(String, String)>,
     root: PathBuf,
     home: Option<String>,
     /// offcode's own config, data and state ([`Policy::with_own_files`]).
@@ -216,7 +264,28 @@ impl Policy {
             }
         }
         let gate = Gate::new(&extra, &commands).map_err(Error::Rule)?;
+        let mut additions = Vec::new();
+        for (origin, entries) in &extra {
+            for entry in entries {
+                let what = match entry {
+                    ExtraFile::Pattern(pattern) => format!("dangerous: `{pattern}`"),
+                    ExtraFile::Rule(rule) => format!("dangerous: `{}` (a rule)", rule.command),
+                };
+                additions.push((origin.clone(), what));
+            }
+        }
+        for (origin, table) in &commands {
+            let names: Vec<&str> = table
+                .as_object()
+                .map(|programs| programs.keys().map(String::as_str).collect())
+                .unwrap_or_default();
+            additions.push((
+                origin.clone(),
+                format!("understood programs: {}", names.join(", ")),
+            ));
+        }
         Ok(Self {
+            additions,
             rules,
             managed,
             managed_files,
@@ -229,6 +298,34 @@ impl Policy {
             linked: std::sync::OnceLock::new(),
             shell: crate::confine::Status::Off,
         })
+    }
+
+    /// Every rule, in the order they are laid: the built-in defaults and
+    /// the config files (the last match wins), the untrusted project's
+    /// (only where stricter), then the managed files'.
+    pub fn shown(&self) -> Vec<ShownRule> {
+        let laid = self.rules.iter().map(|rule| {
+            let layer = if rule.source == Source::BuiltIn {
+                "built_in"
+            } else {
+                "config"
+            };
+            ShownRule::of(rule, layer)
+        });
+        laid.chain(
+            self.untrusted
+                .iter()
+                .map(|r| ShownRule::of(r, "untrusted_project")),
+        )
+        .chain(self.managed.iter().map(|r| ShownRule::of(r, "managed")))
+        .collect()
+    }
+
+    /// What the config and managed files add to the gate (dangerous
+    /// patterns and rules, understood programs), with where each was
+    /// written.
+    pub fn additions(&self) -> &[(String, String)] {
+        &self.additions
     }
 
     /// Sets how shell commands run, which decides when bash must ask

@@ -2171,3 +2171,76 @@ fn a_refusal_tells_the_model_more_than_the_person() {
         "{told:?}"
     );
 }
+
+#[test]
+fn policy_show_prints_every_rule_with_its_source_and_marks_the_managed_layer() {
+    let ws = project();
+    std::fs::write(
+        ws.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "permission": { "bash": { "git push *": "deny" } } }"#,
+    )
+    .unwrap();
+    write_config(&ws, r#"{ "permission": { "edit": "deny" } }"#);
+    std::fs::write(
+        ws.managed_policy(),
+        r#"{ "permission": { "bash": { "curl *": "deny" } }, "dangerous": { "extra": ["terraform destroy *"] } }"#,
+    )
+    .unwrap();
+    let output = run(ws.offcode("http://127.0.0.1:9/v1", &["policy", "show", "--json"]));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let shown: Value = serde_json::from_str(&output.stdout).unwrap();
+    let rules = shown["rules"].as_array().unwrap();
+    let find = |key: &str| {
+        rules
+            .iter()
+            .find(|r| r["key"] == key)
+            .unwrap_or_else(|| panic!("{key} in {rules:?}"))
+    };
+    assert_eq!(find("permission.*")["layer"], "built_in");
+    let push = find(r#"permission.bash["git push *"]"#);
+    assert_eq!(
+        (&push["layer"], &push["action"]),
+        (&json!("config"), &json!("deny"))
+    );
+    assert!(
+        push["source"]
+            .as_str()
+            .unwrap()
+            .ends_with(".config/offcode/offcode.jsonc")
+    );
+    let edit = rules
+        .iter()
+        .find(|r| r["key"] == "permission.edit" && r["layer"] == "untrusted_project")
+        .expect("the project's rule, marked untrusted");
+    assert!(edit["source"].as_str().unwrap().ends_with("offcode.jsonc"));
+    let curl = find(r#"permission.bash["curl *"]"#);
+    assert_eq!(curl["layer"], "managed");
+    // The managed rules come last: laid after every other.
+    assert_eq!(rules.last().unwrap()["layer"], "managed");
+    assert_eq!(shown["agents"]["plan"][0]["layer"], "agent");
+    assert!(
+        shown["additions"]
+            .to_string()
+            .contains("terraform destroy *"),
+        "{}",
+        shown["additions"]
+    );
+    // As text, grouped by file, the managed one marked.
+    let output = run(ws.offcode("http://127.0.0.1:9/v1", &["policy", "show"]));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let managed = ws.managed_policy().display().to_string();
+    assert!(
+        output.stdout.contains(&format!(
+            "managed {managed}  [managed: its questions need a person]\n  deny  permission.bash[\"curl *\"]"
+        )),
+        "{}",
+        output.stdout
+    );
+    assert!(
+        output
+            .stdout
+            .contains("[project, not trusted: only where stricter]"),
+        "{}",
+        output.stdout
+    );
+}

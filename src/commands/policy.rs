@@ -1,5 +1,6 @@
-//! `offcode policy check` (how the policy decides, nothing run) and
-//! `offcode trust` (a project folder's loosening, trusted or forgotten).
+//! `offcode policy check` (how the policy decides, nothing run), `offcode
+//! policy show` (the whole effective policy, rule by rule) and `offcode
+//! trust` (a project folder's loosening, trusted or forgotten).
 
 use std::fmt::Write as _;
 
@@ -10,6 +11,95 @@ use crate::config::{Environment, Flags};
 use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
 use crate::startup::{load_config, load_policy, workspace};
 use crate::stdio::{out, read_stdin};
+
+/// `offcode policy show`: every rule of the effective policy with where
+/// it came from, and each agent's own rules.
+pub fn policy_show(as_json: bool, environment: &Environment) -> Result<u8, Failure> {
+    let loaded = load_config(environment, &Flags::default())?;
+    let sandbox = workspace(environment)?;
+    let policy = load_policy(environment, &loaded, sandbox.root())?;
+    let agents = crate::agents::Agents::load(
+        &loaded.agent_layers,
+        environment.config_dir().as_deref(),
+        Some(&sandbox),
+    )
+    .map_err(|e| Failure::new(&e, EXIT_USAGE))?;
+    let mut agent_rules = Vec::new();
+    for profile in agents.all() {
+        let rules = crate::policy::AgentRules::new(
+            &profile.name,
+            &profile.origin.to_string(),
+            profile.permission.as_ref(),
+            profile.project_permission.as_ref(),
+        )
+        .map_err(|e| Failure::new(&e, EXIT_USAGE))?
+        .shown();
+        if !rules.is_empty() {
+            agent_rules.push((profile.name.clone(), rules));
+        }
+    }
+    let rules = policy.shown();
+    let managed: Vec<String> = policy
+        .managed_files()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    if as_json {
+        let agents: serde_json::Map<String, serde_json::Value> = agent_rules
+            .iter()
+            .map(|(name, rules)| (name.clone(), json!(rules)))
+            .collect();
+        let value = json!({
+            "workspace": sandbox.root().display().to_string(),
+            "rules": rules,
+            "agents": agents,
+            "managed_files": managed,
+            "additions": policy.additions().iter().map(|(source, what)| json!({"source": source, "what": what})).collect::<Vec<_>>(),
+            "commands": policy.shell().describe(),
+        });
+        return out(&format!("{value:#}\n")).map(|()| 0);
+    }
+    let mut text = format!(
+        "Permission policy for {}\n(the last matching rule wins; managed rules are laid last and only tighten; an untrusted project's rules apply only where stricter)\n",
+        sandbox.root().display()
+    );
+    let mut last_source = String::new();
+    for rule in &rules {
+        if rule.source != last_source {
+            let mark = match rule.layer {
+                "managed" => "  [managed: its questions need a person]",
+                "untrusted_project" => "  [project, not trusted: only where stricter]",
+                _ => "",
+            };
+            let _ = writeln!(text, "\n{}{mark}", rule.source);
+            last_source.clone_from(&rule.source);
+        }
+        let _ = writeln!(text, "  {:<5} {}", rule.action.to_string(), rule.key);
+    }
+    for (name, rules) in &agent_rules {
+        let _ = writeln!(text, "\nagent `{name}` (while it is the agent in use)");
+        for rule in rules {
+            let _ = writeln!(text, "  {:<5} {}", rule.action.to_string(), rule.key);
+        }
+    }
+    if !policy.additions().is_empty() {
+        text.push_str("\nAdded to the gate:\n");
+        for (source, what) in policy.additions() {
+            let _ = writeln!(text, "  {what}  # {source}");
+        }
+    }
+    let _ = writeln!(
+        text,
+        "\nManaged files: {}",
+        if managed.is_empty() {
+            "none".to_owned()
+        } else {
+            managed.join(", ")
+        }
+    );
+    let _ = writeln!(text, "Commands run: {}", policy.shell().describe());
+    out(&text).map(|()| 0)
+}
 
 /// `offcode policy check`: how the effective policy decides on a command
 /// line or a tool call. Nothing is run.
