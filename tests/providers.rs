@@ -291,3 +291,41 @@ fn a_provider_without_a_url_or_with_a_reserved_option_is_refused_by_name() {
         listed.stderr
     );
 }
+
+#[test]
+fn doctor_checks_the_named_providers_server_and_names_a_provider_prefix_it_lacks() {
+    let a = serving(&["Qwen/Qwen3-Coder"]);
+    let b = serving(&["qwen2.5-coder-1.5b"]);
+    let workspace = workspace_with(&two_providers(&a, &b));
+    let mut command = workspace.offcode("", &["doctor", "--model", "cpu/small"]);
+    command.env_remove("OFFCODE_BASE_URL");
+    let checked = run(command);
+    assert!(
+        checked.stdout.starts_with(&format!(
+            "offcode doctor: {} (provider `cpu`)",
+            b.base_url()
+        )),
+        "{}",
+        checked.stdout
+    );
+    assert!(
+        checked
+            .stdout
+            .contains("model `qwen2.5-coder-1.5b` is served"),
+        "{}",
+        checked.stdout
+    );
+    // OpenCode's `vllm/...` with no `vllm` provider: said so, not
+    // `--served-model-name`.
+    let workspace = Workspace::new();
+    let checked = run(workspace.offcode(
+        &a.base_url(),
+        &["doctor", "--model", "vllm/Qwen/Qwen3-Coder"],
+    ));
+    assert_eq!(checked.code, 1, "{}", checked.stdout);
+    assert!(
+        checked.stdout.contains("`vllm` is no configured provider"),
+        "{}",
+        checked.stdout
+    );
+}

@@ -116,18 +116,40 @@ fn probe_notice(model: &str) -> String {
 /// How long a step may be silent before doctor says what it waits for.
 const NOTICE: Duration = Duration::from_secs(2);
 
+/// The config of the model's provider, whose server is the one checked:
+/// the model named, else the first provider's first (or its server's).
+fn model_route(config: &crate::config::Config, environment: &Environment) -> crate::config::Config {
+    let var = |name: &str| environment.var(name).map(str::to_owned);
+    if let Some(reference) = config.model.clone().or_else(|| config.default_reference()) {
+        return config.routed(&reference, &var);
+    }
+    let first = config
+        .provider
+        .keys()
+        .next()
+        .filter(|_| !config.base_url_set);
+    config.for_provider(first.map(String::as_str), &var)
+}
+
 /// `offcode doctor`: 0 when healthy, 1 when a problem was found.
 pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure> {
     let flags = Flags {
         model: model.map(str::to_owned),
     };
     let loaded = load_config(environment, &flags)?;
-    let config = &loaded.config;
+    let routed = model_route(&loaded.config, environment);
+    let config = &routed;
     let mut report = Report {
         checks: 0,
         problems: 0,
     };
-    out(&format!("offcode doctor: {}\n", config.base_url))?;
+    match &config.route.provider {
+        Some(provider) => out(&format!(
+            "offcode doctor: {} (provider `{provider}`)\n",
+            config.base_url
+        ))?,
+        None => out(&format!("offcode doctor: {}\n", config.base_url))?,
+    }
     local::sandbox(environment, config, &mut report)?;
     local::mcp_servers(environment, config, &mut report)?;
     let Some(client) = client(config, environment, &mut report)? else {
@@ -152,9 +174,8 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
         }
     };
     list_models(config, &models, started, &mut report)?;
-    let chosen = flags
-        .model
-        .or_else(|| config.model.clone())
+    let chosen = Some(config.route.model.clone())
+        .filter(|id| !id.is_empty())
         .or_else(|| models.first().map(|m| m.id.clone()));
     let Some(model) = chosen else {
         report.problem(
@@ -165,14 +186,23 @@ pub fn run(model: Option<&str>, environment: &Environment) -> Result<u8, Failure
     };
     let Some(card) = models.iter().find(|m| m.id == model) else {
         let served: Vec<&str> = models.iter().map(|m| m.id.as_str()).collect();
+        // OpenCode's `provider/model` with no such provider here.
+        let fix = match model.split_once('/') {
+            Some((provider, rest)) if config.route.provider.is_none() && served.contains(&rest) => {
+                format!(
+                    "`{provider}` is no configured provider, so `{model}` went to `base_url` as it is: define `{provider}` under `provider` (docs/providers.md), or set `model` to `{rest}`"
+                )
+            }
+            _ => format!(
+                "set `model` to one of those (config or `--model`), or start vLLM with `--served-model-name {model}`"
+            ),
+        };
         report.problem(
             &format!(
                 "the model `{model}` is not served here (served: {})",
                 served.join(", ")
             ),
-            &format!(
-                "set `model` to one of those (config or `--model`), or start vLLM with `--served-model-name {model}`"
-            ),
+            &fix,
         )?;
         return Ok(finish(&report));
     };
