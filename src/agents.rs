@@ -465,22 +465,46 @@ impl Agents {
         if let Some(prompt) = definition.prompt {
             prompt.trim().clone_into(&mut profile.prompt);
         }
-        if let Some(options) = definition.options {
-            profile.body.extend(options);
-        }
-        if let Some(effort) = definition.reasoning_effort {
-            profile
-                .body
-                .insert("reasoning_effort".to_owned(), Value::String(effort));
-        }
-        if let Some(verbosity) = definition.text_verbosity {
-            profile
-                .body
-                .insert("verbosity".to_owned(), Value::String(verbosity));
-        }
+        profile.body.extend(body_of(
+            definition.options,
+            definition.reasoning_effort,
+            definition.text_verbosity,
+            project,
+        )?);
         profile.origin = origin;
         Ok(())
     }
+}
+
+/// What an agent adds to its requests' body: its `options`, and
+/// `OpenCode`'s `reasoningEffort` and `textVerbosity` as the API names them.
+/// A key offcode sends itself is an error, and a project's agent may set
+/// none (they change what the person's server is asked).
+fn body_of(
+    options: Option<serde_json::Map<String, Value>>,
+    effort: Option<String>,
+    verbosity: Option<String>,
+    project: bool,
+) -> Result<serde_json::Map<String, Value>, String> {
+    if project && (options.is_some() || effort.is_some() || verbosity.is_some()) {
+        return Err("a project's agent may not set request options (`options`, `reasoningEffort`, `textVerbosity`); they change what your server is asked".to_owned());
+    }
+    let mut body = options.unwrap_or_default();
+    if let Some(key) = body
+        .keys()
+        .find(|key| crate::protocol::REQUEST_FIELDS.contains(&key.as_str()))
+    {
+        return Err(format!(
+            "`options.{key}` is what offcode sends itself (for sampling, use the agent's `temperature` and `top_p`)"
+        ));
+    }
+    if let Some(effort) = effort {
+        body.insert("reasoning_effort".to_owned(), Value::String(effort));
+    }
+    if let Some(verbosity) = verbosity {
+        body.insert("verbosity".to_owned(), Value::String(verbosity));
+    }
+    Ok(body)
 }
 
 /// `later` laid over `earlier`: tool keys of `later` win, and a tool's

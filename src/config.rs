@@ -347,9 +347,13 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
             }
             Err(source) => return Err(Error::Read { path, source }),
         };
-        // By position, not by prefix: run from $HOME, the global config
-        // lies under the working directory but is still the user's own.
-        let is_project = explicit.as_ref() != Some(&path) && project_files.contains(&path);
+        let is_project = if explicit.as_ref() == Some(&path) {
+            explicit_is_projects(environment)
+        } else {
+            // By position, not by prefix: run from $HOME, the global
+            // config lies under the working directory but is the user's.
+            project_files.contains(&path)
+        };
         let text = substituted(&text, &path, environment, is_project)?;
         let mut layer = parse_file(&text).map_err(|problem| Error::Invalid {
             path: path.clone(),
@@ -387,6 +391,8 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         }
         let permission = layer.remove("permission");
         if is_project {
+            provider::check_project(&layer, &merged.tree, &text)
+                .map_err(|(at, message)| Error::at(&path, at, message))?;
             project.take(&path, &environment.cwd, &mut layer, permission.as_ref());
         }
         let dangerous_extra = dangerous_extra(&mut layer, &path)?;
@@ -415,6 +421,26 @@ pub fn load(environment: &Environment, flags: &Flags) -> Result<Loaded, Error> {
         ignored,
         merged,
     })
+}
+
+/// Whether `$OFFCODE_CONFIG` is read as the project's: a relative name
+/// is a file of whatever folder offcode starts in (a repository's, maybe).
+fn explicit_is_projects(environment: &Environment) -> bool {
+    environment
+        .var("OFFCODE_CONFIG")
+        .is_some_and(|name| Path::new(name).is_relative())
+}
+
+impl Error {
+    /// An invalid file's error at `at` (line, column) when known.
+    fn at(path: &Path, at: Option<(usize, usize)>, message: String) -> Self {
+        Self::Invalid {
+            path: path.to_path_buf(),
+            line: at.map(|(line, _)| line),
+            column: at.map(|(_, column)| column),
+            message,
+        }
+    }
 }
 
 /// `text` of the file at `path` with its `{env:...}` and `{file:...}`

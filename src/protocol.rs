@@ -25,6 +25,18 @@ pub use reports::{ContextPart, ContextReport, ModelInfo, ModelListEvent, Provide
 pub use rewind::{RewindKind, RewindReport, TurnRow};
 pub use wire::managed as managed_wire;
 
+/// The body keys a request sets as its own fields: never sent twice.
+pub const REQUEST_FIELDS: &[&str] = &[
+    "model",
+    "messages",
+    "stream",
+    "stream_options",
+    "tools",
+    "max_tokens",
+    "temperature",
+    "top_p",
+];
+
 /// Identifies the [`Op`] an [`Event`] answers.
 pub type SubmissionId = u64;
 

@@ -195,6 +195,19 @@ fn agents(
     Ok((agents, ignored))
 }
 
+/// Keeps every endpoint key the config holds (the shorthand's, each
+/// provider's, whichever variable it came from) out of commands' and MCP
+/// servers' environment.
+fn hide_keys(config: &Config, environment: &Environment) {
+    let var = |name: &str| environment.var(name).map(str::to_owned);
+    let mut keys: Vec<String> = config.api_key.iter().cloned().collect();
+    for name in config.provider.keys() {
+        keys.extend(config.for_provider(Some(name), &var).api_key);
+    }
+    let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
+    crate::tools::hide_variables_holding(&keys, &environment.vars);
+}
+
 /// The session `start` asks to go on with (`--session`, `--continue`,
 /// `--fork`), opened; none for a new one.
 fn resumed_session(
@@ -363,7 +376,9 @@ fn mcp_servers(
 
 /// Loads the configuration, mapping problems to exit status 2.
 pub fn load_config(environment: &Environment, flags: &Flags) -> Result<Loaded, Failure> {
-    config::load(environment, flags).map_err(Failure::from)
+    let loaded = config::load(environment, flags).map_err(Failure::from)?;
+    hide_keys(&loaded.config, environment);
+    Ok(loaded)
 }
 
 /// The effective permission policy for the workspace at `root`: the

@@ -31,7 +31,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub use crate::groups::{Running, kill_running};
-pub use bash::SECRET_VARIABLES;
+pub use bash::{SECRET_VARIABLES, hide_variables_holding, secret_variables};
 pub use output::ToolOutput;
 
 use crate::cancel::Cancel;

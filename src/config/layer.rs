@@ -72,7 +72,7 @@ pub struct FileLayer {
     /// Extra instruction files (paths or globs in the workspace).
     instructions: Option<Vec<NonEmpty>>,
     /// Global skills to load, by folder name.
-    skills: Option<Vec<NonEmpty>>,
+    skills: Option<Vec<SkillName>>,
     /// The model's context length, when the server does not report it.
     context_limit: Option<Positive>,
     /// When and how a long conversation is compacted.
@@ -318,6 +318,24 @@ impl<'de> Deserialize<'de> for NonEmpty {
     }
 }
 
+/// A folder name under `~/.config/offcode/skills/`: no path.
+#[derive(Debug)]
+struct SkillName;
+
+impl<'de> Deserialize<'de> for SkillName {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(deserializer)?;
+        let plain =
+            !name.trim().is_empty() && !name.contains(['/', '\\']) && name != "." && name != "..";
+        if !plain {
+            return Err(de::Error::custom(format!(
+                "`{name}` is not a folder name under ~/.config/offcode/skills/ (no paths)"
+            )));
+        }
+        Ok(Self)
+    }
+}
+
 #[derive(Debug)]
 struct Positive;
 
@@ -430,6 +448,16 @@ pub fn parse_file(text: &str) -> Result<Map<String, Value>, FileProblem> {
     // An empty file sets nothing, as `{}` would.
     if text.trim().is_empty() {
         return Ok(Map::new());
+    }
+    if let Some((line, column)) = super::substitute::too_deep(text) {
+        return Err(FileProblem {
+            line: Some(line),
+            column: Some(column),
+            message: format!(
+                "nested more than {} levels deep; no config needs that",
+                super::substitute::DEEPEST
+            ),
+        });
     }
     // Syntax first: a file cut short is reported where it ends, not where
     // the object it leaves open began.

@@ -64,29 +64,31 @@ impl ProjectPart {
             entries.push(format!("validate runs {}", shown.join(", ")));
             held.insert("validate".to_owned(), json!({ "commands": commands }));
         }
-        // A provider is a place requests go, with headers and a key.
+        // A provider is a place requests go, with headers and a key: the
+        // whole of it is the trust entry, so any change asks again.
         if let Some(Value::Object(providers)) = layer.remove("provider") {
             for (name, provider) in &providers {
                 let url = ["/options/baseURL", "/api"]
                     .iter()
                     .find_map(|at| provider.pointer(at).and_then(Value::as_str))
                     .unwrap_or("the shorthand's URL");
-                let mut entry = format!("provider `{name}` sends requests to {url}");
-                if let Some(headers) = provider
-                    .pointer("/options/headers")
-                    .and_then(Value::as_object)
-                {
-                    let names: Vec<&str> = headers.keys().map(String::as_str).collect();
-                    if !names.is_empty() {
-                        let _ = write!(entry, " with headers {}", names.join(", "));
-                    }
-                }
-                entries.push(entry);
+                entries.push(format!(
+                    "provider `{name}` sends requests to {url}: {provider}"
+                ));
             }
             held.insert("provider".to_owned(), Value::Object(providers));
         }
+        // Which providers are used decides where requests go too.
+        for key in ["disabled_providers", "enabled_providers"] {
+            if let Some(list) = layer.remove(key) {
+                entries.push(format!("{key} = {list}"));
+                held.insert(key.to_owned(), list);
+            }
+        }
         if let Some(url) = layer.remove("base_url") {
-            entries.push(format!("base_url = {url}"));
+            entries.push(format!(
+                "base_url = {url} (its requests carry the API key set for base_url, if any)"
+            ));
             held.insert("base_url".to_owned(), url);
         }
         if let Some(Value::Object(tls)) = layer.get_mut("tls") {

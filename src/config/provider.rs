@@ -196,20 +196,43 @@ pub struct ModelLimit {
     pub input: Option<u64>,
 }
 
+/// What a project's `provider` key may not do: name variables that hold a
+/// key (`env`: what it reads would go to the server it names), or take
+/// the name of a provider your own config defines (its key would go to
+/// the project's URL). Errors carry the place in `text`.
+pub fn check_project(
+    layer: &Map<String, Value>,
+    before: &Map<String, Value>,
+    text: &str,
+) -> Result<(), (Option<(usize, usize)>, String)> {
+    let Some(Value::Object(providers)) = layer.get("provider") else {
+        return Ok(());
+    };
+    for (name, provider) in providers {
+        if provider.get("env").is_some() {
+            return Err((
+                crate::jsonc::locate_key(text, &["provider", name, "env"]),
+                format!(
+                    "provider `{name}`: a project's config may not name variables for its key (`env`); set the key in your global config"
+                ),
+            ));
+        }
+        if before.get("provider").and_then(|p| p.get(name)).is_some() {
+            return Err((
+                crate::jsonc::locate_key(text, &["provider", name]),
+                format!(
+                    "provider `{name}` is defined in your own config; a project's config may not change it (its key would go where the project says): give the project's another name"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// What every request's body holds already.
 const RESERVED_BODY_KEYS: &[&str] = &["model", "messages", "stream", "stream_options", "tools"];
 
-/// The body keys a request sets as its own fields: never sent twice.
-pub const REQUEST_FIELDS: &[&str] = &[
-    "model",
-    "messages",
-    "stream",
-    "stream_options",
-    "tools",
-    "max_tokens",
-    "temperature",
-    "top_p",
-];
+pub use crate::protocol::REQUEST_FIELDS;
 
 fn http_url<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<String>, D::Error> {
     let text = String::deserialize(deserializer)?;

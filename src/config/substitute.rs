@@ -100,6 +100,33 @@ impl State {
     }
 }
 
+/// How deep `{` and `[` may nest: a parser that recurses must not meet a
+/// file that overflows its stack.
+pub const DEEPEST: usize = 64;
+
+/// Where `text` first nests deeper than [`DEEPEST`], as line and column.
+pub fn too_deep(text: &str) -> Option<(usize, usize)> {
+    let mut state = State::Code;
+    let mut depth = 0usize;
+    let mut chars = text.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        if state == State::Code {
+            match c {
+                '{' | '[' => {
+                    depth += 1;
+                    if depth > DEEPEST {
+                        return Some(position(text, at));
+                    }
+                }
+                '}' | ']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        state = state.after(c, chars.peek().map(|(_, next)| *next));
+    }
+    None
+}
+
 /// `{env:NAME}` or `{file:path}` at the start of `text`: the whole token,
 /// its kind and its argument.
 fn token(text: &str) -> Option<(&str, &str, &str)> {

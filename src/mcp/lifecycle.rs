@@ -90,7 +90,7 @@ impl Mcp {
             .command(program, &words, !server.config.confine)
             .map_err(|error| format!("cannot start `{program}`: {error}"))?;
         command.current_dir(&self.launcher.root);
-        for secret in crate::tools::SECRET_VARIABLES {
+        for secret in crate::tools::secret_variables() {
             command.env_remove(secret);
         }
         command.envs(&server.config.environment);

@@ -20,6 +20,46 @@ const DEFAULT_TIMEOUT_SECS: u64 = 120;
 const MAX_TIMEOUT_SECS: u64 = 600;
 /// Variables never passed to commands and MCP servers (the model endpoint's keys).
 pub const SECRET_VARIABLES: &[&str] = &["OFFCODE_API_KEY", "DASHSCOPE_API_KEY", "OPENAI_API_KEY"];
+
+/// More variables that hold an endpoint's key, found at start-up
+/// ([`hide_variables_holding`]).
+static HELD_KEYS: std::sync::RwLock<Vec<String>> = std::sync::RwLock::new(Vec::new());
+
+/// Every variable never passed to commands and MCP servers: the three
+/// above, and those found to hold a configured key.
+pub fn secret_variables() -> Vec<String> {
+    let found = HELD_KEYS.read().map(|v| v.clone()).unwrap_or_default();
+    SECRET_VARIABLES
+        .iter()
+        .map(|name| (*name).to_owned())
+        .chain(found)
+        .collect()
+}
+
+/// Hides from commands and MCP servers every variable of `vars` whose
+/// value is one of `keys` (an endpoint's key however the config reached
+/// it: `{env:GPU_KEY}`, a provider's `env`, a key variable).
+pub fn hide_variables_holding<'a>(
+    keys: &[&str],
+    vars: impl IntoIterator<Item = (&'a String, &'a String)>,
+) {
+    let names: Vec<String> = vars
+        .into_iter()
+        // A short "key" (`1`, `dev`) would hide unrelated variables.
+        .filter(|(_, value)| {
+            keys.iter()
+                .any(|key| key.len() >= 8 && *key == value.as_str())
+        })
+        .map(|(name, _)| name.clone())
+        .collect();
+    if let Ok(mut held) = HELD_KEYS.write() {
+        for name in names {
+            if !held.contains(&name) {
+                held.push(name);
+            }
+        }
+    }
+}
 /// Output kept from the start and from the end of a long output.
 const KEEP_BYTES: usize = 16 * 1024;
 
@@ -99,7 +139,7 @@ async fn run_command(
             path: command.to_owned(),
             source,
         })?;
-    for secret in SECRET_VARIABLES {
+    for secret in secret_variables() {
         shell.env_remove(secret);
     }
     // Killed with offcode (even by SIGKILL): under confinement the whole

@@ -34,7 +34,16 @@ mod shapes {
     use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
     use std::borrow::Cow;
 
-    use super::super::{HttpUrl, NonEmpty, Positive, Ranged, SamplingLayer};
+    use super::super::{HttpUrl, NonEmpty, Positive, Ranged, SamplingLayer, SkillName};
+
+    impl JsonSchema for SkillName {
+        fn schema_name() -> Cow<'static, str> {
+            "SkillName".into()
+        }
+        fn json_schema(_: &mut SchemaGenerator) -> Schema {
+            json_schema!({"type": "string", "pattern": "^[^/\\\\]+$", "description": "A folder name under ~/.config/offcode/skills/"})
+        }
+    }
 
     impl JsonSchema for HttpUrl {
         fn schema_name() -> Cow<'static, str> {
