@@ -288,8 +288,10 @@ impl Agents {
             }
         }
         if let Some(dir) = config_dir {
-            for (path, text) in files::global_files(&dir.join("agents")) {
-                agents.define_file(&path, &text, false)?;
+            for folder in files::global_dirs(dir) {
+                for (path, text) in files::global_files(&folder) {
+                    agents.define_file(&path, &text, false)?;
+                }
             }
         }
         if let Some(sandbox) = sandbox {

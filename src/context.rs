@@ -9,7 +9,7 @@
 //! skills index) opens the first user message instead.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::client::wire::{WireFunctionCall, WireMessage, WireToolCall};
 use crate::session::Message;
@@ -134,6 +134,32 @@ pub fn with_workspace(mut messages: Vec<WireMessage>, workspace: &str) -> Vec<Wi
     messages
 }
 
+/// A folder's rules file: `AGENTS.md`, else `CLAUDE.md` (as `OpenCode`
+/// reads it), through `read`.
+fn rules_file(dir: &Path, read: impl Fn(&str) -> Option<Vec<u8>>) -> Option<(PathBuf, Vec<u8>)> {
+    ["AGENTS.md", "CLAUDE.md"]
+        .iter()
+        .find_map(|name| read(name).map(|bytes| (dir.join(name), bytes)))
+}
+
+/// The folders above `root` up to its repository's root (the nearest one
+/// holding `.git`), outermost first; none when `root` is the repository
+/// root or lies in no repository.
+fn repository_folders(root: &Path) -> Vec<PathBuf> {
+    let mut above = Vec::new();
+    if root.join(".git").exists() {
+        return above;
+    }
+    for dir in root.ancestors().skip(1).take(32) {
+        above.push(dir.to_path_buf());
+        if dir.join(".git").exists() {
+            above.reverse();
+            return above;
+        }
+    }
+    Vec::new()
+}
+
 /// Assembles the system prompt for the workspace `sandbox`, with global
 /// rules from `config_dir` and the config's `instructions` (paths or
 /// globs inside the workspace).
@@ -155,8 +181,17 @@ pub fn assemble(
         text: workspace_line(sandbox.root()),
         shared: false,
     });
-    if let Some(dir) = config_dir {
-        let path = dir.join("AGENTS.md");
+    // `~/.config/offcode/AGENTS.md`, else Claude Code's global file (as
+    // OpenCode reads it).
+    let global = config_dir.map(|dir| {
+        let own = dir.join("AGENTS.md");
+        let claude = std::env::home_dir().map(|home| home.join(".claude/CLAUDE.md"));
+        match claude {
+            Some(claude) if !own.exists() && claude.is_file() => claude,
+            _ => own,
+        }
+    });
+    if let Some(path) = global {
         match std::fs::read(&path) {
             Ok(bytes) => {
                 let source = path.display().to_string();
@@ -174,15 +209,34 @@ pub fn assemble(
                 .push(format!("`{}` was not read: {error}", path.display())),
         }
     }
-    if let Ok(bytes) = sandbox.read("AGENTS.md") {
+    // The repository's rules from its root down to the start folder, as
+    // Codex reads them: the nearest last, so it wins.
+    for dir in repository_folders(sandbox.root()) {
+        let Some((path, bytes)) = rules_file(&dir, |name| std::fs::read(dir.join(name)).ok())
+        else {
+            continue;
+        };
+        let source = path.display().to_string();
+        assembly.parts.push(Part {
+            name: "repository rules",
+            text: format!(
+                "Repository rules (from {source}, a folder above this one):\n{}",
+                cut(&bytes)
+            ),
+            source,
+            shared: false,
+        });
+    }
+    if let Some((path, bytes)) = rules_file(Path::new(""), |name| sandbox.read(name).ok()) {
+        let name = path.display().to_string();
         assembly.parts.push(Part {
             name: "project rules",
-            source: "AGENTS.md".to_owned(),
             text: format!(
-                "Project rules (from AGENTS.md; where they differ from the global rules, \
+                "Project rules (from {name}; where they differ from the global rules, \
                  these take precedence):\n{}",
                 cut(&bytes)
             ),
+            source: name,
             shared: false,
         });
     }

@@ -353,3 +353,48 @@ fn a_relative_offcode_config_is_read_as_the_projects_and_deep_nesting_is_an_erro
         output.stderr
     );
 }
+
+#[test]
+fn rules_from_the_repository_root_down_claude_md_and_opencode_agents_are_read() {
+    let workspace = Workspace::new();
+    // The repository is the project folder; offcode starts in a sub-folder.
+    std::fs::create_dir_all(workspace.root.join(".git")).unwrap();
+    std::fs::write(workspace.root.join("AGENTS.md"), "Root rule: use tabs.\n").unwrap();
+    let start = workspace.root.join("service");
+    std::fs::create_dir_all(start.join(".opencode/agents")).unwrap();
+    std::fs::write(start.join("CLAUDE.md"), "Service rule: say 好.\n").unwrap();
+    std::fs::write(
+        start.join(".opencode/agents/reviewer.md"),
+        "---\ndescription: Reviews\nmode: subagent\ncolor: \"#ff0000\"\n---\nReview it.\n",
+    )
+    .unwrap();
+    let server = crate::support::mock();
+    server.push(crate::support::sse(&crate::support::chunks::text_answer(
+        "ok",
+    )));
+    let mut command = workspace.offcode(&server.base_url(), &["run", "-m", "mock-model", "hi"]);
+    command.current_dir(&start);
+    let output = run(command);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let sent = server.chat_bodies()[0].to_string();
+    let root_at = sent
+        .find("Root rule: use tabs.")
+        .expect("the root's AGENTS.md");
+    let service_at = sent
+        .find("Service rule: say 好.")
+        .expect("the start folder's CLAUDE.md");
+    assert!(root_at < service_at, "the nearest comes last: {sent}");
+    assert!(
+        sent.contains("reviewer"),
+        "the .opencode agent is offered to `task`: {sent}"
+    );
+    let mut command = workspace.offcode(&server.base_url(), &["context"]);
+    command.current_dir(&start);
+    let listed = run(command);
+    assert!(
+        listed.stdout.contains("repository rules"),
+        "{}",
+        listed.stdout
+    );
+    assert!(listed.stdout.contains("CLAUDE.md"), "{}", listed.stdout);
+}

@@ -88,10 +88,29 @@ pub(super) fn global_files(dir: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
-/// The project's `.offcode/agents/*.md`, read through the sandbox.
+/// The project's agent files, read through the sandbox: `OpenCode`'s
+/// `.opencode/agent/*.md` and `.opencode/agents/*.md`, then offcode's
+/// `.offcode/agents/*.md` (laid last, so they win).
 pub(super) fn project_files(sandbox: &Sandbox) -> Vec<(PathBuf, String)> {
-    const DIR: &str = ".offcode/agents";
-    let Ok(entries) = std::fs::read_dir(sandbox.root().join(DIR)) else {
+    [".opencode/agent", ".opencode/agents", ".offcode/agents"]
+        .iter()
+        .flat_map(|dir| project_dir(sandbox, dir))
+        .collect()
+}
+
+/// The global agent folders: `OpenCode`'s (`~/.config/opencode/agent`
+/// and `agents`, beside `config_dir`), then offcode's `agents`.
+pub(super) fn global_dirs(config_dir: &Path) -> Vec<PathBuf> {
+    let opencode = config_dir.with_file_name("opencode");
+    vec![
+        opencode.join("agent"),
+        opencode.join("agents"),
+        config_dir.join("agents"),
+    ]
+}
+
+fn project_dir(sandbox: &Sandbox, dir: &str) -> Vec<(PathBuf, String)> {
+    let Ok(entries) = std::fs::read_dir(sandbox.root().join(dir)) else {
         return Vec::new();
     };
     let mut names: Vec<String> = entries
@@ -103,7 +122,7 @@ pub(super) fn project_files(sandbox: &Sandbox) -> Vec<(PathBuf, String)> {
     names
         .into_iter()
         .filter_map(|name| {
-            let relative = format!("{DIR}/{name}");
+            let relative = format!("{dir}/{name}");
             let bytes = sandbox.read(&relative).ok()?;
             Some((PathBuf::from(relative), cut(&bytes)))
         })
