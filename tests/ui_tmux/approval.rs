@@ -154,3 +154,28 @@ fn a_loosening_project_config_is_asked_about_once_at_start() {
     assert!(!screen.contains("Trust this folder"), "{screen}");
     assert!(!ws.root.join("refused-by-default").exists());
 }
+
+#[test]
+fn t_denies_with_a_note_the_model_reads() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("approval-note");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "run `touch made.txt`");
+    let screen = tmux.wait_for("one", "answer:");
+    assert!(screen.contains(" t  why"), "{screen}");
+    answer_after_grace(&tmux, "one", "t");
+    tmux.wait_for("one", "why: ");
+    tmux.type_text("one", "用 make test 吧");
+    tmux.wait_for("one", "吧▏");
+    tmux.keys("one", &["Enter"]);
+    tmux.wait_for("one", "denied");
+    assert!(wait_until(Duration::from_secs(20), || {
+        server
+            .chat_bodies()
+            .iter()
+            .any(|body| body.to_string().contains("the user declined and says: 用 make test 吧"))
+    }));
+    assert!(!ws.root.join("made.txt").exists());
+}

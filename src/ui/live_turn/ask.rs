@@ -21,6 +21,9 @@ pub struct Question {
     read: bool,
     /// While paging: the first row shown.
     page: Option<usize>,
+    /// After `t`: the note being typed that goes to the model with the
+    /// refusal.
+    note: Option<String>,
 }
 
 /// What a key did to the question.
@@ -41,6 +44,7 @@ impl Question {
             rows: 0,
             read: false,
             page: None,
+            note: None,
         };
         question.resized(width, height);
         question
@@ -64,6 +68,26 @@ impl Question {
                 ApprovalDecision::Deny,
                 Some("the user stopped the turn".to_owned()),
             );
+        }
+        if let Some(note) = &mut self.note {
+            match key.code {
+                KeyCode::Enter => {
+                    let note = note.trim().to_owned();
+                    let reason = if note.is_empty() {
+                        "the user declined".to_owned()
+                    } else {
+                        format!("the user declined and says: {note}")
+                    };
+                    return Answer::Decided(ApprovalDecision::Deny, Some(reason));
+                }
+                KeyCode::Esc => self.note = None,
+                KeyCode::Backspace => {
+                    note.pop();
+                }
+                KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => note.push(c),
+                _ => {}
+            }
+            return Answer::Nothing;
         }
         let step = page_rows(height);
         match (self.page, key.code) {
@@ -95,6 +119,10 @@ impl Question {
             KeyCode::Char('n' | 'N') | KeyCode::Esc => {
                 Answer::Decided(ApprovalDecision::Deny, Some("the user declined".to_owned()))
             }
+            KeyCode::Char('t' | 'T') => {
+                self.note = Some(String::new());
+                Answer::Nothing
+            }
             _ => Answer::Nothing,
         }
     }
@@ -113,6 +141,15 @@ impl Question {
     /// Narrow, the words get shorter before anything is cut, so every key
     /// that answers or pages stays on the screen.
     pub fn answer_row(&self, width: usize, height: usize) -> Line {
+        if let Some(note) = &self.note {
+            // The end of what is typed stays in sight.
+            let keys = " Enter denies with it · Esc back";
+            let room = width.saturating_sub(keys.len() + 8).max(4);
+            let shown = render::tail(&Line::new().with(Role::Text, format!("{note}▏")), room);
+            let mut row = Line::new().with(Role::Label, "why: ");
+            row.spans.extend(shown.spans);
+            return render::fit(&row.with(Role::Dim, keys), width);
+        }
         // Longest first: the first that fits is shown.
         let forms = [(true, 0), (true, 1), (false, 1), (false, 2)];
         let rows: Vec<Line> = forms
@@ -139,6 +176,14 @@ impl Question {
                 .with(Role::Text, word(" once  ", " once "));
         }
         line = line.with(Role::Key, " n ").with(Role::Text, " deny");
+        // `t`: deny and say why; left out where only the keys fit, and
+        // while paging (the pager's keys need the room).
+        if short < 2 && self.page.is_none() {
+            line = line
+                .with(Role::Text, " ")
+                .with(Role::Key, " t ")
+                .with(Role::Text, " why");
+        }
         if self.read && self.request.session_allowed {
             line = line
                 .with(Role::Text, word("  ", " "))
@@ -257,6 +302,37 @@ mod tests {
             question.key(&key(KeyCode::Esc), 24),
             Answer::Decided(ApprovalDecision::Deny, _)
         ));
+    }
+
+    #[test]
+    fn t_denies_with_a_note_typed_for_the_model_and_esc_goes_back() {
+        let mut question = Question::new(request("make build", true), 80, 24);
+        assert!(question.answer_row(80, 24).plain().contains(" t  why"));
+        assert_eq!(question.key(&key(KeyCode::Char('t')), 24), Answer::Nothing);
+        for c in "用 make test 吧x".chars() {
+            assert_eq!(question.key(&key(KeyCode::Char(c)), 24), Answer::Nothing);
+        }
+        assert_eq!(question.key(&key(KeyCode::Backspace), 24), Answer::Nothing);
+        // `y` while typing is text, not an answer.
+        let row = question.answer_row(40, 24).plain();
+        assert!(row.starts_with("why: ") && row.contains("吧▏"), "{row}");
+        assert!(row.width() <= 40, "{row}");
+        assert_eq!(
+            question.key(&key(KeyCode::Enter), 24),
+            Answer::Decided(
+                ApprovalDecision::Deny,
+                Some("the user declined and says: 用 make test 吧".to_owned())
+            )
+        );
+        // Esc leaves the note; the question answers as before.
+        let mut question = Question::new(request("make build", true), 80, 24);
+        question.key(&key(KeyCode::Char('t')), 24);
+        question.key(&key(KeyCode::Char('y')), 24);
+        assert_eq!(question.key(&key(KeyCode::Esc), 24), Answer::Nothing);
+        assert_eq!(
+            question.key(&key(KeyCode::Char('y')), 24),
+            Answer::Decided(ApprovalDecision::AllowOnce, None)
+        );
     }
 
     #[test]
