@@ -134,6 +134,26 @@ pub fn with_workspace(mut messages: Vec<WireMessage>, workspace: &str) -> Vec<Wi
     messages
 }
 
+/// The task `/init` sends: look at the project, then write (or, when it
+/// `exists`, improve) `AGENTS.md` at its root. Short and concrete, so a
+/// small model can follow it; the write asks like any other.
+pub fn init_prompt(exists: bool) -> String {
+    let mut prompt = String::from(
+        "Write AGENTS.md at the root of this project: the rules a coding agent needs to work here. \
+         First look: list the files, read the README and the build files you find (Cargo.toml, \
+         package.json, go.mod, pyproject.toml, Makefile, CMakeLists.txt...). Then write AGENTS.md \
+         with short sections: what the project is; the exact commands to build, test and lint; \
+         the layout (the main folders and what they hold); the code style the files follow. \
+         Only what you saw in the files; at most 60 lines.",
+    );
+    if exists {
+        prompt.push_str(
+            " AGENTS.md exists already: read it first, keep what is still true, and improve it with an edit.",
+        );
+    }
+    prompt
+}
+
 /// A folder's rules file: `AGENTS.md`, else `CLAUDE.md` (as `OpenCode`
 /// reads it), through `read`.
 fn rules_file(dir: &Path, read: impl Fn(&str) -> Option<Vec<u8>>) -> Option<(PathBuf, Vec<u8>)> {

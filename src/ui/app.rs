@@ -253,6 +253,12 @@ impl<'a> App<'a> {
                 }
             }
             "/compact" => return Dispatch::Turn(Op::Compact),
+            "/init" => {
+                let exists = self.sandbox.root().join("AGENTS.md").exists();
+                return Dispatch::Turn(Op::UserTurn {
+                    text: crate::context::init_prompt(exists),
+                });
+            }
             "/undo" => return Dispatch::Turn(Op::Undo),
             "/revert" => return self.revert_command(argument),
             "/diff" => return self.diff_command(argument),

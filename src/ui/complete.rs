@@ -22,6 +22,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/mcp", "the MCP servers, their state and tools"),
     ("/compact", "summarise the older conversation now"),
     (
+        "/init",
+        "have the agent write AGENTS.md, the project's rules, from what it finds",
+    ),
+    (
         "/undo",
         "take back the file changes of the agent's last step",
     ),

@@ -172,10 +172,43 @@ fn t_denies_with_a_note_the_model_reads() {
     tmux.keys("one", &["Enter"]);
     tmux.wait_for("one", "denied");
     assert!(wait_until(Duration::from_secs(20), || {
-        server
-            .chat_bodies()
-            .iter()
-            .any(|body| body.to_string().contains("the user declined and says: 用 make test 吧"))
+        server.chat_bodies().iter().any(|body| {
+            body.to_string()
+                .contains("the user declined and says: 用 make test 吧")
+        })
     }));
     assert!(!ws.root.join("made.txt").exists());
+}
+
+#[test]
+fn slash_init_asks_the_model_for_agents_md_and_its_write_asks_first() {
+    let server = crate::support::mock();
+    server.push(crate::support::sse(&crate::support::chunks::tool_answer(
+        "",
+        &[(
+            "w1",
+            "write",
+            serde_json::json!({"path": "AGENTS.md", "content": "# Rules\nBuild: make\n"}),
+        )],
+    )));
+    server.push(crate::support::sse(&crate::support::chunks::text_answer(
+        "Wrote AGENTS.md.",
+    )));
+    let ws = Workspace::new();
+    let tmux = Tmux::new("slash-init");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "/init");
+    tmux.wait_for("one", "Allow write?");
+    answer_after_grace(&tmux, "one", "y");
+    tmux.wait_for("one", "Wrote AGENTS.md.");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("AGENTS.md")).unwrap(),
+        "# Rules\nBuild: make\n"
+    );
+    let asked = server.chat_bodies()[0].to_string();
+    assert!(
+        asked.contains("Write AGENTS.md at the root of this project"),
+        "{asked}"
+    );
 }
