@@ -240,3 +240,43 @@ fn the_config_schema_names_exactly_the_keys_a_file_may_hold() {
         assert!(schema["properties"].get(key).is_some(), "{key}");
     }
 }
+
+#[test]
+fn every_key_offcode_config_prints_is_documented() {
+    let workspace = Workspace::new();
+    std::fs::write(
+        workspace.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "provider": { "gpu": { "options": { "baseURL": "http://gpu1:8000/v1", "headers": { "X": "y" }, "timeout": 9 },
+                            "models": { "m": { "limit": { "context": 1, "output": 1 }, "options": { "top_k": 2 } } } } },
+             "small_model": "gpu/m", "default_agent": "plan",
+             "mcp": { "s": { "type": "local", "command": ["x"], "environment": { "A": "b" } } } }"#,
+    )
+    .unwrap();
+    let output = run(workspace.offcode("http://127.0.0.1:9/v1", &["config", "--json"]));
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let printed: serde_json::Value = serde_json::from_str(&output.stdout).unwrap();
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/configuration.md"),
+    )
+    .unwrap();
+    // A key is documented when it, or a key it lies under, is named in
+    // backticks (`checkpoints` documents `checkpoints.max_file_mb`).
+    let undocumented: Vec<&String> = printed["values"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|path| {
+            let parts: Vec<&str> = path.split('.').collect();
+            !(1..=parts.len()).any(|n| docs.contains(&format!("`{}`", parts[..n].join("."))))
+        })
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "not in docs/configuration.md: {undocumented:?}"
+    );
+    assert!(
+        printed["values"]
+            .get("provider.gpu.options.baseURL")
+            .is_some()
+    );
+}
