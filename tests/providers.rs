@@ -146,6 +146,11 @@ async fn a_switch_mid_session_sends_the_next_request_to_the_other_server_and_is_
         answer_to(&mut handle, switched).await,
         EventMsg::ModelChanged { model, .. } if model == "cpu/small"
     ));
+    // The other server's list follows, with the new model's length.
+    let EventMsg::ModelList(list) = answer_to(&mut handle, switched).await else {
+        panic!("the new server's list follows a switch");
+    };
+    assert_eq!(list.limit, Some(32_768));
     b.push(sse(&chunks::text_answer("from the small box")));
     finish_turn(&mut handle, "and now?").await;
     assert_eq!(a.chat_bodies().len(), 1, "nothing more went to the GPU box");

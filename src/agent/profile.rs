@@ -220,6 +220,42 @@ impl AgentState {
         }
     }
 
+    /// [`Op::SetModel`](crate::protocol::Op::SetModel): the model and its
+    /// provider's client, recorded in the session and told.
+    pub(super) fn set_model(&mut self, id: SubmissionId, model: String) {
+        // Its provider's client first: a server that cannot be
+        // reached as configured leaves the model as it was.
+        let routed = self
+            .base_config
+            .routed(&model, &|name| std::env::var(name).ok());
+        if let Err(error) = self.clients.get(&routed) {
+            let why = crate::client::error_chain(&error);
+            self.warn(id, &format!("The model was not switched: {why}"));
+            return;
+        }
+        // A model chosen by hand wins over the agent's.
+        self.agent.model = None;
+        if self
+            .record(
+                id,
+                EntryBody::ModelChange {
+                    model: model.clone(),
+                },
+            )
+            .is_ok()
+        {
+            self.adopt_server_facts(id);
+            self.refit_agent();
+            let limit = self.known_limit();
+            self.emit(id, EventMsg::ModelChanged { model, limit });
+            // Another server: its list (and the model's length,
+            // for the status line) is asked for beside.
+            if self.budget.listed.is_none() {
+                self.list_models(id);
+            }
+        }
+    }
+
     /// [`Op::ListAgents`](crate::protocol::Op::ListAgents).
     pub(super) fn list_agents(&self, id: SubmissionId) {
         let agents = self

@@ -78,34 +78,7 @@ impl AgentState {
                 Op::SetAgent { name } => self.set_agent(id, name),
                 Op::ListAgents => self.list_agents(id),
                 Op::ListMcp => self.list_mcp(id),
-                Op::SetModel { model } => {
-                    // Its provider's client first: a server that cannot be
-                    // reached as configured leaves the model as it was.
-                    let routed = self
-                        .base_config
-                        .routed(&model, &|name| std::env::var(name).ok());
-                    if let Err(error) = self.clients.get(&routed) {
-                        let why = client::error_chain(&error);
-                        self.warn(id, &format!("The model was not switched: {why}"));
-                        continue;
-                    }
-                    // A model chosen by hand wins over the agent's.
-                    self.agent.model = None;
-                    if self
-                        .record(
-                            id,
-                            EntryBody::ModelChange {
-                                model: model.clone(),
-                            },
-                        )
-                        .is_ok()
-                    {
-                        self.adopt_server_facts(id);
-                        self.refit_agent();
-                        let limit = self.known_limit();
-                        self.emit(id, EventMsg::ModelChanged { model, limit });
-                    }
-                }
+                Op::SetModel { model } => self.set_model(id, model),
                 Op::Compact => {
                     self.emit(
                         id,
