@@ -27,6 +27,8 @@ esac
 case "$want" in
     aarch64|all)
         add_target aarch64-unknown-linux-musl
+        # The glibc arm64 build (release/build.sh all builds both libcs).
+        add_target aarch64-unknown-linux-gnu
         if ! command -v aarch64-linux-gnu-gcc >/dev/null || ! command -v qemu-aarch64-static >/dev/null; then
             apt-get update -qq
             DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
