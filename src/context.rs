@@ -173,11 +173,45 @@ fn repository_folders(root: &Path) -> Vec<PathBuf> {
     for dir in root.ancestors().skip(1).take(32) {
         above.push(dir.to_path_buf());
         if dir.join(".git").exists() {
+            // Only a repository of the person's own: a `.git` someone else
+            // put in a shared folder (`/tmp/.git`) marks nothing, as git's
+            // `safe.directory` would have it.
+            if !own(&dir.join(".git")) {
+                return Vec::new();
+            }
             above.reverse();
             return above;
         }
     }
     Vec::new()
+}
+
+/// Whether `path` is the person's own (same user) and, itself, not a
+/// symbolic link (a `.git` folder, or the `.git` file of a worktree).
+fn own(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(path).is_ok_and(|meta| {
+        !meta.file_type().is_symlink() && meta.uid() == rustix::process::geteuid().as_raw()
+    })
+}
+
+/// A rules file above the workspace, read only when it is a regular file
+/// of the person's own, never through a symbolic link (`AGENTS.md ->
+/// /proc/self/environ` would put offcode's environment in the prompt).
+fn read_plain(path: &Path) -> Option<Vec<u8>> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    let meta = file.metadata().ok()?;
+    if !meta.file_type().is_file() || meta.uid() != rustix::process::geteuid().as_raw() {
+        return None;
+    }
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut std::io::Read::take(file, 1 << 20), &mut bytes).ok()?;
+    Some(bytes)
 }
 
 /// Assembles the system prompt for the workspace `sandbox`, with global
@@ -232,8 +266,7 @@ pub fn assemble(
     // The repository's rules from its root down to the start folder, as
     // Codex reads them: the nearest last, so it wins.
     for dir in repository_folders(sandbox.root()) {
-        let Some((path, bytes)) = rules_file(&dir, |name| std::fs::read(dir.join(name)).ok())
-        else {
+        let Some((path, bytes)) = rules_file(&dir, |name| read_plain(&dir.join(name))) else {
             continue;
         };
         let source = path.display().to_string();

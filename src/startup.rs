@@ -90,6 +90,10 @@ pub fn prepare(
         }
         (None, None, None) => default_model(&config, environment)?,
     };
+    if let Some(why) = config.unroutable(&model) {
+        return Err(Failure::message(format!("Invalid model: {why}"), EXIT_USAGE)
+            .with_hint("`offcode models` lists the configured providers' models; set `base_url` for a server of its own"));
+    }
     // The client of the model's provider.
     let routed = config.routed(&model, &|name| environment.var(name).map(str::to_owned));
     let client = Arc::new(client(&routed, environment)?);

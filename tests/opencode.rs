@@ -319,6 +319,8 @@ fn a_key_read_from_any_variable_never_reaches_a_command() {
     let mut command = workspace.offcode("", &["run", "--yes", "run it"]);
     command.env_remove("OFFCODE_BASE_URL");
     command.env("GPU_KEY", "gpu-secret-12345");
+    // A variable that holds the key inside a longer value.
+    command.env("VLLM_URL", "http://u:gpu-secret-12345@gpu:8000/v1");
     let output = run(command);
     assert_eq!(output.code, 0, "{}", output.stderr);
     let sent = server.chat_bodies()[1].to_string();
@@ -397,4 +399,51 @@ fn rules_from_the_repository_root_down_claude_md_and_opencode_agents_are_read() 
         listed.stdout
     );
     assert!(listed.stdout.contains("CLAUDE.md"), "{}", listed.stdout);
+}
+
+#[test]
+fn a_rules_file_above_the_start_folder_is_never_read_through_a_link() {
+    let workspace = Workspace::new();
+    std::fs::create_dir_all(workspace.root.join(".git")).unwrap();
+    let secret = workspace.home.join("secret.txt");
+    std::fs::write(&secret, "hunter2-secret").unwrap();
+    std::os::unix::fs::symlink(&secret, workspace.root.join("AGENTS.md")).unwrap();
+    let start = workspace.root.join("sub");
+    std::fs::create_dir_all(&start).unwrap();
+    let server = crate::support::mock();
+    server.push(crate::support::sse(&crate::support::chunks::text_answer(
+        "ok",
+    )));
+    let mut command = workspace.offcode(&server.base_url(), &["run", "-m", "mock-model", "hi"]);
+    command.current_dir(&start);
+    let output = run(command);
+    assert_eq!(output.code, 0, "{}", output.stderr);
+    let sent = server.chat_bodies()[0].to_string();
+    assert!(!sent.contains("hunter2-secret"), "{sent}");
+}
+
+#[test]
+fn a_model_naming_no_provider_goes_nowhere_when_only_providers_are_configured() {
+    let workspace = Workspace::new();
+    std::fs::write(
+        workspace.home.join(".config/offcode/offcode.jsonc"),
+        r#"{ "provider": { "gpu": { "options": { "baseURL": "http://127.0.0.1:9/v1" }, "models": { "m": {} } } } }"#,
+    )
+    .unwrap();
+    std::fs::write(
+        workspace.root.join("offcode.jsonc"),
+        r#"{ "model": "zzz/x" }"#,
+    )
+    .unwrap();
+    let mut command = workspace.offcode("", &["run", "hi"]);
+    command.env_remove("OFFCODE_BASE_URL");
+    let output = run(command);
+    assert_eq!(output.code, 2, "{}", output.stderr);
+    assert!(
+        output
+            .stderr
+            .contains("`zzz/x` names no configured provider (gpu)"),
+        "{}",
+        output.stderr
+    );
 }

@@ -34,6 +34,9 @@ impl AgentState {
         reference: &str,
         profile: Option<&Profile>,
     ) -> Result<(Config, std::sync::Arc<crate::client::Client>), String> {
+        if let Some(why) = self.base_config.unroutable(reference) {
+            return Err(why);
+        }
         let mut config = self
             .base_config
             .routed(reference, &|name| std::env::var(name).ok());
@@ -115,6 +118,9 @@ impl AgentState {
         )
         .map_err(|e| e.to_string())?;
         let reference = profile.model.as_deref().unwrap_or(&self.session.model);
+        if let Some(why) = self.base_config.unroutable(reference) {
+            return Err(why);
+        }
         let routed = self
             .base_config
             .routed(reference, &|name| std::env::var(name).ok());
@@ -223,6 +229,10 @@ impl AgentState {
     /// [`Op::SetModel`](crate::protocol::Op::SetModel): the model and its
     /// provider's client, recorded in the session and told.
     pub(super) fn set_model(&mut self, id: SubmissionId, model: String) {
+        if let Some(why) = self.base_config.unroutable(&model) {
+            self.warn(id, &format!("The model was not switched: {why}"));
+            return;
+        }
         // Its provider's client first: a server that cannot be
         // reached as configured leaves the model as it was.
         let routed = self

@@ -375,6 +375,24 @@ impl Config {
         Ok(())
     }
 
+    /// Why `reference` leads nowhere: it names no configured provider,
+    /// and with only providers configured (no `base_url`) there is no
+    /// server for other names (the built-in default URL is not one the
+    /// person chose).
+    pub fn unroutable(&self, reference: &str) -> Option<String> {
+        if self.provider.is_empty()
+            || self.base_url_set
+            || self.split_reference(reference).is_some()
+        {
+            return None;
+        }
+        let names: Vec<&str> = self.provider.keys().map(String::as_str).collect();
+        Some(format!(
+            "`{reference}` names no configured provider ({}), and no `base_url` is set for other models",
+            names.join(", ")
+        ))
+    }
+
     /// Every configured model as `provider/model`, in the config's order.
     pub fn configured_models(&self) -> Vec<String> {
         self.provider

@@ -45,11 +45,9 @@ pub fn hide_variables_holding<'a>(
 ) {
     let names: Vec<String> = vars
         .into_iter()
-        // A short "key" (`1`, `dev`) would hide unrelated variables.
-        .filter(|(_, value)| {
-            keys.iter()
-                .any(|key| key.len() >= 8 && *key == value.as_str())
-        })
+        // Any value holding a key (`http://u:KEY@gpu/v1` too); a short
+        // "key" (`1`, `dev`) would hide unrelated variables.
+        .filter(|(_, value)| keys.iter().any(|key| key.len() >= 8 && value.contains(key)))
         .map(|(name, _)| name.clone())
         .collect();
     if let Ok(mut held) = HELD_KEYS.write() {
