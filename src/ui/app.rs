@@ -276,13 +276,13 @@ impl<'a> App<'a> {
 
     fn help(&mut self) {
         // Descriptions wrap under themselves, not under the names.
-        let room = self.view.width.saturating_sub(12).max(10);
+        let room = self.view.width.saturating_sub(13).max(10);
         for (name, about) in COMMANDS {
             for (index, row) in render::word_wrap(about, room).into_iter().enumerate() {
                 let lead = if index == 0 {
-                    format!("  {name:<10}")
+                    format!("  {name:<10} ")
                 } else {
-                    " ".repeat(12)
+                    " ".repeat(13)
                 };
                 self.view
                     .commit(Line::new().with(Role::Code, lead).with(Role::Text, row));
@@ -297,6 +297,7 @@ impl<'a> App<'a> {
             "      Ctrl+C twice or Ctrl+D leaves",
             "      while the agent works, Enter queues the text for later",
             "Approvals: y allow once · n (or Esc) deny · a allow for this session",
+            "           t deny and tell the model why (type, then Enter)",
         ] {
             self.view.commit(Line::new().with(Role::Text, line));
         }

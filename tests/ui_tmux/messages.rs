@@ -123,7 +123,7 @@ fn lines_break_between_words_at_40_columns() {
     tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
     tmux.wait_for("one", "Type a task");
     // The width is read when the line is sent.
-    tmux.tmux(&["resize-window", "-t", "one", "-x", "40", "-y", "45"]);
+    tmux.tmux(&["resize-window", "-t", "one", "-x", "40", "-y", "52"]);
     tmux.send("one", "/help");
     let screen = tmux.wait_for("one", "Approvals:");
     // Every word whole, descriptions wrapped under themselves.
@@ -142,7 +142,7 @@ fn lines_break_between_words_at_40_columns() {
         );
     }
     assert!(
-        screen.contains("\n            conversation now\n"),
+        screen.contains("\n             conversation now\n"),
         "{screen}"
     );
     for row in screen.lines() {

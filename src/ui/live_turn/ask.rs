@@ -151,10 +151,17 @@ impl Question {
             return render::fit(&row.with(Role::Dim, keys), width);
         }
         // Longest first: the first that fits is shown.
-        let forms = [(true, 0), (true, 1), (false, 1), (false, 2)];
+        // `t` goes before the label does: the row says what it is first.
+        let forms = [
+            (true, 0, true),
+            (true, 1, true),
+            (true, 1, false),
+            (false, 1, false),
+            (false, 2, false),
+        ];
         let rows: Vec<Line> = forms
             .iter()
-            .map(|&(label, short)| self.answer_form(label, short, height))
+            .map(|&(label, short, why)| self.answer_form(label, short, why, height))
             .collect();
         rows.iter()
             .find(|row| row.width() <= width)
@@ -163,7 +170,7 @@ impl Question {
 
     /// One form of the answer row: with or without its label, its words
     /// `short` steps shorter (0 is the whole form).
-    fn answer_form(&self, label: bool, short: u8, height: usize) -> Line {
+    fn answer_form(&self, label: bool, short: u8, why: bool, height: usize) -> Line {
         let mut line = if label {
             Line::new().with(Role::Label, "answer: ")
         } else {
@@ -176,9 +183,9 @@ impl Question {
                 .with(Role::Text, word(" once  ", " once "));
         }
         line = line.with(Role::Key, " n ").with(Role::Text, " deny");
-        // `t`: deny and say why; left out where only the keys fit, and
+        // `t`: deny and say why; left out where it does not fit, and
         // while paging (the pager's keys need the room).
-        if short < 2 && self.page.is_none() {
+        if why && self.page.is_none() {
             line = line
                 .with(Role::Text, " ")
                 .with(Role::Key, " t ")
