@@ -7,19 +7,17 @@
 
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 
 use crate::agent::{self, AgentSetup};
-use crate::cadence::Cadence;
 use crate::cancel::Interrupts;
 use crate::cli::RunArgs;
 use crate::config::Environment;
 use crate::failure::{EXIT_FAILED, EXIT_INCOMPLETE, EXIT_REFUSED, EXIT_USAGE, Failure};
 use crate::protocol::{
-    ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Mandate, McpState, Op, TurnState,
-    TurnStatus,
+    ApprovalDecision, ApprovalRequestEvent, Event, EventMsg, Mandate, McpState, Op, TurnStatus,
 };
 use crate::startup::{self, Start, runtime};
 // What tools, servers and the model wrote is shown with its control
@@ -27,6 +25,10 @@ use crate::startup::{self, Start, runtime};
 // terminal.
 use crate::stdio::read_stdin;
 use crate::ui::render::{Role, one_line};
+
+mod waiting;
+
+use waiting::Waiting;
 
 /// Runs one headless task; returns the exit status.
 pub fn run(args: &RunArgs, environment: &Environment) -> Result<u8, Failure> {
@@ -143,53 +145,6 @@ async fn drive(
                 handle.ops.submit(Op::Interrupt);
             }
         }
-    }
-}
-
-/// Says what a run waits for when the server is silent: the model's first
-/// output of a step, after 5 s and then every 15 s.
-struct Waiting {
-    base_url: String,
-    gives_up: Duration,
-    /// While a step waits for the model.
-    cadence: Cadence,
-}
-
-impl Waiting {
-    fn new(base_url: &str, gives_up: Duration) -> Self {
-        Self {
-            base_url: base_url.to_owned(),
-            gives_up,
-            cadence: Cadence::new(Duration::from_secs(5), Duration::from_secs(15)),
-        }
-    }
-
-    /// Any event but the start of a step's wait ends the wait.
-    fn event(&mut self, msg: &EventMsg) {
-        match msg {
-            EventMsg::StateChanged {
-                state: TurnState::Planning,
-            } => {
-                self.cadence.end();
-                self.cadence.begin(Instant::now());
-            }
-            EventMsg::TokenUsage(_) => {}
-            _ => self.cadence.end(),
-        }
-    }
-
-    fn note(&mut self) -> Option<String> {
-        let now = Instant::now();
-        let lasted = self.cadence.lasted(now)?;
-        self.cadence.due(now).then(|| {
-            format!(
-                "Waiting for the model at `{}`: no output for {} s (it gives up after {} s, \
-                 `timeouts.idle_ms`; Ctrl+C stops)",
-                self.base_url,
-                lasted.as_secs(),
-                self.gives_up.as_secs()
-            )
-        })
     }
 }
 

@@ -17,8 +17,10 @@ pub mod gate;
 mod protected;
 mod rule;
 pub mod shell;
+mod show;
 mod source;
 mod spelling;
+mod subjects;
 pub mod wildcard;
 
 use std::path::{Path, PathBuf};
@@ -31,7 +33,9 @@ use crate::protocol::Mandate;
 pub use file::{DangerousValue, Error, PermissionValue, rules_from};
 pub use gate::{Danger, ExtraFile, Gate};
 pub use rule::{Action, Rule, Source};
+pub use show::ShownRule;
 pub use source::{Loader, PolicySource};
+use subjects::{patch_paths, session_pattern};
 
 /// The built-in default permissions.
 const DEFAULT: &str = include_str!("../policy/default.jsonc");
@@ -62,52 +66,7 @@ pub struct AgentRules {
     only_tighten: Vec<Rule>,
 }
 
-/// One rule as `offcode policy show` lists it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ShownRule {
-    /// The permission key.
-    pub permission: String,
-    /// The pattern.
-    pub pattern: String,
-    /// What it says.
-    pub action: Action,
-    /// Where it was written.
-    pub source: String,
-    /// Its key in that file.
-    pub key: String,
-    /// `built_in`, `config`, `untrusted_project` (applies only where
-    /// stricter), `managed` (applied last; its questions need a person) or
-    /// `agent`.
-    pub layer: &'static str,
-}
-
-impl ShownRule {
-    fn of(rule: &Rule, layer: &'static str) -> Self {
-        Self {
-            permission: rule.permission.clone(),
-            pattern: rule.pattern.clone(),
-            action: rule.action,
-            source: rule.source.to_string(),
-            key: rule.key.clone(),
-            layer,
-        }
-    }
-}
-
 impl AgentRules {
-    /// Its rules as `offcode policy show` lists them.
-    pub fn shown(&self) -> Vec<ShownRule> {
-        self.rules
-            .iter()
-            .map(|r| ShownRule::of(r, "agent"))
-            .chain(
-                self.only_tighten
-                    .iter()
-                    .map(|r| ShownRule::of(r, "untrusted_project")),
-            )
-            .collect()
-    }
-
     /// The rules of the agent `name` defined at `origin`: its
     /// `permission`, and what a project added to it (`only_tighten`).
     pub fn new(
@@ -264,26 +223,7 @@ impl Policy {
             }
         }
         let gate = Gate::new(&extra, &commands).map_err(Error::Rule)?;
-        let mut additions = Vec::new();
-        for (origin, entries) in &extra {
-            for entry in entries {
-                let what = match entry {
-                    ExtraFile::Pattern(pattern) => format!("dangerous: `{pattern}`"),
-                    ExtraFile::Rule(rule) => format!("dangerous: `{}` (a rule)", rule.command),
-                };
-                additions.push((origin.clone(), what));
-            }
-        }
-        for (origin, table) in &commands {
-            let names: Vec<&str> = table
-                .as_object()
-                .map(|programs| programs.keys().map(String::as_str).collect())
-                .unwrap_or_default();
-            additions.push((
-                origin.clone(),
-                format!("understood programs: {}", names.join(", ")),
-            ));
-        }
+        let additions = show::additions(&extra, &commands);
         Ok(Self {
             additions,
             rules,
@@ -298,27 +238,6 @@ impl Policy {
             linked: std::sync::OnceLock::new(),
             shell: crate::confine::Status::Off,
         })
-    }
-
-    /// Every rule, in the order they are laid: the built-in defaults and
-    /// the config files (the last match wins), the untrusted project's
-    /// (only where stricter), then the managed files'.
-    pub fn shown(&self) -> Vec<ShownRule> {
-        let laid = self.rules.iter().map(|rule| {
-            let layer = if rule.source == Source::BuiltIn {
-                "built_in"
-            } else {
-                "config"
-            };
-            ShownRule::of(rule, layer)
-        });
-        laid.chain(
-            self.untrusted
-                .iter()
-                .map(|r| ShownRule::of(r, "untrusted_project")),
-        )
-        .chain(self.managed.iter().map(|r| ShownRule::of(r, "managed")))
-        .collect()
     }
 
     /// What the config and managed files add to the gate (dangerous
@@ -647,48 +566,4 @@ impl Found {
             command,
         });
     }
-}
-
-/// What "allow for this session" remembers for a command: the program and,
-/// for tools with subcommands, the subcommand (`cargo test *`).
-fn session_pattern(command: &str) -> String {
-    const SUBCOMMANDS: &[&str] = &[
-        "git", "cargo", "npm", "pnpm", "yarn", "go", "docker", "podman", "kubectl", "pip", "pip3",
-        "uv", "poetry", "make", "just", "rustup", "gradle", "mvn", "dotnet", "bun", "deno",
-        "composer", "bundle", "rake",
-    ];
-    let mut words = command.split(' ');
-    let first = words.next().unwrap_or("");
-    match words.next() {
-        Some(second) if SUBCOMMANDS.contains(&first) && !second.starts_with('-') => {
-            format!("{first} {second} *")
-        }
-        _ => format!("{first} *"),
-    }
-}
-
-/// The files a unified diff names (`+++`/`---` lines, `/dev/null` left out).
-fn patch_paths(patch: &str) -> Vec<String> {
-    let mut paths = Vec::new();
-    for line in patch.lines() {
-        let Some(rest) = line
-            .strip_prefix("+++ ")
-            .or_else(|| line.strip_prefix("--- "))
-        else {
-            continue;
-        };
-        let named = rest.split('\t').next().unwrap_or(rest).trim();
-        if named == "/dev/null" {
-            continue;
-        }
-        let named = named
-            .strip_prefix("a/")
-            .or_else(|| named.strip_prefix("b/"))
-            .unwrap_or(named)
-            .to_owned();
-        if !paths.contains(&named) {
-            paths.push(named);
-        }
-    }
-    paths
 }

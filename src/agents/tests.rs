@@ -1,5 +1,7 @@
+use super::built_in::read_only_permission;
 use super::files::parse_file;
 use super::*;
+use serde_json::json;
 
 fn config_layer(value: Value, project: bool) -> ConfigAgents {
     ConfigAgents {
