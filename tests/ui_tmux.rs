@@ -12,6 +12,7 @@ use crate::support::{Workspace, demo_mock, wait_until};
 mod approval;
 mod live;
 mod messages;
+mod providers;
 mod rewind;
 
 /// A tmux server of its own, so tests never meet each other's sessions.
