@@ -32,12 +32,11 @@ pub struct Endpoint {
 /// The endpoints `config` names and a client for each (a client that
 /// cannot be made is reported with its endpoint).
 pub fn endpoints(config: &Config, pool: &Pool, shorthand_in_use: bool) -> Vec<Endpoint> {
-    let var = |name: &str| std::env::var(name).ok();
     config
         .endpoints(shorthand_in_use)
         .into_iter()
         .map(|provider| {
-            let routed = config.for_provider(provider.as_deref(), &var);
+            let routed = config.for_provider(provider.as_deref(), &crate::config::process_var);
             let client = pool
                 .get(&routed)
                 .map_err(|e| crate::client::error_chain(&e));

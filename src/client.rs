@@ -98,7 +98,7 @@ impl Client {
     /// A client for the configured endpoint, with TLS and proxy settings
     /// from the config and the process environment.
     pub fn new(config: &Config) -> Result<Self, Error> {
-        Self::with_env(config, &|name| std::env::var(name).ok())
+        Self::with_env(config, &crate::config::process_var)
     }
 
     /// A client whose proxy and certificate settings read `var` for the

@@ -24,7 +24,7 @@ pub use crate::confine::{SandboxConfig, SandboxMode};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-pub use env::Environment;
+pub use env::{Environment, process_var};
 use layer::{Merged, check_url, display_path, parse_file};
 pub use layer::{Source, schema};
 pub use opencode::keys as opencode_keys;

@@ -526,17 +526,7 @@ impl TextPrinter {
     fn turn_end(&mut self, status: TurnStatus, last_message: Option<&str>) {
         self.end_reasoning();
         match status {
-            TurnStatus::Done if !self.live => {
-                // The final answer alone: not one the model was told to
-                // redo, or that was set aside (the warnings said so).
-                let pending = std::mem::take(&mut self.pending);
-                let text = last_message.map_or(pending, str::to_owned);
-                let mut out = std::io::stdout().lock();
-                let _ = out.write_all(text.trim_end().as_bytes());
-                let _ = out.write_all(b"\n");
-                let _ = out.flush();
-            }
-            TurnStatus::Done => {}
+            TurnStatus::Done => self.answer(last_message),
             TurnStatus::Failed => self.flush_partial(),
             TurnStatus::Incomplete => {
                 self.flush_partial();
@@ -547,14 +537,7 @@ impl TextPrinter {
             }
             TurnStatus::Refused => {
                 // The model's words still go to stdout: they may say why.
-                let text =
-                    last_message.map_or_else(|| std::mem::take(&mut self.pending), str::to_owned);
-                if !self.live {
-                    let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(text.trim_end().as_bytes());
-                    let _ = out.write_all(b"\n");
-                    let _ = out.flush();
-                }
+                self.answer(last_message);
                 self.progress(&format!(
                     "{}Not done: a call the work needed was refused (a rule, the managed policy or a person) and nothing else changed a file or ran (exit {EXIT_REFUSED}){}",
                     self.style.yellow, self.style.reset
@@ -568,6 +551,21 @@ impl TextPrinter {
                 ));
             }
         }
+    }
+
+    /// The final answer on stdout, when it was not streamed there: not one
+    /// the model was told to redo, or that was set aside (the warnings
+    /// said so).
+    fn answer(&mut self, last_message: Option<&str>) {
+        let pending = std::mem::take(&mut self.pending);
+        if self.live {
+            return;
+        }
+        let text = last_message.map_or(pending, str::to_owned);
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(text.trim_end().as_bytes());
+        let _ = out.write_all(b"\n");
+        let _ = out.flush();
     }
 
     /// Shows text that will not become an answer (the turn failed) on

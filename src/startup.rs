@@ -90,12 +90,13 @@ pub fn prepare(
         }
         (None, None, None) => default_model(&config, environment)?,
     };
-    if let Some(why) = config.unroutable(&model) {
-        return Err(Failure::message(format!("Invalid model: {why}"), EXIT_USAGE)
-            .with_hint("`offcode models` lists the configured providers' models; set `base_url` for a server of its own"));
-    }
     // The client of the model's provider.
-    let routed = config.routed(&model, &|name| environment.var(name).map(str::to_owned));
+    let routed = config
+        .routed(&model, &|name| environment.var(name).map(str::to_owned))
+        .map_err(|why| {
+            Failure::message(format!("Invalid model: {why}"), EXIT_USAGE)
+                .with_hint("`offcode models` lists the configured providers' models; set `base_url` for a server of its own")
+        })?;
     let client = Arc::new(client(&routed, environment)?);
     let mut session = match resumed {
         Some(mut session) => {
@@ -205,9 +206,7 @@ fn agents(
 fn hide_keys(config: &Config, environment: &Environment) {
     let var = |name: &str| environment.var(name).map(str::to_owned);
     let mut keys: Vec<String> = config.api_key.iter().cloned().collect();
-    for name in config.provider.keys() {
-        keys.extend(config.for_provider(Some(name), &var).api_key);
-    }
+    keys.extend(config.provider.values().filter_map(|p| p.key(&var)));
     let keys: Vec<&str> = keys.iter().map(String::as_str).collect();
     crate::tools::hide_variables_holding(&keys, &environment.vars);
 }

@@ -65,7 +65,7 @@ fn spawn_core(
     root: &std::path::Path,
     store: &Store,
 ) -> (AgentHandle, std::path::PathBuf) {
-    let routed = config.routed(reference, &|_| None);
+    let routed = config.routed(reference, &|_| None).unwrap();
     let session = store.create(root, reference, &routed.base_url).unwrap();
     let session_path = session.path.clone();
     let handle = agent::spawn(AgentSetup {

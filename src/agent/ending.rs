@@ -125,12 +125,18 @@ impl AgentState {
     /// or run a command was refused in the turn, and no file changed and
     /// no command ran.
     pub(super) fn refused_work(&self, ending: &Ending, validation: &Validation) -> bool {
-        let changed = if self.checkpoints.is_some() {
+        // The checkpoints are read only for a turn with a refusal.
+        ending.owed.refused && !validation.ran_command && !self.changed(ending, validation)
+    }
+
+    /// Whether a file changed in the turn, as the checkpoints saw it;
+    /// without them, a command that ran may have changed files.
+    fn changed(&self, ending: &Ending, validation: &Validation) -> bool {
+        if self.checkpoints.is_some() {
             self.changing_steps > ending.changing_at_start && !self.put_back()
         } else {
-            validation.changed
-        };
-        ending.owed.refused && !changed && !validation.ran_command
+            validation.changed || validation.ran_command
+        }
     }
 
     /// Judges `text`, a final answer.
@@ -144,13 +150,7 @@ impl AgentState {
         let withheld = self.withheld_tools();
         // What the model was told to send alone held for one response.
         self.request.set_meant(Vec::new());
-        // What the checkpoints saw; without them, a command that ran may
-        // have changed files.
-        let changed = if self.checkpoints.is_some() {
-            self.changing_steps > ending.changing_at_start && !self.put_back()
-        } else {
-            validation.changed || validation.ran_command
-        };
+        let changed = self.changed(ending, validation);
         let asked = ending.asks == Asks::Change && !ending.owed.excused;
         let root = self.sandbox.root().to_owned();
         let undone = self.unfinished(ending, text, validation, changed, &withheld);

@@ -34,15 +34,22 @@ impl AgentState {
         reference: &str,
         profile: Option<&Profile>,
     ) -> Result<(Config, std::sync::Arc<crate::client::Client>), String> {
-        if let Some(why) = self.base_config.unroutable(reference) {
-            return Err(why);
-        }
-        let mut config = self
-            .base_config
-            .routed(reference, &|name| std::env::var(name).ok());
+        let (mut config, client) = self.route(reference)?;
         if let Some(profile) = profile {
             sampled(profile, &mut config);
         }
+        Ok((config, client))
+    }
+
+    /// The config `reference` leads to and its endpoint's client (made
+    /// on first use); why not, when it leads nowhere.
+    fn route(
+        &self,
+        reference: &str,
+    ) -> Result<(Config, std::sync::Arc<crate::client::Client>), String> {
+        let config = self
+            .base_config
+            .routed(reference, &crate::config::process_var)?;
         let client = self
             .clients
             .get(&config)
@@ -118,17 +125,8 @@ impl AgentState {
         )
         .map_err(|e| e.to_string())?;
         let reference = profile.model.as_deref().unwrap_or(&self.session.model);
-        if let Some(why) = self.base_config.unroutable(reference) {
-            return Err(why);
-        }
-        let routed = self
-            .base_config
-            .routed(reference, &|name| std::env::var(name).ok());
+        let (routed, client) = self.route(reference)?;
         let config = with_profile(&routed, &profile);
-        let client = self
-            .clients
-            .get(&config)
-            .map_err(|e| crate::client::error_chain(&e))?;
         self.permits.set_agent(rules);
         if config.base_url != self.config.base_url {
             // Another server: its own list and lengths.
@@ -229,17 +227,9 @@ impl AgentState {
     /// [`Op::SetModel`](crate::protocol::Op::SetModel): the model and its
     /// provider's client, recorded in the session and told.
     pub(super) fn set_model(&mut self, id: SubmissionId, model: String) {
-        if let Some(why) = self.base_config.unroutable(&model) {
-            self.warn(id, &format!("The model was not switched: {why}"));
-            return;
-        }
-        // Its provider's client first: a server that cannot be
-        // reached as configured leaves the model as it was.
-        let routed = self
-            .base_config
-            .routed(&model, &|name| std::env::var(name).ok());
-        if let Err(error) = self.clients.get(&routed) {
-            let why = crate::client::error_chain(&error);
+        // Where it leads first: a model that leads nowhere, or a server
+        // that cannot be reached as configured, leaves the model as it was.
+        if let Err(why) = self.route(&model) {
             self.warn(id, &format!("The model was not switched: {why}"));
             return;
         }

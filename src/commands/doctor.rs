@@ -113,15 +113,14 @@ const NOTICE: Duration = Duration::from_secs(2);
 /// the model named, else the first provider's first (or its server's).
 fn model_route(config: &crate::config::Config, environment: &Environment) -> crate::config::Config {
     let var = |name: &str| environment.var(name).map(str::to_owned);
-    if let Some(reference) = config.model.clone().or_else(|| config.default_reference()) {
-        return config.routed(&reference, &var);
+    // A model that leads nowhere is checked on the shorthand's server,
+    // which then says it is not served.
+    if let Some(reference) = config.model.clone().or_else(|| config.default_reference())
+        && let Ok(routed) = config.routed(&reference, &var)
+    {
+        return routed;
     }
-    let first = config
-        .provider
-        .keys()
-        .next()
-        .filter(|_| !config.base_url_set);
-    config.for_provider(first.map(String::as_str), &var)
+    config.for_provider(config.default_provider(), &var)
 }
 
 /// `offcode doctor`: 0 when healthy, 1 when a problem was found.

@@ -105,6 +105,12 @@ impl Environment {
     }
 }
 
+/// A variable of offcode's own environment, for what reads it after
+/// start-up (a provider's `env` key when the model is switched).
+pub fn process_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -53,6 +53,17 @@ pub struct ProviderConfig {
     pub models: IndexMap<String, ModelConfig>,
 }
 
+impl ProviderConfig {
+    /// Its key: `options.apiKey`, else the first of its `env` variables
+    /// that is set.
+    pub fn key(&self, var: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+        self.options
+            .api_key
+            .clone()
+            .or_else(|| self.env.iter().find_map(|name| var(name)))
+    }
+}
+
 /// A provider's `options`.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default, deny_unknown_fields)]
@@ -264,8 +275,16 @@ impl Config {
     /// This config with what `reference` leads to: the provider's URL,
     /// key, headers and timeout, the model's lengths and options.
     /// Sampling set by the model wins over the config's top-level one.
-    #[must_use]
-    pub fn routed(&self, reference: &str, var: &dyn Fn(&str) -> Option<String>) -> Self {
+    /// A reference that leads nowhere (`Config::unroutable`) is an
+    /// error, for every caller alike.
+    pub fn routed(
+        &self,
+        reference: &str,
+        var: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Self, String> {
+        if let Some(why) = self.unroutable(reference) {
+            return Err(why);
+        }
         let Some((name, model)) = self.split_reference(reference) else {
             let mut config = self.clone();
             config.route = Route {
@@ -273,12 +292,12 @@ impl Config {
                 model: reference.to_owned(),
                 ..Route::default()
             };
-            return config;
+            return Ok(config);
         };
         let mut config = self.for_provider(Some(name), var);
         model.clone_into(&mut config.route.model);
         let Some(entry) = self.provider[name].models.get(model) else {
-            return config;
+            return Ok(config);
         };
         if let Some(id) = &entry.id {
             config.route.model.clone_from(id);
@@ -306,7 +325,7 @@ impl Config {
                 }
             }
         }
-        config
+        Ok(config)
     }
 
     /// This config with provider `name`'s endpoint (`None`: the
@@ -322,11 +341,7 @@ impl Config {
         if let Some(url) = provider.options.base_url.as_ref().or(provider.api.as_ref()) {
             config.base_url = super::normalise_base_url(url);
         }
-        config.api_key = provider
-            .options
-            .api_key
-            .clone()
-            .or_else(|| provider.env.iter().find_map(|name| var(name)));
+        config.api_key = provider.key(var);
         match provider.options.timeout {
             Some(Timeout::Millis(ms)) => config.timeouts.idle_ms = ms,
             Some(Timeout::Off(_)) => config.timeouts.idle_ms = u64::MAX / 4,
@@ -379,7 +394,7 @@ impl Config {
     /// and with only providers configured (no `base_url`) there is no
     /// server for other names (the built-in default URL is not one the
     /// person chose).
-    pub fn unroutable(&self, reference: &str) -> Option<String> {
+    fn unroutable(&self, reference: &str) -> Option<String> {
         if self.provider.is_empty()
             || self.base_url_set
             || self.split_reference(reference).is_some()
@@ -399,6 +414,17 @@ impl Config {
             .iter()
             .flat_map(|(name, p)| p.models.keys().map(move |m| format!("{name}/{m}")))
             .collect()
+    }
+
+    /// The provider whose server is asked for a model when none is named
+    /// or configured: the first, unless `base_url` was set (then the
+    /// shorthand's server is).
+    pub fn default_provider(&self) -> Option<&str> {
+        self.provider
+            .keys()
+            .next()
+            .filter(|_| !self.base_url_set)
+            .map(String::as_str)
     }
 
     /// The model used when none is named: the first provider's first
@@ -430,7 +456,7 @@ mod tests {
                                      "options": {"temperature": 0.2, "top_k": 20}}}
             }}
         }));
-        let routed = config.routed("gpu/coder", &|_| None);
+        let routed = config.routed("gpu/coder", &|_| None).unwrap();
         assert_eq!(routed.base_url, "http://gpu1:8000/v1");
         assert_eq!(routed.api_key.as_deref(), Some("k1"));
         assert_eq!(routed.context_limit, Some(65536));
@@ -448,17 +474,19 @@ mod tests {
 
     #[test]
     fn a_name_whose_first_part_is_no_provider_is_the_shorthand_servers() {
-        let config = config(json!({
+        let mut config = config(json!({
             "base_url": "http://local:8000/v1", "api_key": "main",
             "provider": {"gpu": {"options": {"baseURL": "http://gpu1:8000/v1"}}}
         }));
-        let routed = config.routed("Qwen/Qwen3-Coder", &|_| None);
+        // As the loader marks a `base_url` a file sets.
+        config.base_url_set = true;
+        let routed = config.routed("Qwen/Qwen3-Coder", &|_| None).unwrap();
         assert_eq!(routed.base_url, "http://local:8000/v1");
         assert_eq!(routed.api_key.as_deref(), Some("main"));
         assert_eq!(routed.route.model, "Qwen/Qwen3-Coder");
         assert_eq!(routed.route.provider, None);
         // A model the provider does not list is still its server's.
-        let routed = config.routed("gpu/other", &|_| None);
+        let routed = config.routed("gpu/other", &|_| None).unwrap();
         assert_eq!(routed.base_url, "http://gpu1:8000/v1");
         assert_eq!(routed.route.model, "other");
         assert_eq!(
@@ -472,9 +500,11 @@ mod tests {
         let config = config(json!({
             "provider": {"gpu": {"env": ["NOPE", "GPU_KEY"], "api": "http://gpu1:8000"}}
         }));
-        let routed = config.routed("gpu/m", &|name| {
-            (name == "GPU_KEY").then(|| "s3".to_owned())
-        });
+        let routed = config
+            .routed("gpu/m", &|name| {
+                (name == "GPU_KEY").then(|| "s3".to_owned())
+            })
+            .unwrap();
         assert_eq!(routed.api_key.as_deref(), Some("s3"));
         assert_eq!(routed.base_url, "http://gpu1:8000/v1");
     }

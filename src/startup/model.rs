@@ -14,16 +14,9 @@ pub(super) fn default_model(
     if let Some(reference) = config.default_reference() {
         return Ok(reference);
     }
-    let provider = config
-        .provider
-        .keys()
-        .next()
-        .filter(|_| !config.base_url_set);
+    let provider = config.default_provider();
     let var = |name: &str| environment.var(name).map(str::to_owned);
-    let endpoint = super::client(
-        &config.for_provider(provider.map(String::as_str), &var),
-        environment,
-    )?;
+    let endpoint = super::client(&config.for_provider(provider, &var), environment)?;
     let model = first_served_model(&endpoint)?;
     Ok(match provider {
         Some(provider) => format!("{provider}/{model}"),
