@@ -242,15 +242,47 @@ impl Checkpoints {
         id.clone_into(&mut self.session);
     }
 
+    /// Keeps `paths` (relative to the root) in every checkpoint from now on,
+    /// while they exist, even where `.gitignore` or `checkpoints.exclude`
+    /// leaves them out: the files a call is about to write, so that what
+    /// offcode did can always be taken back (a `.env`, a file of a folder
+    /// ignored whole). Kept in the store, so other sessions and later runs
+    /// keep them too. A path that leaves the root, or lies in a folder no
+    /// checkpoint enters, is never kept ([`walk::lone`]).
+    pub fn pin(&mut self, paths: &[PathBuf]) -> Result<(), Error> {
+        let mut wanted = paths.iter().filter(|path| {
+            let plain = path
+                .components()
+                .all(|part| matches!(part, std::path::Component::Normal(_)));
+            plain && !path.as_os_str().as_encoded_bytes().contains(&b'\n')
+        });
+        let Some(first) = wanted.next() else {
+            return Ok(());
+        };
+        let _lock = self.store.lock()?;
+        let mut pinned = self.store.pinned();
+        let before = pinned.len();
+        pinned.insert(first.clone());
+        pinned.extend(wanted.cloned());
+        if pinned.len() == before {
+            return Ok(());
+        }
+        // Paths gone and not asked for now are let go.
+        pinned
+            .retain(|path| paths.contains(path) || self.root.join(path).symlink_metadata().is_ok());
+        self.store.set_pinned(&pinned)
+    }
+
     /// Records the workspace as it is now.
     pub fn take(&mut self) -> Result<Taken, Error> {
         let _lock = self.store.lock()?;
-        let found =
+        let mut found =
             walk::walk(&self.root, &self.filter, self.settings.max_files).map_err(|_| {
                 Error::TooMany {
                     limit: self.settings.max_files,
                 }
             })?;
+        self.add_pinned(&mut found);
         let max_file = self.settings.max_file_mb.saturating_mul(1 << 20);
         let previous = self.last.as_ref().map(|(_, m)| m);
         let mut taken = Taken {
@@ -318,6 +350,32 @@ impl Checkpoints {
         self.last = Some((id, manifest));
         self.added += taken.bytes;
         Ok(taken)
+    }
+}
+
+impl Checkpoints {
+    /// Adds to `found` (sorted by path) the pinned files the walk left out.
+    fn add_pinned(&self, found: &mut Vec<walk::Found>) {
+        let pinned = self.store.pinned();
+        if pinned.is_empty() {
+            return;
+        }
+        let seen: HashSet<&Path> = found.iter().map(|f| f.path.as_path()).collect();
+        let extra: Vec<walk::Found> = pinned
+            .iter()
+            .filter(|path| !seen.contains(path.as_path()))
+            .filter_map(|path| walk::lone(&self.root, &self.filter, path))
+            .collect();
+        if extra.is_empty() {
+            return;
+        }
+        found.extend(extra);
+        found.sort_by(|a, b| {
+            a.path
+                .as_os_str()
+                .as_encoded_bytes()
+                .cmp(b.path.as_os_str().as_encoded_bytes())
+        });
     }
 }
 

@@ -199,6 +199,84 @@ fn a_hand_edit_after_the_agent_is_reported_and_kept() {
 }
 
 #[test]
+fn what_the_agent_wrote_is_taken_back_even_where_gitignore_leaves_it_out() {
+    let ws = Workspace::new();
+    // A project that ignores everything, and a secret file besides.
+    std::fs::write(ws.root.join(".gitignore"), "*\n.env\n").unwrap();
+    std::fs::write(ws.root.join(".env"), "KEY=old\n").unwrap();
+    std::fs::write(ws.root.join("app.py"), "print(1)\n").unwrap();
+    std::fs::create_dir(ws.root.join("local")).unwrap();
+    std::fs::write(ws.root.join("local/mine.txt"), "mine\n").unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("r1", "read", json!({"path": ".env"}))],
+    )));
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[
+            (
+                "w1",
+                "write",
+                json!({"path": ".env", "content": "KEY=new\n"}),
+            ),
+            (
+                "w2",
+                "write",
+                json!({"path": "local/new.txt", "content": "made\n"}),
+            ),
+            (
+                "b1",
+                "bash",
+                json!({"command": "printf 'print(2)\\n' >> app.py"}),
+            ),
+        ],
+    )));
+    server.push(sse(&chunks::text_answer("Done.")));
+    let first = ws.run_task(&server.base_url(), &["--yes"], "change the key");
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(std::fs::read(ws.root.join(".env")).unwrap(), b"KEY=new\n");
+    assert_eq!(
+        std::fs::read(ws.root.join("app.py")).unwrap(),
+        b"print(1)\nprint(2)\n"
+    );
+    let id = only_session(&ws);
+    // A later run, a new process: what was written stays kept.
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[(
+            "b2",
+            "bash",
+            json!({"command": "printf 'x\\n' > later.txt"}),
+        )],
+    )));
+    server.push(sse(&chunks::text_answer("Also done.")));
+    let second = ws.run_task(&server.base_url(), &["--yes", "-s", &id], "one more");
+    assert_eq!(second.code, 0, "{}", second.stderr);
+    // The person's own ignored file, changed by hand: not offcode's.
+    std::fs::write(ws.root.join("local/mine.txt"), "mine, changed\n").unwrap();
+
+    let done = run(ws.offcode(&server.base_url(), &["revert", "--to", "1", "--yes"]));
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    assert_eq!(
+        std::fs::read(ws.root.join(".env")).unwrap(),
+        b"KEY=old\n",
+        "{}",
+        done.stdout
+    );
+    assert_eq!(
+        std::fs::read(ws.root.join("app.py")).unwrap(),
+        b"print(1)\n"
+    );
+    assert!(!ws.root.join("local/new.txt").exists(), "{}", done.stdout);
+    assert!(!ws.root.join("later.txt").exists(), "{}", done.stdout);
+    assert_eq!(
+        std::fs::read(ws.root.join("local/mine.txt")).unwrap(),
+        b"mine, changed\n"
+    );
+}
+
+#[test]
 fn a_fork_resumes_and_leaves_the_original_alone() {
     let ws = seeded();
     let server = mock();

@@ -52,7 +52,7 @@ impl AgentState {
                         .filter(|c| self.kind(&c.name) == Kind::Task)
                         .collect();
                     let task = super::task::NAME;
-                    let before = self.begin_step(id, task, task, None).await;
+                    let before = self.begin_step(id, task, task, None, &[]).await;
                     tasks = Some(self.run_tasks(id, &due, cancel).await);
                     self.record_step(id, before, super::task::NAME, None).await;
                 }
@@ -274,10 +274,12 @@ impl AgentState {
                     Caller::Person => "shell",
                     Caller::Model | Caller::Validation => &call.name,
                 };
-                let before = self.begin_step(id, &call.name, tool, Some(&call.id)).await;
+                let before = self
+                    .begin_step(id, &call.name, tool, Some(&call.id), &permit.writes)
+                    .await;
                 self.set_state(id, TurnState::ToolRunning);
                 let late = crate::confine::after::Late::default();
-                let context = self.tool_context(permit, cancel, &late);
+                let context = self.tool_context(&permit, cancel, &late);
                 // Any tool, even one stuck in a blocking call, gives way to
                 // an abort; the turn never waits on it.
                 let handler = match (self.kind(&call.name), &self.mcp) {
@@ -402,7 +404,7 @@ impl AgentState {
     /// What a permitted call runs with.
     pub(super) fn tool_context(
         &self,
-        permit: super::permit::Permit,
+        permit: &super::permit::Permit,
         cancel: &Cancel,
         late: &crate::confine::after::Late,
     ) -> ToolContext {

@@ -222,6 +222,7 @@ impl AgentState {
             ApprovalDecision::AllowOnce | ApprovalDecision::AllowSession => Ok(Permit {
                 clobbers: decision.clobbers,
                 unconfined: decision.unconfined,
+                writes: written(&decision),
             }),
             ApprovalDecision::Deny => {
                 let why = match (reason, by) {
@@ -309,12 +310,26 @@ impl AgentState {
 }
 
 /// How an allowed call runs.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub(super) struct Permit {
     /// An approved `>` may overwrite files: bash runs without noclobber.
     pub(super) clobbers: bool,
     /// A person approved running the command outside the sandbox.
     pub(super) unconfined: bool,
+    /// The workspace files the call names as written (its `edit`
+    /// subjects, relative to the root): kept in checkpoints even where
+    /// `.gitignore` leaves them out.
+    pub(super) writes: Vec<std::path::PathBuf>,
+}
+
+/// The workspace files a call names as written: its `edit` subjects.
+fn written(decision: &Decision) -> Vec<std::path::PathBuf> {
+    decision
+        .subjects
+        .iter()
+        .filter(|subject| subject.permission == "edit" && !subject.value.is_empty())
+        .map(|subject| std::path::PathBuf::from(&subject.value))
+        .collect()
 }
 
 /// A short, one-line form of a call's arguments for the session log.

@@ -31,10 +31,24 @@ impl AgentState {
     /// The workspace's checkpoint now, taken off the runtime's thread; none
     /// when checkpoints are off. A failure turns them off, said once.
     pub(super) async fn checkpoint(&mut self, id: SubmissionId) -> Option<String> {
+        self.checkpoint_pinning(id, Vec::new()).await
+    }
+
+    /// [`Self::checkpoint`], keeping `writes` in it and every later one
+    /// ([`crate::checkpoint::Checkpoints::pin`]).
+    async fn checkpoint_pinning(
+        &mut self,
+        id: SubmissionId,
+        writes: Vec<std::path::PathBuf>,
+    ) -> Option<String> {
         let shared = Arc::clone(self.checkpoints.as_ref()?);
-        let taken =
-            tokio::task::spawn_blocking(move || shared.with(crate::checkpoint::Checkpoints::take))
-                .await;
+        let taken = tokio::task::spawn_blocking(move || {
+            shared.with(|checkpoints| {
+                checkpoints.pin(&writes)?;
+                checkpoints.take()
+            })
+        })
+        .await;
         let (taken, pruned) = match taken {
             Ok(Ok(result)) => result,
             Ok(Err(why)) => {
@@ -93,18 +107,20 @@ impl AgentState {
     /// Takes the checkpoint before a step that may change files and
     /// records it as begun, so a step cut short (offcode killed while it
     /// ran) can still be taken back; none when checkpoints are off or the
-    /// call cannot change files.
+    /// call cannot change files. The files the call names as written
+    /// (`writes`) are kept from now on even if `.gitignore` leaves them out.
     pub(super) async fn begin_step(
         &mut self,
         id: SubmissionId,
         name: &str,
         tool: &str,
         call_id: Option<&str>,
+        writes: &[std::path::PathBuf],
     ) -> Option<String> {
         if !self.may_change(name) {
             return None;
         }
-        let before = self.checkpoint(id).await?;
+        let before = self.checkpoint_pinning(id, writes.to_vec()).await?;
         let _ = self.record(
             id,
             EntryBody::Checkpoint {

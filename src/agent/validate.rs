@@ -318,10 +318,12 @@ impl AgentState {
             }
         };
         // A project's check may rewrite files (formatters, snapshots).
-        let before = self.begin_step(id, "bash", "validate", None).await;
+        let before = self
+            .begin_step(id, "bash", "validate", None, &permit.writes)
+            .await;
         self.set_state(id, TurnState::ToolRunning);
         let late = crate::confine::after::Late::default();
-        let context = self.tool_context(permit, cancel, &late);
+        let context = self.tool_context(&permit, cancel, &late);
         let started = Instant::now();
         let handler = super::handler::Handler::BuiltIn(&self.tools);
         let output = tokio::select! {

@@ -2,8 +2,9 @@
 //! data dir: `objects/AB/CDEF…` (each file's bytes once, named by their
 //! SHA-256; manifests are objects too), `sessions/ID` (the manifests each
 //! session recorded, for pruning), `latest` (the last manifest, whose stats
-//! let an unchanged file be taken over without reading it), `tmp/` (objects
-//! being written) and `lock`. Folders are 0700 and files 0600.
+//! let an unchanged file be taken over without reading it), `pinned` (the
+//! files offcode's calls wrote, kept even when `.gitignore` leaves them
+//! out), `tmp/` (objects being written) and `lock`. Folders are 0700 and files 0600.
 //!
 //! An object is written to `tmp/` and renamed into place, so a crash leaves
 //! at most a stray file in `tmp/`, removed by [`Store::open`], which also
@@ -208,6 +209,34 @@ impl Store {
             hash: hash.to_owned(),
             reason: "not a manifest".to_owned(),
         })
+    }
+
+    /// The paths kept in every checkpoint while they exist, whatever
+    /// `.gitignore` says ([`super::Checkpoints::pin`]); one per line.
+    pub fn pinned(&self) -> std::collections::BTreeSet<PathBuf> {
+        use std::os::unix::ffi::OsStrExt;
+        std::fs::read(self.dir.join("pinned"))
+            .unwrap_or_default()
+            .split(|&b| b == b'\n')
+            .filter(|line| !line.is_empty())
+            .map(|line| PathBuf::from(std::ffi::OsStr::from_bytes(line)))
+            .collect()
+    }
+
+    /// Replaces the pinned paths (the caller holds the lock); one path per
+    /// line, so a name holding a line break is never pinned.
+    pub fn set_pinned(&self, paths: &std::collections::BTreeSet<PathBuf>) -> Result<(), Error> {
+        use std::os::unix::ffi::OsStrExt;
+        let mut text = Vec::new();
+        for path in paths {
+            text.extend_from_slice(path.as_os_str().as_bytes());
+            text.push(b'\n');
+        }
+        let pinned = self.dir.join("pinned");
+        let temporary = self.dir.join("tmp").join("pinned");
+        write_private(&temporary, &text)
+            .and_then(|()| std::fs::rename(&temporary, &pinned))
+            .map_err(io("write", &pinned))
     }
 
     /// Records `manifest` as the latest and as one of `session`'s.

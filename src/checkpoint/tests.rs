@@ -483,3 +483,71 @@ fn a_store_opened_in_the_background_is_waited_for_and_says_what_it_pruned() {
     let why = failed.with(|_| ()).unwrap_err();
     assert!(why.contains("unclosed"), "{why}");
 }
+
+#[test]
+fn a_pinned_file_is_kept_where_gitignore_leaves_it_out_but_never_through_a_link() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(root.join(".gitignore"), "*\n").unwrap();
+    std::fs::write(root.join(".env"), "KEY=1\n").unwrap();
+    std::fs::create_dir_all(root.join("logs/old")).unwrap();
+    std::fs::write(root.join("logs/old/a.log"), "a\n").unwrap();
+    std::fs::create_dir(root.join(".git")).unwrap();
+    std::fs::write(root.join(".git/config"), "[core]\n").unwrap();
+    std::fs::write(outside.path().join("secret"), "outside\n").unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("out")).unwrap();
+    let mut checkpoints = open(data.path(), root, CheckpointSettings::default());
+    let paths = |checkpoints: &mut Checkpoints| -> Vec<String> {
+        let taken = checkpoints.take().unwrap();
+        let manifest = checkpoints.store().manifest(&taken.id).unwrap();
+        manifest
+            .entries
+            .iter()
+            .map(|e| e.path.display().to_string())
+            .collect()
+    };
+    assert!(paths(&mut checkpoints).is_empty());
+    let pin: Vec<PathBuf> = [
+        ".env",
+        "logs/old/a.log",
+        "not/yet.txt",
+        "out/secret",
+        "../escape",
+        "/etc/passwd",
+        ".git/config",
+        "logs/../.env",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    checkpoints.pin(&pin).unwrap();
+    assert_eq!(paths(&mut checkpoints), [".env", "logs/old/a.log"]);
+    // A file that appears later is kept then; the store remembers the
+    // pins for a later session.
+    std::fs::create_dir(root.join("not")).unwrap();
+    std::fs::write(root.join("not/yet.txt"), "now\n").unwrap();
+    let mut later = Checkpoints::open(
+        data.path(),
+        root,
+        "s2",
+        CheckpointSettings::default(),
+        Vec::new(),
+        &|_| false,
+    )
+    .unwrap()
+    .0;
+    assert_eq!(paths(&mut later), [".env", "logs/old/a.log", "not/yet.txt"]);
+    // A folder on the way turned into a link: nothing is read through it.
+    std::fs::rename(root.join("logs"), root.join("logs.moved")).unwrap();
+    std::os::unix::fs::symlink(root.join("logs.moved"), root.join("logs")).unwrap();
+    assert_eq!(paths(&mut later), [".env", "not/yet.txt"]);
+    let pinned = later.store().pinned();
+    assert!(
+        pinned
+            .iter()
+            .all(|p| !p.starts_with("..") && !p.is_absolute()),
+        "{pinned:?}"
+    );
+}

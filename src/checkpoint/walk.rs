@@ -1,7 +1,8 @@
 //! The files a checkpoint keeps: the workspace walked without following
 //! links, skipping version-control metadata, `.gitignore`d paths, the
 //! configured exclusions (build outputs by default) and offcode's own
-//! folders.
+//! folders; and the files offcode's calls wrote, even where the walk
+//! skips them ([`lone`]).
 
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
@@ -47,16 +48,58 @@ impl Filter {
 
     /// Whether `path` (absolute, under the root) is left out.
     fn skips(&self, path: &Path, is_dir: bool) -> bool {
-        if is_dir
+        self.never_enters(path, is_dir) || self.excluded.matched(path, is_dir).is_ignore()
+    }
+
+    /// Whether `path` is never kept, whatever the settings say: a
+    /// version-control folder, or offcode's own.
+    fn never_enters(&self, path: &Path, is_dir: bool) -> bool {
+        let version_control = is_dir
             && path
                 .file_name()
-                .is_some_and(|name| NEVER.iter().any(|n| name == *n))
-        {
-            return true;
-        }
-        self.kept_out.iter().any(|own| path.starts_with(own))
-            || self.excluded.matched(path, is_dir).is_ignore()
+                .is_some_and(|name| NEVER.iter().any(|n| name == *n));
+        version_control || self.kept_out.iter().any(|own| path.starts_with(own))
     }
+}
+
+/// `relative` as a walk would find it if `.gitignore` and
+/// `checkpoints.exclude` did not leave it out (a file offcode's own calls
+/// wrote, [`super::Checkpoints::pin`]); none when it is gone, is no file or
+/// link, leaves the root, lies beneath a link (nothing is read or put back
+/// through one), or lies in a folder no checkpoint enters.
+pub fn lone(root: &Path, filter: &Filter, relative: &Path) -> Option<Found> {
+    let mut parts: Vec<_> = relative.components().collect();
+    if parts
+        .iter()
+        .any(|part| !matches!(part, std::path::Component::Normal(_)))
+    {
+        return None;
+    }
+    let name = parts.pop()?;
+    let mut path = root.to_path_buf();
+    for part in parts {
+        path.push(part);
+        let meta = path.symlink_metadata().ok()?;
+        if !meta.is_dir() || filter.never_enters(&path, true) {
+            return None;
+        }
+    }
+    path.push(name);
+    let meta = path.symlink_metadata().ok()?;
+    let kind = if meta.is_file() {
+        Kind::File
+    } else if meta.is_symlink() {
+        Kind::Link
+    } else {
+        return None;
+    };
+    if filter.never_enters(&path, false) {
+        return None;
+    }
+    Some(Found {
+        path: relative.to_path_buf(),
+        entry: entry_of(relative.to_path_buf(), kind, &meta),
+    })
 }
 
 /// A file found, with what `lstat` said.
