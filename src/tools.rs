@@ -7,7 +7,7 @@
 
 mod bash;
 pub mod coerce;
-mod diff;
+pub(crate) mod diff;
 mod edit;
 mod glob;
 mod grep;

@@ -62,7 +62,6 @@ pub fn diff_since(
                 let (added, removed) =
                     line_counts(old.as_bytes(), new.as_bytes()).unwrap_or((0, 0));
                 summary.push(format!("{mark} {name}  +{added} -{removed}{hand}"));
-                let diff = similar::TextDiff::from_lines(&old, &new);
                 let a = if first.is_some() {
                     format!("a/{name}")
                 } else {
@@ -73,13 +72,7 @@ pub fn diff_since(
                 } else {
                     "/dev/null".to_owned()
                 };
-                text.push_str(
-                    &diff
-                        .unified_diff()
-                        .context_radius(3)
-                        .header(&a, &b)
-                        .to_string(),
-                );
+                text.push_str(&crate::tools::diff::unified(&a, &b, &old, &new, None).0);
             }
             _ => {
                 summary.push(format!("{mark} {name}  (not text){hand}"));

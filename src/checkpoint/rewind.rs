@@ -294,16 +294,7 @@ pub fn line_counts(old: &[u8], new: &[u8]) -> Option<(usize, usize)> {
         std::str::from_utf8(old).ok()?,
         std::str::from_utf8(new).ok()?,
     );
-    let diff = similar::TextDiff::from_lines(old, new);
-    let (mut added, mut removed) = (0, 0);
-    for change in diff.iter_all_changes() {
-        match change.tag() {
-            similar::ChangeTag::Insert => added += 1,
-            similar::ChangeTag::Delete => removed += 1,
-            similar::ChangeTag::Equal => {}
-        }
-    }
-    Some((added, removed))
+    Some(crate::tools::diff::line_counts(old, new))
 }
 
 /// What [`apply`] did.

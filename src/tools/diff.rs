@@ -1,14 +1,19 @@
-//! Line diffs of file changes, for the display form and the +/- counts.
+//! Line diffs of file changes, for the display form and the +/- counts,
+//! and for `/diff` and `offcode diff` ([`unified`]).
 //!
 //! Only the region that differs is diffed: the common prefix and suffix are
 //! skipped first (a one-line edit of a 10 MB file diffs a few lines), and a
 //! huge differing region is shown as one replacement instead of running
 //! the diff engine over megabytes.
+//!
+//! The engine is `similar`'s Myers algorithm called directly on lines
+//! ([`line_ops`]): its `TextDiff` compiles every algorithm and hook it can
+//! switch between at run time, about 400 KB of the static binary.
 
 use std::fmt::Write as _;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
-use similar::{ChangeTag, DiffOp, TextDiff};
+use similar::DiffOp;
 
 use crate::protocol::FileDiff;
 
@@ -75,6 +80,33 @@ fn forward_lines(text: &[u8], mut at: usize, lines: usize) -> usize {
 
 /// Compares `old` and `new` (empty for a created or deleted file).
 pub fn file_diff(path: &str, operation: &str, old: &str, new: &str) -> FileDiff {
+    let (text, additions, deletions) = unified(
+        &format!("a/{path}"),
+        &format!("b/{path}"),
+        old,
+        new,
+        Some(MAX_DIFF_BYTES),
+    );
+    FileDiff {
+        path: path.to_owned(),
+        operation: operation.to_owned(),
+        additions,
+        deletions,
+        diff: text,
+    }
+}
+
+/// The unified diff of `old` (named `from`) and `new` (named `to`), with
+/// the lines added and removed; its text cut past `limit` bytes, and empty
+/// when nothing differs.
+pub fn unified(
+    from: &str,
+    to: &str,
+    old: &str,
+    new: &str,
+    limit: Option<usize>,
+) -> (String, usize, usize) {
+    let limit = limit.unwrap_or(usize::MAX);
     let (a, b) = (old.as_bytes(), new.as_bytes());
     // Skip what both share, in whole lines.
     let prefix = line_start(a, common_prefix(a, b));
@@ -91,23 +123,46 @@ pub fn file_diff(path: &str, operation: &str, old: &str, new: &str) -> FileDiff 
     let old_region = &old[start..old_stop];
     let new_region = &new[start..new_stop];
     let first_line = memchr::memchr_iter(b'\n', &a[..start]).count();
-    let mut text = format!("--- a/{path}\n+++ b/{path}\n");
+    let mut text = format!("--- {from}\n+++ {to}\n");
     let (additions, deletions) = if old_region.len() + new_region.len() > MAX_DIFFED_BYTES {
         let line = memchr::memchr_iter(b'\n', &a[..prefix]).count();
-        coarse(&mut text, line, &old[prefix..a_end], &new[prefix..b_end])
+        coarse(
+            &mut text,
+            limit,
+            line,
+            &old[prefix..a_end],
+            &new[prefix..b_end],
+        )
     } else {
-        fine(&mut text, first_line, old_region, new_region)
+        fine(&mut text, limit, first_line, old_region, new_region)
     };
     if additions + deletions == 0 {
         text.clear();
     }
-    FileDiff {
-        path: path.to_owned(),
-        operation: operation.to_owned(),
-        additions,
-        deletions,
-        diff: text,
-    }
+    (text, additions, deletions)
+}
+
+/// Lines added and removed going from `old` to `new`.
+pub fn line_counts(old: &str, new: &str) -> (usize, usize) {
+    let (_, additions, deletions) = unified("", "", old, new, Some(0));
+    (additions, deletions)
+}
+
+/// The edit script from `old`'s lines to `new`'s: Myers, coarser but
+/// correct past `deadline`.
+fn line_ops(old: &[&str], new: &[&str], deadline: Instant) -> Vec<DiffOp> {
+    use similar::algorithms::{Capture, Compact, Replace};
+    // Compacted as `TextDiff` does: changes slid to read well.
+    let mut hook = Compact::new(Replace::new(Capture::new()), old, new);
+    let Ok(()) = similar::algorithms::myers::diff_deadline(
+        &mut hook,
+        old,
+        0..old.len(),
+        new,
+        0..new.len(),
+        Some(deadline),
+    );
+    hook.into_inner().into_inner().into_ops()
 }
 
 /// Length of the common suffix of `a` and `b`.
@@ -149,16 +204,22 @@ fn push_line(text: &mut String, sign: char, line: &str) {
 
 /// Diffs the (small) regions with the diff engine; line numbers start
 /// after `first_line`.
-fn fine(text: &mut String, first_line: usize, old: &str, new: &str) -> (usize, usize) {
-    let diff = TextDiff::configure()
-        .timeout(DIFF_TIMEOUT)
-        .diff_lines(old, new);
+fn fine(
+    text: &mut String,
+    limit: usize,
+    first_line: usize,
+    old: &str,
+    new: &str,
+) -> (usize, usize) {
+    let old_lines: Vec<&str> = old.split_inclusive('\n').collect();
+    let new_lines: Vec<&str> = new.split_inclusive('\n').collect();
+    let ops = line_ops(&old_lines, &new_lines, Instant::now() + DIFF_TIMEOUT);
     let (mut additions, mut deletions) = (0, 0);
-    for op in diff.ops() {
+    for op in &ops {
         additions += op.new_range().len() * usize::from(!matches!(op, DiffOp::Equal { .. }));
         deletions += op.old_range().len() * usize::from(!matches!(op, DiffOp::Equal { .. }));
     }
-    'groups: for group in diff.grouped_ops(CONTEXT) {
+    'groups: for group in similar::group_diff_ops(ops, CONTEXT) {
         let (Some(first), Some(last)) = (group.first(), group.last()) else {
             continue;
         };
@@ -170,26 +231,33 @@ fn fine(text: &mut String, first_line: usize, old: &str, new: &str) -> (usize, u
             range(first_line + old_range.start, old_range.len()),
             range(first_line + new_range.start, new_range.len())
         );
+        // Myers may give an insertion before the deletion beside it: each
+        // run of changes is shown as its removed lines, then its added.
+        let mut lines = Vec::new();
+        let mut added = Vec::new();
         for op in &group {
-            for change in diff.iter_changes(op) {
-                if text.len() > MAX_DIFF_BYTES {
-                    text.push_str("[... diff truncated ...]\n");
-                    break 'groups;
-                }
-                let sign = match change.tag() {
-                    ChangeTag::Equal => ' ',
-                    ChangeTag::Delete => '-',
-                    ChangeTag::Insert => '+',
-                };
-                push_line(text, sign, change.value());
+            if let DiffOp::Equal { .. } = op {
+                lines.append(&mut added);
+                lines.extend(op.old_range().map(|i| (' ', old_lines[i])));
+            } else {
+                lines.extend(op.old_range().map(|i| ('-', old_lines[i])));
+                added.extend(op.new_range().map(|i| ('+', new_lines[i])));
             }
+        }
+        lines.append(&mut added);
+        for (sign, line) in lines {
+            if text.len() > limit {
+                text.push_str("[... diff truncated ...]\n");
+                break 'groups;
+            }
+            push_line(text, sign, line);
         }
     }
     (additions, deletions)
 }
 
 /// Shows a huge differing region as one replacement of all its lines.
-fn coarse(text: &mut String, line: usize, old: &str, new: &str) -> (usize, usize) {
+fn coarse(text: &mut String, limit: usize, line: usize, old: &str, new: &str) -> (usize, usize) {
     let (deletions, additions) = (count_lines(old), count_lines(new));
     let _ = writeln!(
         text,
@@ -199,7 +267,7 @@ fn coarse(text: &mut String, line: usize, old: &str, new: &str) -> (usize, usize
     );
     for (sign, side) in [('-', old), ('+', new)] {
         for line in side.split_inclusive('\n') {
-            if text.len() > MAX_DIFF_BYTES {
+            if text.len() > limit {
                 text.push_str("[... diff truncated ...]\n");
                 return (additions, deletions);
             }
