@@ -155,9 +155,10 @@ impl Question {
         let forms = [
             (true, 0, true),
             (true, 1, true),
+            (true, 2, true),
             (true, 1, false),
             (false, 1, false),
-            (false, 2, false),
+            (false, 3, false),
         ];
         let rows: Vec<Line> = forms
             .iter()
@@ -169,7 +170,9 @@ impl Question {
     }
 
     /// One form of the answer row: with or without its label, its words
-    /// `short` steps shorter (0 is the whole form).
+    /// `short` steps shorter (0 is the whole form; 2 is 1 without the
+    /// spaces between a word and the next key, whose own padding still
+    /// parts them; 3 also shortens what the pager says).
     fn answer_form(&self, label: bool, short: u8, why: bool, height: usize) -> Line {
         let mut line = if label {
             Line::new().with(Role::Label, "answer: ")
@@ -177,23 +180,25 @@ impl Question {
             Line::new()
         };
         let word = |long: &'static str, brief: &'static str| if short == 0 { long } else { brief };
+        let gap = if short >= 2 { "" } else { " " };
         if self.read {
             line = line
                 .with(Role::Key, " y ")
-                .with(Role::Text, word(" once  ", " once "));
+                .with(Role::Text, word(" once  ", " once"))
+                .with(Role::Text, if short == 0 { "" } else { gap });
         }
         line = line.with(Role::Key, " n ").with(Role::Text, " deny");
         // `t`: deny and say why; left out where it does not fit, and
         // while paging (the pager's keys need the room).
         if why && self.page.is_none() {
             line = line
-                .with(Role::Text, " ")
+                .with(Role::Text, gap)
                 .with(Role::Key, " t ")
                 .with(Role::Text, " why");
         }
         if self.read && self.request.session_allowed {
             line = line
-                .with(Role::Text, word("  ", " "))
+                .with(Role::Text, word("  ", gap))
                 .with(Role::Key, " a ")
                 .with(Role::Text, word(" session", " all"));
         }
@@ -205,7 +210,7 @@ impl Question {
                 Role::Dim,
                 match short {
                     0 => format!("  · rows {first}–{last} of {rows}: ↓ ↑ page, q closes"),
-                    1 => format!(" · {first}–{last}/{rows} ↓↑ q"),
+                    1 | 2 => format!(" · {first}–{last}/{rows} ↓↑ q"),
                     _ => format!(" {first}–{last}/{rows} ↓↑q"),
                 },
             );
@@ -216,7 +221,7 @@ impl Question {
                     Role::Warning,
                     match short {
                         0 => format!("  · {rows} rows, taller than the screen: "),
-                        1 => format!(" · {rows} rows: "),
+                        1 | 2 => format!(" · {rows} rows: "),
                         _ => " · ".to_owned(),
                     },
                 )
@@ -413,6 +418,23 @@ mod tests {
         for key in [" y ", " n ", " a "] {
             assert!(row.contains(key), "{row}");
         }
+    }
+
+    #[test]
+    fn at_40_columns_every_answer_key_of_a_short_prompt_is_shown() {
+        let question = Question::new(request("make build", true), 40, 24);
+        let row = question.answer_row(40, 24).plain();
+        assert!(row.starts_with("answer: "), "{row}");
+        for key in [" y ", " n ", " t ", " a "] {
+            assert!(row.contains(key), "{key:?} in {row}");
+        }
+        assert!(row.width() <= 40, "{row}");
+        assert_eq!(row, "answer:  y  once n  deny t  why a  all");
+        // A column more, the spaces come back; wider, the words.
+        let row = question.answer_row(41, 24).plain();
+        assert_eq!(row, "answer:  y  once  n  deny  t  why  a  all");
+        let row = question.answer_row(60, 24).plain();
+        assert!(row.contains(" a  session"), "{row}");
     }
 
     #[test]
