@@ -500,6 +500,7 @@ impl Confinement {
                 ),
             )
         })?;
+        tmp::sweep_once(&self.tmp);
         let mut spec = self.spec.clone();
         let home = self.home_found();
         spec.hidden.extend(home.hidden);

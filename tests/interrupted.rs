@@ -372,6 +372,25 @@ fn a_session_killed_before_any_command_leaves_no_temp_dir() {
         .map(|entry| entry.file_name())
         .collect();
     assert!(left.is_empty(), "left in the temp dir: {left:?}");
+    // What a session killed with its reaper left an hour ago goes at the
+    // next session's first command; a fresh one may be in use (another PID
+    // namespace) and stays.
+    let dead = 1u64 << 23;
+    let left_behind = |random: &str, age: u64| {
+        let dir = shared.path().join(format!("offcode-{dead}-{random}"));
+        std::fs::create_dir(&dir).unwrap();
+        std::fs::write(dir.join("scratch"), "x").unwrap();
+        let private = std::os::unix::fs::PermissionsExt::from_mode(0o700);
+        std::fs::set_permissions(&dir, private).unwrap();
+        let then = std::time::SystemTime::now() - Duration::from_secs(age);
+        std::fs::File::open(&dir)
+            .unwrap()
+            .set_times(std::fs::FileTimes::new().set_modified(then))
+            .unwrap();
+        dir
+    };
+    let stale = left_behind("00000000000000ab", 7200);
+    let fresh = left_behind("00000000000000cd", 60);
     // A command still gets its private temp dir, and it is gone after.
     let mut run = ws.offcode(
         &server.base_url(),
@@ -390,7 +409,9 @@ fn a_session_killed_before_any_command_leaves_no_temp_dir() {
         made.starts_with(&format!("{}/offcode-", shared.path().display())),
         "{made}"
     );
-    assert_eq!(std::fs::read_dir(shared.path()).unwrap().count(), 0);
+    assert!(!stale.exists(), "{}", output.stderr);
+    assert!(fresh.join("scratch").exists());
+    assert_eq!(std::fs::read_dir(shared.path()).unwrap().count(), 1);
 }
 
 /// Named pipes where offcode or git open what a command left (`.ignore`,

@@ -64,3 +64,44 @@ fn the_private_temp_dir_is_made_once_and_never_taken_from_someone_else() {
     std::os::unix::fs::symlink(&ours, &link).unwrap();
     assert!(super::tmp::make_private_dir(&link).is_err());
 }
+
+#[test]
+fn temp_dirs_of_sessions_long_gone_are_swept_and_nothing_else() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_hours(2);
+    // A PID above any kernel's pid_max is never a running process.
+    let dead = 1u64 << 23;
+    let make = |name: &str, mode: u32, old: bool| {
+        let path = dir.path().join(name);
+        std::fs::create_dir(&path).unwrap();
+        std::fs::write(path.join("left.txt"), "x").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        if old {
+            let handle = std::fs::File::open(&path).unwrap();
+            handle
+                .set_times(std::fs::FileTimes::new().set_modified(hour_ago))
+                .unwrap();
+        }
+        path
+    };
+    let stale = make(&format!("offcode-{dead}-00000000000000ab"), 0o700, true);
+    let fresh = make(&format!("offcode-{dead}-00000000000000cd"), 0o700, false);
+    let alive = make(
+        &format!("offcode-{}-00000000000000ef", std::process::id()),
+        0o700,
+        true,
+    );
+    let open = make(&format!("offcode-{dead}-0000000000000011"), 0o755, true);
+    let other = make("offcode-notes", 0o700, true);
+    let own = make(&format!("offcode-{dead}-0000000000000022"), 0o700, true);
+    let target = make("target", 0o700, true);
+    let link = dir.path().join(format!("offcode-{dead}-0000000000000033"));
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    assert_eq!(super::tmp::sweep_stale(dir.path(), &own), 1);
+    assert!(!stale.exists());
+    for kept in [&fresh, &alive, &open, &other, &own, &target] {
+        assert!(kept.join("left.txt").exists(), "{}", kept.display());
+    }
+    assert!(link.symlink_metadata().is_ok());
+}
