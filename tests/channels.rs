@@ -327,7 +327,7 @@ fn daemons_behind_unix_sockets_outside_cannot_be_reached() {
 }
 
 /// What git, run by the person after offcode ended, does in `dir`.
-fn persons_git(ws: &Workspace, dir: &Path, args: &[&str]) -> std::process::Output {
+pub(crate) fn persons_git(ws: &Workspace, dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new("git")
         .args(["-c", "user.name=p", "-c", "user.email=p@example.com"])
         .args(args)

@@ -18,6 +18,7 @@ mod confine;
 mod doctor;
 mod escape;
 mod fixtures;
+mod git_later;
 mod grounded;
 mod host_channels;
 mod interrupted;

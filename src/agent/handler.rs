@@ -22,7 +22,19 @@ impl Handler<'_> {
     /// Runs `call` with `context`.
     pub(super) async fn run(&self, call: &ToolCall, context: &ToolContext) -> ToolOutput {
         match self {
-            Handler::BuiltIn(tools) => tools.call(&call.name, &call.arguments, context).await,
+            Handler::BuiltIn(tools) => {
+                // A file tool may make or change a git directory as a
+                // command could: the same check follows it.
+                let since = crate::confine::gitdirs::mark();
+                let mut output = tools.call(&call.name, &call.arguments, context).await;
+                if crate::tools::changes_files(&call.name) {
+                    let root = context.sandbox.root();
+                    output
+                        .output
+                        .push_str(&crate::confine::gitdirs::checked(root, since));
+                }
+                output
+            }
             Handler::Mcp(mcp) => call_server(mcp, call, context).await,
         }
     }

@@ -252,7 +252,7 @@ impl AgentState {
                         kind: RewindKind::Undo,
                         turn: None,
                         lines: plan.lines(),
-                        failed: failed_lines(&applied.failed),
+                        failed: failed_lines(&applied),
                         diff: String::new(),
                         note,
                     },
@@ -305,7 +305,7 @@ impl AgentState {
                 rewind::Plan::default(),
                 rewind::Applied {
                     written: true,
-                    failed: Vec::new(),
+                    ..rewind::Applied::default()
                 },
                 why,
             ),
@@ -339,7 +339,7 @@ impl AgentState {
                 kind,
                 turn: Some(number),
                 lines: plan.lines(),
-                failed: failed_lines(&applied.failed),
+                failed: failed_lines(&applied),
                 diff: String::new(),
                 note,
             },
@@ -435,9 +435,15 @@ impl AgentState {
 }
 
 /// The files that could not be put back, with why.
-fn failed_lines(failed: &[rewind::Left]) -> Vec<String> {
-    failed
+fn failed_lines(applied: &rewind::Applied) -> Vec<String> {
+    let disarmed = applied
+        .disarmed
+        .iter()
+        .map(|line| format!("put back, then undone again: {}", rewind::visible(line)));
+    applied
+        .failed
         .iter()
         .map(|l| format!("{}: {}", rewind::shown(&l.path), l.reason))
+        .chain(disarmed)
         .collect()
 }

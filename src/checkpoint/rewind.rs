@@ -305,6 +305,10 @@ pub struct Applied {
     pub written: bool,
     /// The paths that could not be put back, with why.
     pub failed: Vec<Left>,
+    /// What offcode undid again in what was put back: git settings that
+    /// would run programs when a person next uses git (a config offcode
+    /// had disarmed after a command, put back as the agent wrote it).
+    pub disarmed: Vec<String>,
 }
 
 /// A path as text, for the sandbox and for people: control characters
@@ -332,7 +336,8 @@ pub fn visible(text: &str) -> String {
 /// be known beforehand: every object is read and checked, and every path
 /// checked (a link or a file where a folder was, a folder where the file
 /// was, a name that is not UTF-8), before the first write; then removals
-/// (deepest first, with folders left empty), then restores.
+/// (deepest first, with folders left empty), then restores; then the
+/// check every command gets for git settings that would run programs.
 pub fn apply(
     store: &Store,
     sandbox: &crate::sandbox::Sandbox,
@@ -361,8 +366,10 @@ pub fn apply(
         return Ok(Applied {
             written: false,
             failed: blocked,
+            disarmed: Vec::new(),
         });
     }
+    let since = crate::confine::gitdirs::mark();
     let mut failed = Vec::new();
     let text = |path: &Path| path.to_str().unwrap_or_default().to_owned();
     let mut removed: Vec<&PathBuf> = plan
@@ -406,6 +413,7 @@ pub fn apply(
     Ok(Applied {
         written: true,
         failed,
+        disarmed: crate::confine::gitdirs::check(sandbox.root(), since),
     })
 }
 

@@ -142,7 +142,7 @@ pub fn revert(args: &RevertArgs, environment: &Environment) -> Result<u8, Failur
         out(&text)?;
         return Ok(EXIT_FAILED);
     }
-    let failed = applied.failed;
+    let failed = &applied.failed;
     session
         .rewind_to(turn.parent.as_deref())
         .map_err(session_failure)?;
@@ -154,12 +154,19 @@ pub fn revert(args: &RevertArgs, environment: &Environment) -> Result<u8, Failur
         })
         .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
     let _ = session.sync();
-    for left in &failed {
+    for left in failed {
         let _ = writeln!(
             text,
             "error: could not put back {}: {}",
             rewind::shown(&left.path),
             left.reason
+        );
+    }
+    for line in &applied.disarmed {
+        let _ = writeln!(
+            text,
+            "warning: put back, then undone again (git settings that would run programs when a person next uses git): {}",
+            rewind::visible(line)
         );
     }
     let _ = writeln!(

@@ -73,6 +73,27 @@ pub fn check(root: &Path, since: SystemTime) -> Vec<String> {
     report
 }
 
+/// The moment to check from, taken before a change: now, less a tick of
+/// the coarse clock file systems stamp changes with.
+pub fn mark() -> SystemTime {
+    SystemTime::now() - std::time::Duration::from_millis(50)
+}
+
+/// [`check`], as the line that ends a call's result: what was undone, or
+/// nothing. Run after every command, MCP call and file tool that may have
+/// written the workspace, and after a revert (which puts back files as
+/// they were, a git config offcode had disarmed among them).
+pub fn checked(root: &Path, since: SystemTime) -> String {
+    let undone = check(root, since);
+    if undone.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n[offcode: git settings that would run programs when a person next uses git were undone: {}]",
+        undone.join("; ")
+    )
+}
+
 /// Entries looked at in a git directory's refs for [`special_files`].
 const SPECIAL_BUDGET: usize = 2_000;
 
@@ -178,7 +199,9 @@ fn walk(root: &Path, dir: &Path, found: &mut Found) {
             folders.push((name, entry.path()));
         }
     }
-    if head && dir != root {
+    // The root is one too when it has no `.git`: git, started there,
+    // takes a folder holding `HEAD`, `objects` and `refs` for its own.
+    if head && (dir != root || std::fs::symlink_metadata(root.join(".git")).is_err()) {
         git_dir(dir, found);
         // Its objects and refs are git's; anything else may hold more.
         folders.retain(|(name, _)| {

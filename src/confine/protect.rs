@@ -146,9 +146,7 @@ impl Watch {
         });
         Self {
             missing_path,
-            // File systems stamp changes with the kernel's coarse clock,
-            // which may lag ours by a tick.
-            started: std::time::SystemTime::now() - std::time::Duration::from_millis(50),
+            started: super::gitdirs::mark(),
             home,
         }
     }
@@ -178,14 +176,7 @@ impl Watch {
                 );
             }
         }
-        let undone = super::gitdirs::check(root, self.started);
-        if !undone.is_empty() {
-            let _ = write!(
-                text,
-                "\n[offcode: git settings that would run programs when a person next uses git were undone: {}]",
-                undone.join("; ")
-            );
-        }
+        text.push_str(&super::gitdirs::checked(root, self.started));
         text
     }
 }
