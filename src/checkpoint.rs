@@ -311,9 +311,8 @@ impl Checkpoints {
                 entries.push(entry);
                 continue;
             }
-            let full = self.root.join(&entry.path);
-            let Some((bytes, stat)) = read(&full, entry.kind) else {
-                continue; // gone since the walk
+            let Some((bytes, stat)) = read(&self.root, &entry.path, entry.kind) else {
+                continue; // gone since the walk, or a link now on its way
             };
             entry = walk::entry_of(entry.path, entry.kind, &stat);
             entry.size = bytes.len() as u64;
@@ -449,20 +448,44 @@ impl Shared {
     }
 }
 
-/// A file's bytes (a link's target) and its stat, read through one open.
-fn read(path: &Path, kind: Kind) -> Option<(Vec<u8>, std::fs::Metadata)> {
+/// The bytes and stat of `relative` beneath `root` (a link's target for a
+/// link), opened one folder at a time without following any link: a
+/// folder swapped for a link between the walk and the read (by a process
+/// racing the checkpoint) is not read through, so nothing outside the
+/// workspace reaches the store. A FIFO is not waited on.
+fn read(root: &Path, relative: &Path, kind: Kind) -> Option<(Vec<u8>, std::fs::Metadata)> {
+    use rustix::fs::{Mode, OFlags, openat};
     use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    if kind == Kind::Link {
-        let target = std::fs::read_link(path).ok()?;
-        let meta = path.symlink_metadata().ok()?;
-        return Some((target.into_os_string().into_encoded_bytes(), meta));
+    let mut parts: Vec<&std::ffi::OsStr> = Vec::new();
+    for part in relative.components() {
+        match part {
+            std::path::Component::Normal(name) => parts.push(name),
+            _ => return None,
+        }
     }
-    let mut file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(path)
-        .ok()?;
+    let name = parts.pop()?;
+    let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    // The root is the person's choice, link or not; beneath it, no link.
+    let mut dir = openat(
+        rustix::fs::CWD,
+        root,
+        folder - OFlags::NOFOLLOW,
+        Mode::empty(),
+    )
+    .ok()?;
+    for part in parts {
+        dir = openat(&dir, part, folder, Mode::empty()).ok()?;
+    }
+    if kind == Kind::Link {
+        let target = rustix::fs::readlinkat(&dir, name, Vec::new()).ok()?;
+        let meta = root.join(relative).symlink_metadata().ok()?;
+        if !meta.is_symlink() {
+            return None;
+        }
+        return Some((target.into_bytes(), meta));
+    }
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let mut file = std::fs::File::from(openat(&dir, name, flags, Mode::empty()).ok()?);
     let meta = file.metadata().ok()?;
     if !meta.is_file() {
         return None;

@@ -551,3 +551,35 @@ fn a_pinned_file_is_kept_where_gitignore_leaves_it_out_but_never_through_a_link(
         "{pinned:?}"
     );
 }
+
+#[test]
+fn a_folder_swapped_for_a_link_is_not_read_through() {
+    let work = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let root = work.path();
+    std::fs::write(outside.path().join("secret.txt"), "OUTSIDE\n").unwrap();
+    std::fs::create_dir(root.join("d")).unwrap();
+    std::fs::write(root.join("d/secret.txt"), "inside\n").unwrap();
+    std::fs::write(root.join("d/link"), "x").unwrap();
+    let (bytes, _) = read(root, Path::new("d/secret.txt"), Kind::File).unwrap();
+    assert_eq!(bytes, b"inside\n");
+    // What a racing process does between the walk and the read.
+    std::fs::rename(root.join("d"), root.join("d.old")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), root.join("d")).unwrap();
+    std::os::unix::fs::symlink("target", outside.path().join("link")).unwrap();
+    assert!(read(root, Path::new("d/secret.txt"), Kind::File).is_none());
+    assert!(read(root, Path::new("d/link"), Kind::Link).is_none());
+    assert!(read(root, Path::new("../x"), Kind::File).is_none());
+    // A link as the last part is read as a link, never followed.
+    std::os::unix::fs::symlink(outside.path().join("secret.txt"), root.join("l")).unwrap();
+    assert!(read(root, Path::new("l"), Kind::File).is_none());
+    let (target, _) = read(root, Path::new("l"), Kind::Link).unwrap();
+    assert_eq!(
+        target,
+        outside
+            .path()
+            .join("secret.txt")
+            .as_os_str()
+            .as_encoded_bytes()
+    );
+}
