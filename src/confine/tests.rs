@@ -94,13 +94,20 @@ fn temp_dirs_of_sessions_long_gone_are_swept_and_nothing_else() {
     );
     let open = make(&format!("offcode-{dead}-0000000000000011"), 0o755, true);
     let other = make("offcode-notes", 0o700, true);
+    // Names offcode never makes: upper-case hex, a PID 0 or with a zero
+    // in front.
+    let upper = make(&format!("offcode-{dead}-00000000000000AB"), 0o700, true);
+    let zero = make("offcode-0-00000000000000ab", 0o700, true);
+    let padded = make(&format!("offcode-0{dead}-00000000000000ab"), 0o700, true);
     let own = make(&format!("offcode-{dead}-0000000000000022"), 0o700, true);
     let target = make("target", 0o700, true);
     let link = dir.path().join(format!("offcode-{dead}-0000000000000033"));
     std::os::unix::fs::symlink(&target, &link).unwrap();
     assert_eq!(super::tmp::sweep_stale(dir.path(), &own), 1);
     assert!(!stale.exists());
-    for kept in [&fresh, &alive, &open, &other, &own, &target] {
+    for kept in [
+        &fresh, &alive, &open, &other, &own, &target, &upper, &zero, &padded,
+    ] {
         assert!(kept.join("left.txt").exists(), "{}", kept.display());
     }
     assert!(link.symlink_metadata().is_ok());

@@ -91,8 +91,14 @@ pub(super) fn sweep_once(own: &Path) {
 /// The PID in a private temp dir's name, `offcode-PID-` and 16 hex digits.
 fn session_pid(name: &str) -> Option<u32> {
     let (pid, random) = name.strip_prefix("offcode-")?.split_once('-')?;
-    let hex = random.len() == 16 && random.bytes().all(|b| b.is_ascii_hexdigit());
-    let digits = !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit());
+    // Exactly as [`private_temp_name`] writes it: lower-case hex, a PID
+    // with no leading zero.
+    let hex = random.len() == 16
+        && random
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let digits =
+        !pid.is_empty() && !pid.starts_with('0') && pid.bytes().all(|b| b.is_ascii_digit());
     if hex && digits {
         pid.parse().ok()
     } else {
