@@ -83,6 +83,7 @@ fn main() {
                 tool: "bash".to_owned(),
                 undone: false,
                 uncertain: false,
+                began: offcode::session::now_rfc3339(),
             })
             .collect(),
     }];

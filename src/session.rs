@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 pub use entry::{
     AllowedRule, Compaction, Entry, EntryBody, Message, Meta, Origin, ParentRef, Shown, ToolCall,
-    now_rfc3339,
+    now_rfc3339, parse_rfc3339,
 };
 
 /// The session file format version written by this build.

@@ -207,6 +207,9 @@ fn what_the_agent_wrote_is_taken_back_even_where_gitignore_leaves_it_out() {
     std::fs::write(ws.root.join("app.py"), "print(1)\n").unwrap();
     std::fs::create_dir(ws.root.join("local")).unwrap();
     std::fs::write(ws.root.join("local/mine.txt"), "mine\n").unwrap();
+    // The person's empty folder (a mount point): the agent's file in it
+    // goes, the folder stays.
+    std::fs::create_dir(ws.root.join("mnt")).unwrap();
     let server = mock();
     server.push(sse(&chunks::tool_answer(
         "",
@@ -224,6 +227,11 @@ fn what_the_agent_wrote_is_taken_back_even_where_gitignore_leaves_it_out() {
                 "w2",
                 "write",
                 json!({"path": "local/new.txt", "content": "made\n"}),
+            ),
+            (
+                "w3",
+                "write",
+                json!({"path": "mnt/deep/f.txt", "content": "f\n"}),
             ),
             (
                 "b1",
@@ -270,6 +278,8 @@ fn what_the_agent_wrote_is_taken_back_even_where_gitignore_leaves_it_out() {
     );
     assert!(!ws.root.join("local/new.txt").exists(), "{}", done.stdout);
     assert!(!ws.root.join("later.txt").exists(), "{}", done.stdout);
+    assert!(!ws.root.join("mnt/deep").exists(), "{}", done.stdout);
+    assert!(ws.root.join("mnt").is_dir(), "{}", done.stdout);
     assert_eq!(
         std::fs::read(ws.root.join("local/mine.txt")).unwrap(),
         b"mine, changed\n"

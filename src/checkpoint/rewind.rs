@@ -32,6 +32,9 @@ pub struct Step {
     /// Cut short: offcode stopped while it ran, and its end is what was
     /// found later.
     pub uncertain: bool,
+    /// When it began (RFC 3339): the time of its beginning's record, taken
+    /// right after the checkpoint before it.
+    pub began: String,
 }
 
 /// A turn of the active branch: a user message and the steps after it.
@@ -81,14 +84,17 @@ pub fn turns(branch: &[session::Entry]) -> Vec<Turn> {
                 if let Some(turn) = turns.last_mut() {
                     // A step's end replaces its beginning; a beginning
                     // alone is a step cut short ([`settle`]).
+                    let mut began = entry.ts.clone();
                     if let Some(begun) = turn.steps.last()
                         && begun.after.is_empty()
                         && begun.before == *before
                         && !after.is_empty()
                     {
+                        began.clone_from(&begun.began);
                         turn.steps.pop();
                     }
                     turn.steps.push(Step {
+                        began,
                         entry: entry.id.clone(),
                         before: before.clone(),
                         after: after.clone(),
@@ -148,6 +154,10 @@ pub struct Plan {
     /// Paths changed by hand since the agent touched them, or that cannot
     /// be put back: reported, never written.
     pub left: Vec<Left>,
+    /// When the first step taken back began: a folder left empty is
+    /// removed only when it was made since (the agent's), never one the
+    /// person had before.
+    pub since: Option<std::time::SystemTime>,
 }
 
 impl Plan {
@@ -242,7 +252,14 @@ pub fn span(store: &Store, steps: &[Step]) -> Result<Span, Error> {
 /// The plan that puts back, as they were before `steps`, the files they
 /// changed, given the workspace `now`.
 pub fn plan(store: &Store, steps: &[Step], now: &Manifest) -> Result<Plan, Error> {
-    let mut plan = Plan::default();
+    let mut plan = Plan {
+        since: steps
+            .iter()
+            .map(|step| crate::session::parse_rfc3339(&step.began))
+            .min()
+            .flatten(),
+        ..Plan::default()
+    };
     for (path, spanned) in span(store, steps)? {
         let Spanned {
             first,
@@ -336,7 +353,8 @@ pub fn visible(text: &str) -> String {
 /// be known beforehand: every object is read and checked, and every path
 /// checked (a link or a file where a folder was, a folder where the file
 /// was, a name that is not UTF-8), before the first write; then removals
-/// (deepest first, with folders left empty), then restores; then the
+/// (deepest first, with the folders they leave empty that were made since
+/// the first step began), then restores; then the
 /// check every command gets for git settings that would run programs.
 pub fn apply(
     store: &Store,
@@ -390,7 +408,8 @@ pub fn apply(
     for path in &removed {
         let mut parent = path.parent();
         while let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
-            if !sandbox.remove_empty_dir(&text(dir)) {
+            let Some(since) = plan.since else { break };
+            if !sandbox.remove_empty_dir_made_since(&text(dir), since) {
                 break;
             }
             parent = dir.parent();

@@ -18,6 +18,7 @@ fn step(before: &str, after: &str) -> Step {
         tool: "bash".into(),
         undone: false,
         uncertain: false,
+        began: "2026-01-01T00:00:00.000Z".into(),
     }
 }
 

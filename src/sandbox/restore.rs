@@ -137,12 +137,28 @@ impl Sandbox {
         rustix::fs::unlinkat(&parent, &name, AtFlags::empty()).map_err(|e| Self::error(path, e))
     }
 
-    /// Removes an empty folder; `false` when it is not empty, not there,
-    /// or reached through a link.
-    pub fn remove_empty_dir(&self, path: &str) -> bool {
+    /// Removes an empty folder made at `since` or later (its birth time,
+    /// where the file system keeps one); `false` when it is not empty, not
+    /// there, older, of unknown age, or reached through a link.
+    pub fn remove_empty_dir_made_since(&self, path: &str, since: std::time::SystemTime) -> bool {
         let Ok((parent, name)) = self.parent_strict(path, false) else {
             return false;
         };
-        rustix::fs::unlinkat(&parent, &name, AtFlags::REMOVEDIR).is_ok()
+        let born = rustix::fs::statx(
+            &parent,
+            &name,
+            AtFlags::SYMLINK_NOFOLLOW,
+            rustix::fs::StatxFlags::BTIME,
+        )
+        .ok()
+        .filter(|stat| stat.stx_mask & rustix::fs::StatxFlags::BTIME.bits() != 0)
+        .and_then(|stat| {
+            let seconds = u64::try_from(stat.stx_btime.tv_sec).ok()?;
+            Some(std::time::UNIX_EPOCH + std::time::Duration::new(seconds, stat.stx_btime.tv_nsec))
+        });
+        // The session's times have milliseconds; the folder's nanoseconds.
+        let made_since =
+            born.is_some_and(|born| born + std::time::Duration::from_millis(1) >= since);
+        made_since && rustix::fs::unlinkat(&parent, &name, AtFlags::REMOVEDIR).is_ok()
     }
 }

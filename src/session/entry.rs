@@ -324,6 +324,46 @@ pub fn now_rfc3339() -> String {
     format_rfc3339(since.as_secs(), since.subsec_millis())
 }
 
+/// The time [`format_rfc3339`] wrote (`YYYY-MM-DDTHH:MM:SS[.mmm]Z`); none
+/// for any other text.
+pub fn parse_rfc3339(text: &str) -> Option<std::time::SystemTime> {
+    let number = |range: std::ops::Range<usize>| -> Option<i64> {
+        let part = text.get(range)?;
+        part.bytes()
+            .all(|b| b.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    let bytes = text.as_bytes();
+    let shape = bytes.len() >= 20
+        && bytes[4] == b'-'
+        && bytes[7] == b'-'
+        && bytes[10] == b'T'
+        && bytes[13] == b':'
+        && bytes[16] == b':'
+        && bytes.last() == Some(&b'Z');
+    if !shape {
+        return None;
+    }
+    let (year, month, day) = (number(0..4)?, number(5..7)?, number(8..10)?);
+    let (hour, minute, second) = (number(11..13)?, number(14..16)?, number(17..19)?);
+    let millis = match &text[19..text.len() - 1] {
+        "" => 0,
+        fraction => number(20..text.len() - 1).filter(|_| fraction.len() == 4)?,
+    };
+    // Days from the civil date (Howard Hinnant's method, inverted).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let year_of_era = y - era * 400;
+    let month_index = if month > 2 { month - 3 } else { month + 9 };
+    let day_of_year = (153 * month_index + 2) / 5 + day - 1;
+    let day_of_era = year_of_era * 365 + year_of_era / 4 - year_of_era / 100 + day_of_year;
+    let days = era * 146_097 + day_of_era - 719_468;
+    let seconds = days * 86_400 + hour * 3600 + minute * 60 + second;
+    let since = std::time::Duration::from_secs(u64::try_from(seconds).ok()?)
+        + std::time::Duration::from_millis(u64::try_from(millis).ok()?);
+    Some(std::time::UNIX_EPOCH + since)
+}
+
 /// Formats seconds since the epoch (days-to-civil, Howard Hinnant's method).
 pub fn format_rfc3339(seconds: u64, millis: u32) -> String {
     let days = i64::try_from(seconds / 86_400).unwrap_or(0);
@@ -359,6 +399,37 @@ mod tests {
             format_rfc3339(1_795_340_009, 999),
             "2026-11-22T09:33:29.999Z"
         );
+    }
+
+    #[test]
+    fn reads_back_what_it_writes_and_nothing_else() {
+        let at = |seconds: u64, millis: u64| {
+            Some(
+                std::time::UNIX_EPOCH
+                    + std::time::Duration::from_secs(seconds)
+                    + std::time::Duration::from_millis(millis),
+            )
+        };
+        for (seconds, millis) in [
+            (0, 0),
+            (951_782_400, 5),
+            (1_795_340_009, 999),
+            (4_102_444_799, 1),
+        ] {
+            let text = format_rfc3339(seconds, u32::try_from(millis).unwrap());
+            assert_eq!(parse_rfc3339(&text), at(seconds, millis), "{text}");
+        }
+        assert_eq!(parse_rfc3339("2026-11-22T09:33:29Z"), at(1_795_340_009, 0));
+        for bad in [
+            "",
+            "t",
+            "2026-11-22 09:33:29Z",
+            "2026-11-22T09:33:29.99Z",
+            "2026-1a-22T09:33:29Z",
+            "+026-11-22T09:33:29Z",
+        ] {
+            assert_eq!(parse_rfc3339(bad), None, "{bad}");
+        }
     }
 
     #[test]
