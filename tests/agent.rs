@@ -405,7 +405,7 @@ async fn allow_for_session_is_kept_in_the_session_and_restored_on_resume() {
     let id = path.file_stem().unwrap().to_str().unwrap().to_owned();
     harness.handle.ops.submit(Op::Shutdown);
     while harness.handle.events.recv().await.is_some() {}
-    let session = open_when_free(&harness.store, &id).await;
+    let session = crate::support::open_when_free(&harness.store, &id).await;
     assert_eq!(session.allowed.len(), 2);
     server.push(sse(&chunks::tool_answer(
         "",
@@ -916,7 +916,7 @@ async fn a_task_that_overflows_the_context_twice_finishes_through_compaction() {
         .unwrap()
         .path();
     let id = file.file_stem().unwrap().to_string_lossy().into_owned();
-    let reopened = open_when_free(&harness.store, &id).await;
+    let reopened = crate::support::open_when_free(&harness.store, &id).await;
     let compaction = reopened.compaction.expect("a compaction entry");
     assert!(compaction.keep_from > 0 && compaction.summary.is_some());
 }
@@ -1583,20 +1583,4 @@ async fn a_file_named_in_the_request_may_be_written_without_a_read() {
         std::fs::read_to_string(harness.root.join("notes.txt")).unwrap(),
         "new\n"
     );
-}
-
-/// Opens session `id` once its lock is free. The lock goes with the file's
-/// last descriptor: a process another test forks at the moment the core
-/// lets go holds a copy until its exec closes it (at 8 test threads the
-/// open failed with `InUse`).
-async fn open_when_free(store: &offcode::session::Store, id: &str) -> offcode::session::Session {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        match store.open(id) {
-            Err(offcode::session::Error::InUse { .. }) if std::time::Instant::now() < deadline => {
-                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-            }
-            opened => return opened.unwrap(),
-        }
-    }
 }

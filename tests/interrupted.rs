@@ -182,6 +182,9 @@ fn a_check_neither_offcode_nor_its_reaper_lived_to_make_is_made_at_the_next_star
     let ws = Workspace::new();
     let (mut child, marker) = start(&ws, &server);
     let reaper = child_with(child.id(), offcode::groups::REAPER_ARG).expect("a reaper runs");
+    // Stopped first: offcode replaces a reaper that dies while it runs
+    // (and that one would make the check), so the two must end together.
+    signal(&child, Signal::STOP);
     rustix::process::kill_process(reaper, Signal::KILL).unwrap();
     signal(&child, Signal::KILL);
     let _ = child.wait();

@@ -192,9 +192,8 @@ async fn a_switch_mid_session_sends_the_next_request_to_the_other_server_and_is_
         .expect("the core stops")
         .is_some()
     {}
-    let session = store
-        .open(&session_path.file_stem().unwrap().to_string_lossy())
-        .unwrap();
+    let id = session_path.file_stem().unwrap().to_string_lossy();
+    let session = crate::support::open_when_free(&store, &id).await;
     assert_eq!(session.model, "cpu/small");
 }
 

@@ -310,3 +310,22 @@ pub async fn answer_to(
         }
     }
 }
+
+/// Opens session `id` once its lock is free. The lock goes with the file's
+/// last descriptor: a process another test forks at the moment the core
+/// lets go holds a copy until its exec closes it (at 8 test threads the
+/// open failed with `InUse`).
+pub async fn open_when_free(
+    store: &offcode::session::Store,
+    id: &str,
+) -> offcode::session::Session {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match store.open(id) {
+            Err(offcode::session::Error::InUse { .. }) if std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+            opened => return opened.unwrap(),
+        }
+    }
+}
