@@ -212,6 +212,7 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                 } => {
                     let ahead = match typed_ahead(initial) {
                         Ahead::Text(text) => text,
+                        Ahead::Recall => last_prompt(&editor),
                         Ahead::Sent(text) => {
                             // Typed ahead with its Enter: sent as it is.
                             let mut err = std::io::stderr();
@@ -372,6 +373,21 @@ fn build_editor(history: Option<PathBuf>, completions: Completions, colour: bool
     editor
 }
 
+/// The newest line of the editor's history; empty when there is none.
+fn last_prompt(editor: &Reedline) -> String {
+    let newest = reedline::SearchQuery {
+        limit: Some(1),
+        ..reedline::SearchQuery::everything(reedline::SearchDirection::Backward, None)
+    };
+    editor
+        .history()
+        .search(newest)
+        .ok()
+        .and_then(|items| items.into_iter().next())
+        .map(|item| item.command_line)
+        .unwrap_or_default()
+}
+
 /// What keys typed before the editor started amount to.
 enum Ahead {
     /// Text to start the editor with.
@@ -382,6 +398,9 @@ enum Ahead {
     Interrupt,
     /// Ctrl+D on an empty line: leave.
     End,
+    /// Up on an empty line: the last prompt, as the editor would recall
+    /// it (keys after it are left to the editor).
+    Recall,
 }
 
 /// Keys typed before the editor starts (while a turn was ending), after
@@ -397,7 +416,7 @@ fn typed_ahead(initial: String) -> Ahead {
             .and_then(Result::ok)
     });
     let ahead = read_ahead(initial, waiting);
-    if !matches!(ahead, Ahead::Text(_)) {
+    if !matches!(ahead, Ahead::Text(_) | Ahead::Recall) {
         let _ = crossterm::terminal::disable_raw_mode();
     }
     ahead
@@ -422,6 +441,10 @@ fn read_ahead(initial: String, events: impl Iterator<Item = Event>) -> Ahead {
                     }
                     // A Ctrl+D typed as a turn ended was lost here.
                     KeyCode::Char('d') if control && text.is_empty() => return Ahead::End,
+                    // So was an Up pressed as the editor started.
+                    KeyCode::Up if key.modifiers.is_empty() && text.is_empty() => {
+                        return Ahead::Recall;
+                    }
                     KeyCode::Char(c)
                         if !key
                             .modifiers
@@ -520,6 +543,17 @@ mod tests {
         assert!(matches!(
             read_ahead(String::new(), interrupt.into_iter()),
             Ahead::Interrupt
+        ));
+        // Up on nothing recalls the last prompt (it was dropped: a person
+        // pressing Up as offcode started got an empty line); the keys
+        // after it are left for the editor.
+        let mut up = keys(&[(KeyCode::Up, none), (KeyCode::Char('x'), none)]).into_iter();
+        assert!(matches!(read_ahead(String::new(), &mut up), Ahead::Recall));
+        assert_eq!(up.count(), 1);
+        let typed_then_up = keys(&[(KeyCode::Char('h'), none), (KeyCode::Up, none)]);
+        assert!(matches!(
+            read_ahead(String::new(), typed_then_up.into_iter()),
+            Ahead::Text(t) if t == "h"
         ));
     }
 }
