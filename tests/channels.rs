@@ -75,7 +75,10 @@ fn outside_tmp() -> tempfile::TempDir {
     tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
 }
 
-/// Pushes `touch MARKER` into every terminal it can open, with TIOCSTI.
+/// Pushes `touch MARKER` into every terminal it can open, with TIOCSTI;
+/// into only the terminals named after MARKER when any are (the control
+/// run: typed into every terminal of the machine, it reached the
+/// developer's own shells and the other tests' panes).
 const INJECT: &str = r#"
 import fcntl, glob, os, sys, termios
 marker = sys.argv[1]
@@ -83,6 +86,8 @@ targets = ["/dev/tty"] + sorted(glob.glob("/dev/pts/[0-9]*")) + ["/dev/stdin", "
 for pid in os.listdir("/proc"):
     if pid.isdigit():
         targets += glob.glob("/proc/%s/fd/[0-2]" % pid)
+if len(sys.argv) > 2:
+    targets = sys.argv[2:]
 for target in targets:
     try:
         fd = os.open(target, os.O_RDWR | os.O_NOCTTY)
@@ -153,7 +158,10 @@ fn nothing_a_command_types_reaches_the_persons_shell() {
     let legacy = std::fs::read_to_string("/proc/sys/dev/tty/legacy_tiocsti")
         .is_ok_and(|value| value.trim() == "1");
     pane.run(
-        &format!("python3 inject.py {}; echo CONTROL-DONE", control.display()),
+        &format!(
+            "python3 inject.py {} /dev/tty; echo CONTROL-DONE",
+            control.display()
+        ),
         "CONTROL-DONE",
     );
     pane.run("echo SENTINEL-1", "SENTINEL-1");
