@@ -131,3 +131,73 @@ fn a_revert_puts_back_no_git_setting_offcode_undid() {
     );
     assert!(done.stdout.contains("fsmonitor"), "{}", done.stdout);
 }
+
+#[test]
+fn files_the_persons_git_includes_stay_as_they_were() {
+    let ws = Workspace::new();
+    let marks = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mark = |n: u8| marks.path().join(format!("m{n}"));
+    // The workspace is the person's dotfiles folder, which their global
+    // config includes; and a repository whose config includes a file that
+    // includes one not made yet.
+    std::fs::write(
+        ws.home.join(".gitconfig"),
+        format!(
+            "[include]\n\tpath = {}\n",
+            ws.root.join("shared.gitconfig").display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(ws.root.join("shared.gitconfig"), "[user]\n\tname = p\n").unwrap();
+    assert!(persons_git(&ws, &ws.root, &["init", "-q"]).status.success());
+    assert!(
+        persons_git(
+            &ws,
+            &ws.root,
+            &["config", "include.path", "../proj.gitconfig"]
+        )
+        .status
+        .success()
+    );
+    std::fs::write(
+        ws.root.join("proj.gitconfig"),
+        "[include]\n\tpath = local.gitconfig\n",
+    )
+    .unwrap();
+    let other = marks.path().join("other");
+    assert!(
+        persons_git(&ws, marks.path(), &["init", "-q", "other"])
+            .status
+            .success()
+    );
+    let server = mock();
+    answer(
+        &server,
+        &[
+            (
+                "b1".to_owned(),
+                "bash".to_owned(),
+                json!({"command": format!(
+                    "printf '[core]\\n\\tfsmonitor = \"touch {}\"\\n' >> shared.gitconfig",
+                    mark(1).display()
+                )}),
+            ),
+            write(
+                "w1",
+                "local.gitconfig",
+                &format!("[core]\n\tfsmonitor = \"touch {}\"\n", mark(2).display()),
+            ),
+        ],
+    );
+    server.push(sse(&chunks::text_answer("Done.")));
+    let output = ws.run_task(&server.base_url(), &["--yes", "--json"], "tidy the config");
+    persons_git(&ws, &other, &["status"]);
+    persons_git(&ws, &ws.root, &["status"]);
+    let ran: Vec<u8> = (1..=2).filter(|n| mark(*n).exists()).collect();
+    assert!(
+        ran.is_empty(),
+        "the person's git ran what was left, for {ran:?}:\n{}\n{}",
+        output.stdout,
+        output.stderr
+    );
+}

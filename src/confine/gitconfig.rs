@@ -215,7 +215,7 @@ fn git_program() -> Option<&'static Path> {
 /// headers on lines of their own and `key = value` lines with plain
 /// values; anything else (a setting on its header's line, a continuation,
 /// quotes, escapes) is refused, since git might read it otherwise.
-fn read_plain(text: &str) -> Result<Vec<Setting>, String> {
+pub(super) fn read_plain(text: &str) -> Result<Vec<Setting>, String> {
     let refused = || Err("has lines offcode cannot read without git".to_owned());
     let mut header = None;
     let mut settings = Vec::new();
