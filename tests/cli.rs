@@ -234,11 +234,7 @@ fn usage_errors_exit_2_without_contacting_the_server() {
 
 #[test]
 fn unreachable_server_is_a_clear_error_with_a_hint() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let (_held, port) = crate::support::refusing_port();
     let workspace = Workspace::new();
     let url = format!("http://127.0.0.1:{port}/v1");
     let output = run(workspace.offcode(&url, &["run", "--model", "m", "hi"]));

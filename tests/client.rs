@@ -139,11 +139,7 @@ async fn client_errors_are_not_retried() {
 
 #[tokio::test]
 async fn refused_connection_retries_then_reports_the_url() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let (_held, port) = crate::support::refusing_port();
     let client = Client::new(&fast_config(&format!("http://127.0.0.1:{port}/v1"))).unwrap();
     let outcome = stream(&client).await;
     let error = outcome.result.unwrap_err();

@@ -146,10 +146,7 @@ fn an_unknown_model_names_the_served_ones() {
 
 #[test]
 fn unreachable_unauthorised_and_wrong_path_each_get_their_fix() {
-    let closed = {
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.local_addr().unwrap().port()
-    };
+    let (_held, closed) = crate::support::refusing_port();
     let (output, _) = doctor(&format!("http://127.0.0.1:{closed}/v1"), &[]);
     assert_eq!(output.code, 1, "{}", output.stdout);
     assert!(

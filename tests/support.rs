@@ -329,3 +329,19 @@ pub async fn open_when_free(
         }
     }
 }
+
+/// A local port that refuses connections for as long as the socket lives:
+/// bound and never listened on, so no other test's server can take it (a
+/// port bound and let go again was taken by one at 8 test threads).
+pub fn refusing_port() -> (std::os::fd::OwnedFd, u16) {
+    let held = rustix::net::socket(
+        rustix::net::AddressFamily::INET,
+        rustix::net::SocketType::STREAM,
+        None,
+    )
+    .unwrap();
+    rustix::net::bind(&held, &std::net::SocketAddr::from(([127, 0, 0, 1], 0))).unwrap();
+    let address: std::net::SocketAddr =
+        rustix::net::getsockname(&held).unwrap().try_into().unwrap();
+    (held, address.port())
+}
