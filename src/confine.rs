@@ -36,7 +36,10 @@ mod sys;
 mod tmp;
 
 pub use lasting::on_lasting_thread;
-pub use sys::{announce_group, close_inherited_on_exec, die_with_parent, new_session, watch_exit};
+pub use sys::{
+    announce_group, close_inherited_on_exec, die_with_parent, ignore_termination, new_session,
+    watch_exit,
+};
 
 pub use helper::helper;
 

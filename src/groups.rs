@@ -423,9 +423,11 @@ fn start_reaper() -> Option<Reaper> {
 /// The reaper's life: reads `+PGID`, `-PGID`, `=PATH` and `#PATH` lines until stdin closes, then stops the groups still listed,
 /// makes the checks still pending (with `check`, the confinement's) and
 /// removes the temp dirs. In a session of its own, it has no terminal
-/// whose interrupt or hangup could stop it; only the end of its input
-/// does.
+/// whose interrupt or hangup could stop it, and it ignores those signals
+/// sent by name (`pkill offcode`); only the end of its input ends it (or
+/// SIGKILL).
 pub fn reaper(check: fn(&Path)) -> u8 {
+    crate::confine::ignore_termination();
     let mut groups: Vec<Held> = Vec::new();
     let mut pending: Vec<PathBuf> = Vec::new();
     let mut temporary: Vec<PathBuf> = Vec::new();

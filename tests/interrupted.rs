@@ -102,11 +102,24 @@ fn signal(child: &Child, signal: Signal) {
 /// Ends a run with `signal` during the command; what it planted must be
 /// undone soon after offcode is gone.
 fn ended_by(with: Signal) -> String {
+    ended_with_helpers(with, false)
+}
+
+/// [`ended_by`]; with `helpers`, its reaper and the command's confining
+/// helper get the signal too, as `pkill offcode` or a logout sends it to
+/// every process named offcode.
+fn ended_with_helpers(with: Signal, helpers: bool) -> String {
     let began = std::time::SystemTime::now() - Duration::from_secs(1);
     let server = demo_mock();
     let ws = Workspace::new();
     let (mut child, marker) = start(&ws, &server);
     let pid = child.id();
+    if helpers {
+        for name in [offcode::groups::REAPER_ARG, offcode::confine::HELPER_ARG] {
+            let helper = child_with(pid, name).unwrap_or_else(|| panic!("no {name} running"));
+            rustix::process::kill_process(helper, with).unwrap();
+        }
+    }
     signal(&child, with);
     let output = std::io::read_to_string(child.stdout.take().unwrap()).unwrap_or_default();
     let _ = child.wait();
@@ -163,6 +176,16 @@ fn a_command_of_a_killed_offcode_is_checked_by_the_reaper() {
 fn a_command_of_a_terminated_or_hung_up_offcode_is_checked() {
     ended_by(Signal::TERM);
     ended_by(Signal::HUP);
+}
+
+/// `pkill offcode`, `killall offcode`, a logout: every process named
+/// offcode gets the signal, the reaper among them, and it must live to
+/// make the check (found by an outside test: it died with the rest, and
+/// the person's next `git status` ran what the command left).
+#[test]
+fn a_command_is_checked_when_offcode_and_its_helpers_get_the_signal_together() {
+    ended_with_helpers(Signal::TERM, true);
+    ended_with_helpers(Signal::HUP, true);
 }
 
 /// The PID of `parent`'s child whose command line holds `text`.

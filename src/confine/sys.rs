@@ -299,6 +299,19 @@ pub fn hold_termination() {
     unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) };
 }
 
+/// Ignores what `pkill offcode`, `killall offcode` or a logout sends to
+/// every process named offcode (TERM, HUP, INT): the reaper must live to
+/// make the checks after the offcode it outlives. The end of its input
+/// ends it, and SIGKILL still does.
+pub fn ignore_termination() {
+    for signal in [libc::SIGTERM, libc::SIGHUP, libc::SIGINT] {
+        // SAFETY: setting a disposition to SIG_IGN installs no handler.
+        unsafe {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+    }
+}
+
 /// Lets SIGTERM through again with its default action: in the processes
 /// that go on to be the command, which must not inherit the block.
 pub fn release_termination() {
