@@ -28,6 +28,7 @@ pub mod after;
 mod gitconfig;
 pub mod gitdirs;
 mod helper;
+pub mod includes;
 pub mod kernel;
 mod lasting;
 mod places;
@@ -407,7 +408,7 @@ impl Confinement {
         let mut dirs = vec![root.to_path_buf(), tmp.clone()];
         dirs.extend(writable.iter().cloned());
         let mut read_only: Vec<PathBuf> = protect::PROTECTED.iter().map(|p| root.join(p)).collect();
-        read_only.extend(gitdirs::include_targets(root));
+        read_only.extend(includes::include_targets(root));
         let scan = {
             let (home, dirs) = (home.map(Path::to_path_buf), dirs.clone());
             std::thread::spawn(move || {

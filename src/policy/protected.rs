@@ -55,7 +55,7 @@ impl Policy {
 
     fn linked(&self) -> &Linked {
         self.linked.get_or_init(|| Linked {
-            includes: crate::confine::gitdirs::include_targets(&self.root),
+            includes: crate::confine::includes::include_targets(&self.root),
             personal: self.home.as_deref().map_or_else(Vec::new, |home| {
                 crate::confine::protect::personal_targets(
                     Path::new(home),
