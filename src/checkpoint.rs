@@ -248,7 +248,7 @@ impl Checkpoints {
     /// offcode did can always be taken back (a `.env`, a file of a folder
     /// ignored whole). Kept in the store, so other sessions and later runs
     /// keep them too. A path that leaves the root, or lies in a folder no
-    /// checkpoint enters, is never kept ([`walk::lone`]).
+    /// checkpoint enters, is never kept (`walk::lone`).
     pub fn pin(&mut self, paths: &[PathBuf]) -> Result<(), Error> {
         let mut wanted = paths.iter().filter(|path| {
             let plain = path

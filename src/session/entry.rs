@@ -324,7 +324,7 @@ pub fn now_rfc3339() -> String {
     format_rfc3339(since.as_secs(), since.subsec_millis())
 }
 
-/// The time [`format_rfc3339`] wrote (`YYYY-MM-DDTHH:MM:SS[.mmm]Z`); none
+/// The time `format_rfc3339` wrote (`YYYY-MM-DDTHH:MM:SS[.mmm]Z`); none
 /// for any other text.
 pub fn parse_rfc3339(text: &str) -> Option<std::time::SystemTime> {
     let number = |range: std::ops::Range<usize>| -> Option<i64> {
