@@ -246,7 +246,10 @@ pub async fn turn(
     input.request(super::input::Request::Pause);
     while let Some(reply) = input.replies.recv().await {
         match reply {
-            Reply::Key(key) if !is_interrupt(&key) && key.code != KeyCode::Esc => turn.typing(&key),
+            // A Ctrl+C that lands as the turn ends still counts: the
+            // second of two pressed together leaves (it was dropped here).
+            Reply::Key(key) if is_interrupt(&key) => turn.interrupts += 1,
+            Reply::Key(key) if key.code != KeyCode::Esc => turn.typing(&key),
             Reply::Paste(text) => turn.edit.insert(&text),
             Reply::Paused => break,
             _ => {}
