@@ -369,12 +369,7 @@ impl Checkpoints {
             return;
         }
         found.extend(extra);
-        found.sort_by(|a, b| {
-            a.path
-                .as_os_str()
-                .as_encoded_bytes()
-                .cmp(b.path.as_os_str().as_encoded_bytes())
-        });
+        walk::sort(found);
     }
 }
 

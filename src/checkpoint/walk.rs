@@ -181,12 +181,16 @@ pub fn walk(
             return Err(found.len());
         }
     }
+    sort(&mut found);
+    Ok(found)
+}
+
+/// Puts `found` in the manifest's order: by path, byte for byte.
+pub fn sort(found: &mut [Found]) {
     found.sort_by(|a, b| {
-        use std::os::unix::ffi::OsStrExt;
         a.path
             .as_os_str()
-            .as_bytes()
-            .cmp(b.path.as_os_str().as_bytes())
+            .as_encoded_bytes()
+            .cmp(b.path.as_os_str().as_encoded_bytes())
     });
-    Ok(found)
 }
