@@ -123,6 +123,19 @@ impl Tmux {
         self.tmux(&["capture-pane", "-p", "-e", "-t", window])
     }
 
+    /// Waits until every one of `texts` is on the screen at once: a frame
+    /// can be caught half painted (tmux 3.3 does not hold synchronized
+    /// output), so what a frame shows together is waited for together.
+    fn wait_for_all(&self, window: &str, texts: &[&str]) -> String {
+        let found = wait_until(Duration::from_secs(20), || {
+            let screen = self.screen(window);
+            texts.iter().all(|text| screen.contains(text))
+        });
+        let screen = self.screen(window);
+        assert!(found, "{texts:?} did not appear together:\n{screen}");
+        screen
+    }
+
     fn wait_for(&self, window: &str, text: &str) -> String {
         let found = wait_until(Duration::from_secs(20), || {
             self.screen(window).contains(text)
@@ -208,10 +221,10 @@ fn a_dangerous_command_offers_only_once_or_deny() {
         "{prompt}"
     );
     assert!(!prompt.contains("allow for this session"), "{prompt}");
-    // `a` is not an answer here; `n`, right behind it, denies (had `a`
-    // allowed it, the directory would be gone and nothing denied).
+    // `a` is not an answer here; `n` denies (had `a` allowed it, the
+    // directory would be gone and nothing denied).
     answer_after_grace(&tmux, "one", "a");
-    tmux.type_text("one", "n");
+    answer_after_grace(&tmux, "one", "n");
     tmux.wait_for("one", "⊘ Permission denied");
     assert!(ws.root.join("build").is_dir());
 }

@@ -4,7 +4,7 @@
 //! Esc or Ctrl+C abort.
 
 use std::collections::VecDeque;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use unicode_width::UnicodeWidthStr;
@@ -20,9 +20,7 @@ use crate::protocol::{ErrorKind, EventMsg, Op};
 use ask::{Answer, Question, answered, is_interrupt};
 pub use rows::{LiveParts, frame_rows, live_rows};
 
-/// Keys typed sooner than this after an approval prompt appears are
-/// ignored: they were meant for something else.
-pub const APPROVAL_GRACE: Duration = Duration::from_millis(250);
+pub use ask::GRACE as APPROVAL_GRACE;
 /// Spinner frames.
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 /// The shortest time between two frames drawn for streamed text.
@@ -318,7 +316,12 @@ impl Turn<'_> {
     fn reply(&mut self, app: &mut App<'_>, live: &mut Live, reply: Reply) {
         match reply {
             Reply::Key(key) => self.key(app, &key),
-            Reply::Paste(text) => self.edit.insert(&text),
+            Reply::Paste(text) => {
+                if let Some(question) = &mut self.question {
+                    question.pasted(Instant::now());
+                }
+                self.edit.insert(&text);
+            }
             Reply::Resize(width, height) => {
                 self.height = usize::from(height);
                 live.resized(usize::from(width));
@@ -340,10 +343,8 @@ impl Turn<'_> {
         }
         if let Some(asked) = &mut self.question {
             // Ctrl+C always counts: it denies and stops.
-            if asked.shown.elapsed() < APPROVAL_GRACE && !is_interrupt(key) {
-                return;
-            }
-            if let Answer::Decided(decision, reason) = asked.key(key, self.height) {
+            if let Answer::Decided(decision, reason) = asked.take(key, self.height, Instant::now())
+            {
                 let call_id = asked.request.call_id.clone();
                 app.view.commit(answered(decision, &asked.request));
                 app.handle.ops.submit(Op::Approve {

@@ -72,24 +72,61 @@ fn a_command_taller_than_the_screen_is_read_before_y_answers() {
     tmux.wait_for("one", "padding padding");
     tmux.keys("one", &["Enter"]);
     tmux.wait_for("one", "taller than the screen");
-    // `y` does not answer what was not seen: `v`, right behind it, still
-    // finds the question to page through.
+    // `y` does not answer what was not seen: `v` still finds the
+    // question to page through.
     answer_after_grace(&tmux, "one", "y");
-    tmux.keys("one", &["v"]);
+    answer_after_grace(&tmux, "one", "v");
     let first = tmux.wait_for("one", "q closes");
     assert!(!tmux.history("one").contains("allowed once"));
     assert!(first.contains("$ echo padding"), "{first}");
     for _ in 0..3 {
         tmux.keys("one", &["Down"]);
     }
-    let last = tmux.wait_for("one", "touch hidden-at-the-end");
-    assert!(last.contains(" y  once"), "{last}");
+    // The last rows and the answer row that `y` answers now.
+    tmux.wait_for_all("one", &["touch hidden-at-the-end", " y  once"]);
+    // Paging is deliberate: the `y` right behind it answers.
     tmux.keys("one", &["y"]);
     tmux.wait_for("one", "allowed once");
     assert!(wait_until(Duration::from_secs(10), || ws
         .root
         .join("hidden-at-the-end")
         .exists()));
+}
+
+#[test]
+fn typing_on_as_the_question_shows_never_approves() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("approval-typing");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "run `touch typed-through`");
+    // The person goes on typing their next message, full of `y` and
+    // `a`, at a fast typist's pace, until the question has been up for
+    // more than twice the grace, however slow the machine is to show it.
+    let sentence = "yes yes, and also add a test; ya";
+    let mut shown: Option<std::time::Instant> = None;
+    let started = std::time::Instant::now();
+    for c in sentence.chars().cycle() {
+        if shown.is_some_and(|at| at.elapsed() >= Duration::from_millis(700)) {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(20), "no question");
+        tmux.type_text("one", &c.to_string());
+        std::thread::sleep(Duration::from_millis(40));
+        if shown.is_none() && tmux.screen("one").contains("answer:") {
+            shown = Some(std::time::Instant::now());
+        }
+    }
+    // Nothing was approved: still asked, and the file not made.
+    let screen = tmux.screen("one");
+    assert!(screen.contains("answer:"), "{screen}");
+    assert!(!tmux.history("one").contains("allowed"), "{screen}");
+    assert!(!ws.root.join("typed-through").exists());
+    // After a quiet moment a key answers.
+    answer_after_grace(&tmux, "one", "n");
+    tmux.wait_for("one", "→ denied");
+    assert!(!ws.root.join("typed-through").exists());
 }
 
 #[test]

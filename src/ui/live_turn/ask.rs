@@ -1,8 +1,10 @@
 //! An approval question in the live turn: the keys that answer it, and,
 //! when the prompt is taller than the screen, a pager that must reach
-//! its last row before `y` or `a` can answer.
+//! its last row before `y` or `a` can answer. A key answers only after a
+//! quiet moment, as the trust question at start does: a person typing
+//! when the question appears must not approve with a `y` of their text.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
@@ -13,8 +15,9 @@ use crate::ui::render::{self, Line, Lines, Role};
 pub struct Question {
     /// What is asked.
     pub request: ApprovalRequestEvent,
-    /// When it appeared.
-    pub shown: Instant,
+    /// When it appeared, or the last key that was not a deliberate move
+    /// of the pager: a key answers only [`GRACE`] after it.
+    heard: Instant,
     /// The prompt's rows at the current width.
     rows: usize,
     /// Whether every row of the prompt has been on the screen.
@@ -31,16 +34,24 @@ pub struct Question {
 pub enum Answer {
     /// The question is answered.
     Decided(ApprovalDecision, Option<String>),
-    /// The key moved the pager or was not an answer.
+    /// The key moved the pager, or began the note of `t`.
+    Moved,
+    /// The key was not an answer.
     Nothing,
 }
+
+/// How long the keyboard must have been still before a key answers: keys
+/// typed before the question showed, in its first moment, or in a stream
+/// (each within this of the one before: typing ahead, a held key, a
+/// paste) are not an answer. Ctrl+C always is.
+pub const GRACE: Duration = Duration::from_millis(250);
 
 impl Question {
     /// A question just shown on a terminal of `width` × `height`.
     pub fn new(request: ApprovalRequestEvent, width: usize, height: usize) -> Self {
         let mut question = Self {
             request,
-            shown: Instant::now(),
+            heard: Instant::now(),
             rows: 0,
             read: false,
             page: None,
@@ -61,8 +72,36 @@ impl Question {
         }
     }
 
-    /// Takes a key; `height` is the terminal's.
-    pub fn key(&mut self, key: &KeyEvent, height: usize) -> Answer {
+    /// Takes a key that arrived `at`, answering only after a quiet moment
+    /// (see [`GRACE`]); `height` is the terminal's. A key too soon is
+    /// dropped and starts the wait again; so does a key that does nothing
+    /// (a letter of a sentence). Moving the pager does not: `↓` then `y`
+    /// answers at once. The note after `t` takes every key.
+    pub fn take(&mut self, key: &KeyEvent, height: usize, at: Instant) -> Answer {
+        if self.note.is_some() {
+            return self.key(key, height);
+        }
+        if !is_interrupt(key) {
+            let quiet = at.saturating_duration_since(self.heard) >= GRACE;
+            if !quiet {
+                self.heard = at;
+                return Answer::Nothing;
+            }
+        }
+        let answer = self.key(key, height);
+        if answer == Answer::Nothing {
+            self.heard = at;
+        }
+        answer
+    }
+
+    /// Text was pasted `at`: like typing, it starts the wait again.
+    pub fn pasted(&mut self, at: Instant) {
+        self.heard = at;
+    }
+
+    /// Takes a key, whenever it came; `height` is the terminal's.
+    fn key(&mut self, key: &KeyEvent, height: usize) -> Answer {
         if is_interrupt(key) {
             return Answer::Decided(
                 ApprovalDecision::Deny,
@@ -80,7 +119,10 @@ impl Question {
                     };
                     return Answer::Decided(ApprovalDecision::Deny, Some(reason));
                 }
-                KeyCode::Esc => self.note = None,
+                KeyCode::Esc => {
+                    self.note = None;
+                    return Answer::Moved;
+                }
                 KeyCode::Backspace => {
                     note.pop();
                 }
@@ -93,19 +135,19 @@ impl Question {
         match (self.page, key.code) {
             (Some(_), KeyCode::Char('q') | KeyCode::Esc) => {
                 self.page = None;
-                return Answer::Nothing;
+                return Answer::Moved;
             }
             (Some(page), KeyCode::Char(' ') | KeyCode::Down | KeyCode::PageDown) => {
                 self.show(page + step, height);
-                return Answer::Nothing;
+                return Answer::Moved;
             }
             (Some(page), KeyCode::Up | KeyCode::PageUp) => {
                 self.show(page.saturating_sub(step), height);
-                return Answer::Nothing;
+                return Answer::Moved;
             }
             (None, KeyCode::Char('v' | 'V')) if !self.read => {
                 self.show(0, height);
-                return Answer::Nothing;
+                return Answer::Moved;
             }
             _ => {}
         }
@@ -121,7 +163,7 @@ impl Question {
             }
             KeyCode::Char('t' | 'T') => {
                 self.note = Some(String::new());
-                Answer::Nothing
+                Answer::Moved
             }
             _ => Answer::Nothing,
         }
@@ -320,7 +362,7 @@ mod tests {
     fn t_denies_with_a_note_typed_for_the_model_and_esc_goes_back() {
         let mut question = Question::new(request("make build", true), 80, 24);
         assert!(question.answer_row(80, 24).plain().contains(" t  why"));
-        assert_eq!(question.key(&key(KeyCode::Char('t')), 24), Answer::Nothing);
+        assert_eq!(question.key(&key(KeyCode::Char('t')), 24), Answer::Moved);
         for c in "用 make test 吧x".chars() {
             assert_eq!(question.key(&key(KeyCode::Char(c)), 24), Answer::Nothing);
         }
@@ -340,7 +382,7 @@ mod tests {
         let mut question = Question::new(request("make build", true), 80, 24);
         question.key(&key(KeyCode::Char('t')), 24);
         question.key(&key(KeyCode::Char('y')), 24);
-        assert_eq!(question.key(&key(KeyCode::Esc), 24), Answer::Nothing);
+        assert_eq!(question.key(&key(KeyCode::Esc), 24), Answer::Moved);
         assert_eq!(
             question.key(&key(KeyCode::Char('y')), 24),
             Answer::Decided(ApprovalDecision::AllowOnce, None)
@@ -362,7 +404,7 @@ mod tests {
         // y and a do not answer what was not seen; n always does.
         assert_eq!(question.key(&key(KeyCode::Char('y')), 20), Answer::Nothing);
         assert_eq!(question.key(&key(KeyCode::Char('a')), 20), Answer::Nothing);
-        assert_eq!(question.key(&key(KeyCode::Char('v')), 20), Answer::Nothing);
+        assert_eq!(question.key(&key(KeyCode::Char('v')), 20), Answer::Moved);
         let first = question.page_rows(80, 20).unwrap();
         assert_eq!(first.len(), 18);
         assert_eq!(first[1].plain(), "  $ echo line 1");
@@ -443,13 +485,97 @@ mod tests {
         let mut question = Question::new(request(&command, false), 40, 30);
         question.key(&key(KeyCode::Char('v')), 30);
         assert!(question.page_rows(40, 30).is_some());
-        assert_eq!(question.key(&key(KeyCode::Esc), 30), Answer::Nothing);
+        assert_eq!(question.key(&key(KeyCode::Esc), 30), Answer::Moved);
         assert!(question.page_rows(40, 30).is_none());
         assert_eq!(question.key(&key(KeyCode::Char('y')), 30), Answer::Nothing);
         question.resized(200, 30);
         assert_eq!(
             question.key(&key(KeyCode::Char('y')), 30),
             Answer::Decided(ApprovalDecision::AllowOnce, None)
+        );
+    }
+
+    #[test]
+    fn a_key_answers_only_after_a_quiet_moment_and_paging_keeps_it() {
+        let ms = Duration::from_millis;
+        // A sentence typed at 60 ms a key as the question shows: its `y`
+        // and `a` are not answers however long it runs.
+        let mut question = Question::new(request("rm -rf build", true), 80, 24);
+        let start = question.heard;
+        for (n, c) in "yes, and also add a test, yay".chars().enumerate() {
+            let at = start + ms(60) * u32::try_from(n).unwrap();
+            assert_eq!(
+                question.take(&key(KeyCode::Char(c)), 24, at),
+                Answer::Nothing,
+                "{c:?} at {n}"
+            );
+        }
+        // Still, then a `y`: the answer.
+        let end = start + ms(60 * 28);
+        assert_eq!(
+            question.take(&key(KeyCode::Char('y')), 24, end + GRACE),
+            Answer::Decided(ApprovalDecision::AllowOnce, None)
+        );
+
+        // The first key after the grace that does nothing starts the wait
+        // again: `x` then `y` 100 ms later is typing.
+        let mut question = Question::new(request("rm -rf build", true), 80, 24);
+        let start = question.heard;
+        let x = start + GRACE + ms(10);
+        assert_eq!(
+            question.take(&key(KeyCode::Char('x')), 24, x),
+            Answer::Nothing
+        );
+        assert_eq!(
+            question.take(&key(KeyCode::Char('y')), 24, x + ms(100)),
+            Answer::Nothing
+        );
+        // A paste does too.
+        question.pasted(x + ms(500));
+        assert_eq!(
+            question.take(&key(KeyCode::Char('n')), 24, x + ms(600)),
+            Answer::Nothing
+        );
+        // Ctrl+C always answers.
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert!(matches!(
+            question.take(&ctrl_c, 24, x + ms(601)),
+            Answer::Decided(ApprovalDecision::Deny, _)
+        ));
+
+        // Paging is deliberate: `v`, `↓` … then `a` at once answers.
+        let command = (1..=40).fold(String::new(), |text, n| text + &format!("echo {n}\n"));
+        let mut question = Question::new(request(&command, true), 80, 20);
+        let mut at = question.heard + GRACE;
+        assert_eq!(
+            question.take(&key(KeyCode::Char('v')), 20, at),
+            Answer::Moved
+        );
+        for _ in 0..3 {
+            at += ms(30);
+            assert_eq!(question.take(&key(KeyCode::Down), 20, at), Answer::Moved);
+        }
+        assert_eq!(
+            question.take(&key(KeyCode::Char('a')), 20, at + ms(30)),
+            Answer::Decided(ApprovalDecision::AllowSession, None)
+        );
+
+        // The note after `t` takes every key, however fast.
+        let mut question = Question::new(request("make", true), 80, 24);
+        let at = question.heard + GRACE;
+        assert_eq!(
+            question.take(&key(KeyCode::Char('t')), 24, at),
+            Answer::Moved
+        );
+        for c in "no".chars() {
+            question.take(&key(KeyCode::Char(c)), 24, at + ms(5));
+        }
+        assert_eq!(
+            question.take(&key(KeyCode::Enter), 24, at + ms(10)),
+            Answer::Decided(
+                ApprovalDecision::Deny,
+                Some("the user declined and says: no".to_owned())
+            )
         );
     }
 }
