@@ -102,6 +102,33 @@ impl Completions {
             .collect()
     }
 
+    /// `line` with the word at its end completed as far as the choices
+    /// agree, as Tab does in the editor before it shows a menu: a lone
+    /// choice whole (a space after it unless it is a folder), several
+    /// their common beginning. `None` when Tab would add nothing.
+    pub fn unambiguous(&self, line: &str) -> Option<String> {
+        let found = self.suggest(line, line.len());
+        let (start, first, _) = found.first()?;
+        let value = if found.len() == 1 {
+            if first.ends_with('/') {
+                first.clone()
+            } else {
+                format!("{first} ")
+            }
+        } else {
+            found.iter().fold(first.clone(), |common, (_, value, _)| {
+                common
+                    .chars()
+                    .zip(value.chars())
+                    .take_while(|(a, b)| a == b)
+                    .map(|(a, _)| a)
+                    .collect()
+            })
+        };
+        let completed = format!("{}{value}", &line[..*start]);
+        (completed.len() > line.len()).then_some(completed)
+    }
+
     /// Workspace entries starting with `typed`: `dir/` for directories.
     fn paths(&self, typed: &str) -> Vec<String> {
         // Only relative paths below the root, never upwards.

@@ -201,6 +201,7 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
     let shown = Arc::new(Mutex::new(Shown::default()));
     let status_line = Arc::clone(&shown);
     let mut input = spawn(true, move |requests, replies| {
+        let tab = completions.clone();
         let mut editor = build_editor(history, completions, colour).with_external_printer(printer);
         let mut pending = None;
         while let Some(request) = pending.take().or_else(|| requests.recv().ok()) {
@@ -210,9 +211,9 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                     prompt,
                     initial,
                 } => {
-                    let ahead = match typed_ahead(initial) {
-                        Ahead::Text(text) => text,
-                        Ahead::Recall => last_prompt(&editor),
+                    let (ahead, then) = match typed_ahead(initial) {
+                        Ahead::Text(text, then) => (text, then),
+                        Ahead::Recall => (last_prompt(&editor), None),
                         Ahead::Sent(text) => {
                             // Typed ahead with its Enter: sent as it is.
                             let mut err = std::io::stderr();
@@ -239,6 +240,10 @@ pub fn editor(history: Option<PathBuf>, completions: Completions, colour: bool) 
                     };
                     if !ahead.is_empty() {
                         editor.run_edit_commands(&[EditCommand::InsertString(ahead)]);
+                    }
+                    if let Some(key) = then {
+                        let line = editor.current_buffer_contents().to_owned();
+                        editor.run_edit_commands(&key_ahead(&key, &line, &tab));
                     }
                     let prompt = Dynamic::new(status, prompt, Arc::clone(&status_line));
                     let reply = match editor.read_line(&prompt) {
@@ -390,8 +395,9 @@ fn last_prompt(editor: &Reedline) -> String {
 
 /// What keys typed before the editor started amount to.
 enum Ahead {
-    /// Text to start the editor with.
-    Text(String),
+    /// Text to start the editor with, and the key that ended the reading
+    /// ahead, if one did: the keys after it wait for the editor.
+    Text(String, Option<KeyEvent>),
     /// A line sent with Enter.
     Sent(String),
     /// Ctrl+C on an empty line.
@@ -416,13 +422,16 @@ fn typed_ahead(initial: String) -> Ahead {
             .and_then(Result::ok)
     });
     let ahead = read_ahead(initial, waiting);
-    if !matches!(ahead, Ahead::Text(_) | Ahead::Recall) {
+    if !matches!(ahead, Ahead::Text(..) | Ahead::Recall) {
         let _ = crossterm::terminal::disable_raw_mode();
     }
     ahead
 }
 
-/// What the waiting `events` make of `initial`.
+/// What the waiting `events` make of `initial`. Text keys are read; the
+/// first key that is not (Tab, an arrow, Home…) ends the reading, so the
+/// editor gets every key after it: each was dropped here once (a Tab
+/// pressed as the editor started was lost, found by the stress runs).
 fn read_ahead(initial: String, events: impl Iterator<Item = Event>) -> Ahead {
     let mut text = initial;
     for event in events {
@@ -455,14 +464,36 @@ fn read_ahead(initial: String, events: impl Iterator<Item = Event>) -> Ahead {
                     KeyCode::Backspace => {
                         text.pop();
                     }
-                    _ => {}
+                    _ => return Ahead::Text(text, Some(key)),
                 }
             }
             Event::Paste(pasted) => text.push_str(&pasted),
             _ => {}
         }
     }
-    Ahead::Text(text)
+    Ahead::Text(text, None)
+}
+
+/// What the key that ended the reading ahead does to `line`, the cursor
+/// at its end, as in the editor: Tab completes what is unambiguous (the
+/// menu needs a second Tab, in the editor), arrows, Home, End and Delete
+/// move and delete. Other keys are dropped.
+fn key_ahead(key: &KeyEvent, line: &str, completions: &Completions) -> Vec<EditCommand> {
+    if !(key.modifiers - KeyModifiers::SHIFT).is_empty() {
+        return Vec::new();
+    }
+    match key.code {
+        KeyCode::Tab => completions
+            .unambiguous(line)
+            .map(|completed| vec![EditCommand::Clear, EditCommand::InsertString(completed)])
+            .unwrap_or_default(),
+        KeyCode::Left => vec![EditCommand::MoveLeft { select: false }],
+        KeyCode::Right => vec![EditCommand::MoveRight { select: false }],
+        KeyCode::Home => vec![EditCommand::MoveToLineStart { select: false }],
+        KeyCode::End => vec![EditCommand::MoveToLineEnd { select: false }],
+        KeyCode::Delete => vec![EditCommand::Delete],
+        _ => Vec::new(),
+    }
 }
 
 /// Raw keys until a request comes; returns it (`None` when the loop is
@@ -536,7 +567,9 @@ mod tests {
         assert!(matches!(ahead, Ahead::End));
         // On typed text it leaves nothing and the text stays.
         let typed = keys(&[(KeyCode::Char('h'), none), (KeyCode::Char('d'), control)]);
-        assert!(matches!(read_ahead(String::new(), typed.into_iter()), Ahead::Text(t) if t == "h"));
+        assert!(
+            matches!(read_ahead(String::new(), typed.into_iter()), Ahead::Text(t, Some(_)) if t == "h")
+        );
         let sent = keys(&[(KeyCode::Char('i'), none), (KeyCode::Enter, none)]);
         assert!(matches!(read_ahead("h".into(), sent.into_iter()), Ahead::Sent(t) if t == "hi"));
         let interrupt = keys(&[(KeyCode::Char('c'), control)]);
@@ -550,10 +583,53 @@ mod tests {
         let mut up = keys(&[(KeyCode::Up, none), (KeyCode::Char('x'), none)]).into_iter();
         assert!(matches!(read_ahead(String::new(), &mut up), Ahead::Recall));
         assert_eq!(up.count(), 1);
-        let typed_then_up = keys(&[(KeyCode::Char('h'), none), (KeyCode::Up, none)]);
-        assert!(matches!(
-            read_ahead(String::new(), typed_then_up.into_iter()),
-            Ahead::Text(t) if t == "h"
-        ));
+        // Up on text, Tab, an arrow: the reading stops at it, and the
+        // keys after it are left for the editor.
+        for stop in [KeyCode::Up, KeyCode::Tab, KeyCode::Left] {
+            let mut typed = keys(&[
+                (KeyCode::Char('h'), none),
+                (stop, none),
+                (KeyCode::Char('x'), none),
+            ])
+            .into_iter();
+            assert!(matches!(
+                read_ahead(String::new(), &mut typed),
+                Ahead::Text(t, Some(key)) if t == "h" && key.code == stop
+            ));
+            assert_eq!(typed.count(), 1, "{stop:?}");
+        }
+    }
+
+    #[test]
+    fn the_key_that_ends_the_reading_ahead_acts_as_in_the_editor() {
+        let dir = std::env::temp_dir().join(format!("offcode-ahead-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("docs")).unwrap();
+        let completions = Completions::new(dir.clone());
+        let tab = KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE);
+        // A Tab typed ahead completes as the editor's first Tab would.
+        assert_eq!(
+            key_ahead(&tab, "summarise @do", &completions),
+            vec![
+                EditCommand::Clear,
+                EditCommand::InsertString("summarise @docs/".to_owned())
+            ]
+        );
+        assert_eq!(
+            key_ahead(&tab, "/cont", &completions),
+            vec![
+                EditCommand::Clear,
+                EditCommand::InsertString("/context ".to_owned())
+            ]
+        );
+        // Nothing to complete: nothing done.
+        assert!(key_ahead(&tab, "plain words", &completions).is_empty());
+        let left = KeyEvent::new(KeyCode::Left, KeyModifiers::NONE);
+        assert_eq!(
+            key_ahead(&left, "ab", &completions),
+            vec![EditCommand::MoveLeft { select: false }]
+        );
+        let alt_left = KeyEvent::new(KeyCode::Left, KeyModifiers::ALT);
+        assert!(key_ahead(&alt_left, "ab", &completions).is_empty());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 }
