@@ -94,4 +94,19 @@ fn main() {
         "added to a command in all: {:?}",
         confined.saturating_sub(plain) + check + watch
     );
+    // A workspace that is a home directory: 20,000 folders more. The first
+    // check after offcode starts reads them all; the ones after it (every
+    // command and file tool) read again only what changed.
+    for folder in 0..20_000 {
+        std::fs::create_dir_all(root.join(format!(".cache/c{}/d{folder}", folder % 200))).unwrap();
+    }
+    let first = std::time::Instant::now();
+    assert!(offcode::confine::gitdirs::check(&root, offcode::confine::gitdirs::mark()).is_empty());
+    let first = first.elapsed();
+    let next = time(20, || {
+        let since = offcode::confine::gitdirs::mark();
+        std::fs::write(root.join("src/m1/d1/new.txt"), "x").unwrap();
+        assert!(offcode::confine::gitdirs::check(&root, since).is_empty());
+    });
+    println!("git directories after a call, 22,000 folders: first {first:?}, then {next:?}");
 }

@@ -24,6 +24,12 @@ use std::time::SystemTime;
 use super::gitconfig::{Setting, harmless, read_config, read_plain_file, render};
 use crate::paths::REFUSED;
 
+mod walk;
+
+/// A tick of the coarse clock file systems stamp changes with, and more:
+/// a change made as a moment is taken may be stamped a little before it.
+const TICK: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// Checks every git directory in `root` (but the root's own `.git`, which
 /// [`super::protect`] keeps) that something changed on the way to since
 /// `since`; returns one line per thing undone.
@@ -31,8 +37,7 @@ pub fn check(root: &Path, since: SystemTime) -> Vec<String> {
     let since = since
         .duration_since(SystemTime::UNIX_EPOCH)
         .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
-    let mut found = Found::default();
-    walk(root, root, &mut found);
+    let found = walk::find(root);
     let mut report = Vec::new();
     for pointer in &found.pointers {
         if touched(root, pointer, since) {
@@ -76,7 +81,7 @@ pub fn check(root: &Path, since: SystemTime) -> Vec<String> {
 /// The moment to check from, taken before a change: now, less a tick of
 /// the coarse clock file systems stamp changes with.
 pub fn mark() -> SystemTime {
-    SystemTime::now() - std::time::Duration::from_millis(50)
+    SystemTime::now() - TICK
 }
 
 /// [`check`], as the line that ends a call's result: what was undone, or
@@ -140,9 +145,6 @@ fn remove_special(root: &Path, path: &Path) -> String {
     }
 }
 
-/// Files of a working tree git reads on its own (a FIFO there hangs it).
-const WORKTREE_FILES: &[&str] = &[".gitattributes", ".gitignore", ".gitmodules", ".mailmap"];
-
 #[derive(Default)]
 struct Found {
     /// FIFOs, sockets and devices where git reads a file of the tree.
@@ -150,6 +152,8 @@ struct Found {
     git_dirs: Vec<PathBuf>,
     /// `.git` files (`gitdir: PATH`) and `commondir` files.
     pointers: Vec<PathBuf>,
+    /// Folders read (not taken as the last walk found them).
+    read: usize,
 }
 
 /// Whether `dir` may be a git directory: it holds an entry named `HEAD`,
@@ -173,62 +177,6 @@ fn real_entries(path: &Path) -> Vec<std::fs::DirEntry> {
     std::fs::read_dir(path)
         .map(|entries| entries.flatten().collect())
         .unwrap_or_default()
-}
-
-/// Finds git directories and pointers beneath `dir`, symlinks not followed.
-fn walk(root: &Path, dir: &Path, found: &mut Found) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    // One read of the folder (the kinds come with the names): a `HEAD`
-    // among them makes it a git directory, whose objects are not walked.
-    let mut folders = Vec::new();
-    let mut head = false;
-    for entry in entries.flatten() {
-        let Ok(kind) = entry.file_type() else {
-            continue;
-        };
-        let name = entry.file_name();
-        head |= name == "HEAD";
-        let special = !kind.is_file() && !kind.is_symlink() && !kind.is_dir();
-        if special && WORKTREE_FILES.iter().any(|file| name == *file) {
-            found.special.push(entry.path());
-        } else if (kind.is_file() || kind.is_symlink()) && name == ".git" {
-            found.pointers.push(entry.path());
-        } else if kind.is_dir() && !(dir == root && name == ".git") {
-            folders.push((name, entry.path()));
-        }
-    }
-    // The root is one too when it has no `.git`: git, started there,
-    // takes a folder holding `HEAD`, `objects` and `refs` for its own.
-    if head && (dir != root || std::fs::symlink_metadata(root.join(".git")).is_err()) {
-        git_dir(dir, found);
-        // Its objects and refs are git's; anything else may hold more.
-        folders.retain(|(name, _)| {
-            !["objects", "refs", "logs", "modules", "worktrees"]
-                .iter()
-                .any(|inner| name == inner)
-        });
-    }
-    for (_, folder) in folders {
-        walk(root, &folder, found);
-    }
-}
-
-/// Records a git directory and those it holds (submodules' and linked
-/// worktrees' own), without walking its objects.
-fn git_dir(dir: &Path, found: &mut Found) {
-    found.git_dirs.push(dir.to_path_buf());
-    if dir.join("commondir").is_file() {
-        found.pointers.push(dir.join("commondir"));
-    }
-    for holder in ["modules", "worktrees"] {
-        for entry in real_entries(&dir.join(holder)) {
-            if entry.file_type().is_ok_and(|kind| kind.is_dir()) && is_git_dir(&entry.path()) {
-                git_dir(&entry.path(), found);
-            }
-        }
-    }
 }
 
 /// The change time of `path` (not followed), in nanoseconds.
@@ -488,8 +436,7 @@ mod tests {
         std::fs::write(root.join("x/HEAD"), "decoy").unwrap();
         std::fs::create_dir_all(root.join(".git/objects")).unwrap();
         std::fs::write(root.join(".git/HEAD"), "ref: refs/heads/main\n").unwrap();
-        let mut found = Found::default();
-        walk(root, root, &mut found);
+        let found = walk::find(root);
         let mut dirs: Vec<String> = found
             .git_dirs
             .iter()
