@@ -399,9 +399,11 @@ fn a_session_killed_before_any_command_leaves_no_temp_dir() {
         .collect();
     assert!(left.is_empty(), "left in the temp dir: {left:?}");
     // What a session killed with its reaper left an hour ago goes at the
-    // next session's first command; a fresh one may be in use (another PID
-    // namespace) and stays.
+    // next session's first command; a fresh one stays, and so does one of
+    // another PID namespace (a container sharing the temp dir), which
+    // may be in use however old.
     let dead = 1u64 << 23;
+    let ns = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata("/proc/self/ns/pid").unwrap());
     let left_behind = |random: &str, age: u64| {
         let dir = shared.path().join(format!("offcode-{dead}-{random}"));
         std::fs::create_dir(&dir).unwrap();
@@ -415,8 +417,9 @@ fn a_session_killed_before_any_command_leaves_no_temp_dir() {
             .unwrap();
         dir
     };
-    let stale = left_behind("00000000000000ab", 7200);
-    let fresh = left_behind("00000000000000cd", 60);
+    let stale = left_behind(&format!("{ns}-00000000000000ab"), 7200);
+    let fresh = left_behind(&format!("{ns}-00000000000000cd"), 60);
+    let elsewhere = left_behind(&format!("{}-00000000000000ef", ns + 1), 7200);
     // A command still gets its private temp dir, and it is gone after.
     let mut run = ws.offcode(
         &server.base_url(),
@@ -437,7 +440,8 @@ fn a_session_killed_before_any_command_leaves_no_temp_dir() {
     );
     assert!(!stale.exists(), "{}", output.stderr);
     assert!(fresh.join("scratch").exists());
-    assert_eq!(std::fs::read_dir(shared.path()).unwrap().count(), 1);
+    assert!(elsewhere.join("scratch").exists());
+    assert_eq!(std::fs::read_dir(shared.path()).unwrap().count(), 2);
 }
 
 /// Named pipes where offcode or git open what a command left (`.ignore`,

@@ -85,28 +85,66 @@ fn temp_dirs_of_sessions_long_gone_are_swept_and_nothing_else() {
         }
         path
     };
-    let stale = make(&format!("offcode-{dead}-00000000000000ab"), 0o700, true);
-    let fresh = make(&format!("offcode-{dead}-00000000000000cd"), 0o700, false);
-    let alive = make(
-        &format!("offcode-{}-00000000000000ef", std::process::id()),
+    let ns = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata("/proc/self/ns/pid").unwrap());
+    let stale = make(
+        &format!("offcode-{dead}-{ns}-00000000000000ab"),
         0o700,
         true,
     );
-    let open = make(&format!("offcode-{dead}-0000000000000011"), 0o755, true);
+    let fresh = make(
+        &format!("offcode-{dead}-{ns}-00000000000000cd"),
+        0o700,
+        false,
+    );
+    let alive = make(
+        &format!("offcode-{}-{ns}-00000000000000ef", std::process::id()),
+        0o700,
+        true,
+    );
+    let open = make(
+        &format!("offcode-{dead}-{ns}-0000000000000011"),
+        0o755,
+        true,
+    );
     let other = make("offcode-notes", 0o700, true);
+    // Another PID namespace's (a container sharing /tmp): its PIDs are not
+    // this one's, so it may be in use; nor one whose namespace is unknown,
+    // or of the form before namespaces were named.
+    let elsewhere = make(
+        &format!("offcode-{dead}-{}-00000000000000ab", ns + 1),
+        0o700,
+        true,
+    );
+    let unknown = make(&format!("offcode-{dead}-0-00000000000000ab"), 0o700, true);
+    let before = make(&format!("offcode-{dead}-00000000000000ab"), 0o700, true);
     // Names offcode never makes: upper-case hex, a PID 0 or with a zero
     // in front.
-    let upper = make(&format!("offcode-{dead}-00000000000000AB"), 0o700, true);
-    let zero = make("offcode-0-00000000000000ab", 0o700, true);
-    let padded = make(&format!("offcode-0{dead}-00000000000000ab"), 0o700, true);
-    let own = make(&format!("offcode-{dead}-0000000000000022"), 0o700, true);
+    let upper = make(
+        &format!("offcode-{dead}-{ns}-00000000000000AB"),
+        0o700,
+        true,
+    );
+    let zero = make(&format!("offcode-0-{ns}-00000000000000ab"), 0o700, true);
+    let padded = make(
+        &format!("offcode-0{dead}-{ns}-00000000000000ab"),
+        0o700,
+        true,
+    );
+    let own = make(
+        &format!("offcode-{dead}-{ns}-0000000000000022"),
+        0o700,
+        true,
+    );
     let target = make("target", 0o700, true);
-    let link = dir.path().join(format!("offcode-{dead}-0000000000000033"));
+    let link = dir
+        .path()
+        .join(format!("offcode-{dead}-{ns}-0000000000000033"));
     std::os::unix::fs::symlink(&target, &link).unwrap();
     assert_eq!(super::tmp::sweep_stale(dir.path(), &own), 1);
     assert!(!stale.exists());
     for kept in [
-        &fresh, &alive, &open, &other, &own, &target, &upper, &zero, &padded,
+        &fresh, &alive, &open, &other, &own, &target, &upper, &zero, &padded, &elsewhere, &unknown,
+        &before,
     ] {
         assert!(kept.join("left.txt").exists(), "{}", kept.display());
     }

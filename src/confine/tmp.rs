@@ -3,14 +3,25 @@
 
 use std::path::{Path, PathBuf};
 
-/// `$TMPDIR/offcode-PID-RANDOM`: the session's private temp dir, made by
-/// the first command ([`make_private_dir`]).
+/// `$TMPDIR/offcode-PID-NS-RANDOM`: the session's private temp dir, made
+/// by the first command ([`make_private_dir`]). `NS` names the PID
+/// namespace `PID` is counted in (0 when unknown), so a sweep judges only
+/// dirs whose PID it can look up.
 pub(super) fn private_temp_name() -> PathBuf {
     std::env::temp_dir().join(format!(
-        "offcode-{}-{:016x}",
+        "offcode-{}-{}-{:016x}",
         std::process::id(),
+        pid_namespace().unwrap_or(0),
         crate::ids::random_u64()
     ))
+}
+
+/// The inode of this process's PID namespace.
+fn pid_namespace() -> Option<u64> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self/ns/pid")
+        .ok()
+        .map(|meta| meta.ino())
 }
 
 /// Makes `dir` (mode 0700), or finds it made already by this session: a
@@ -35,19 +46,23 @@ pub(super) fn make_private_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// How old a left-behind temp dir must be before it is removed: one whose
-/// offcode runs in another PID namespace (which this one cannot see) may
-/// still be in use, and is left alone while it is fresh.
+/// How old a left-behind temp dir must be before it is removed (a session
+/// idle for long keeps its dir: it is made again by its next command).
 const STALE_AFTER: std::time::Duration = std::time::Duration::from_hours(1);
 
 /// Removes, from `parent` (the shared temp dir), the private temp dirs of
 /// sessions that are gone: offcode and its reaper killed together leave
-/// theirs behind. Only `offcode-PID-HEX` directories (not links) that are
-/// ours and private, whose PID is no running process here and that have
-/// not changed for an hour; `own` (this session's) never. Returns how many
+/// theirs behind. Only `offcode-PID-NS-HEX` directories (not links) that
+/// are ours and private, made in this PID namespace (a container sharing
+/// the temp dir counts PIDs of its own: a live session there is no
+/// process here), whose PID is no running process and that have not
+/// changed for an hour; `own` (this session's) never. Returns how many
 /// were removed.
 pub(super) fn sweep_stale(parent: &Path, own: &Path) -> usize {
     use std::os::unix::fs::MetadataExt;
+    let Some(here) = pid_namespace() else {
+        return 0;
+    };
     let Ok(entries) = std::fs::read_dir(parent) else {
         return 0;
     };
@@ -56,7 +71,12 @@ pub(super) fn sweep_stale(parent: &Path, own: &Path) -> usize {
     let mut removed = 0;
     for entry in entries.flatten() {
         let path = entry.path();
-        let Some(pid) = entry.file_name().to_str().and_then(session_pid) else {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(session_pid)
+            .and_then(|(pid, namespace)| (namespace == here).then_some(pid))
+        else {
             continue;
         };
         let Ok(found) = std::fs::symlink_metadata(&path) else {
@@ -88,19 +108,22 @@ pub(super) fn sweep_once(own: &Path) {
     });
 }
 
-/// The PID in a private temp dir's name, `offcode-PID-` and 16 hex digits.
-fn session_pid(name: &str) -> Option<u32> {
-    let (pid, random) = name.strip_prefix("offcode-")?.split_once('-')?;
-    // Exactly as [`private_temp_name`] writes it: lower-case hex, a PID
+/// The PID and its namespace in a private temp dir's name: `offcode-PID-NS-`
+/// and 16 hex digits.
+fn session_pid(name: &str) -> Option<(u32, u64)> {
+    let mut parts = name.strip_prefix("offcode-")?.splitn(3, '-');
+    let (pid, namespace, random) = (parts.next()?, parts.next()?, parts.next()?);
+    // Exactly as [`private_temp_name`] writes it: lower-case hex, numbers
     // with no leading zero.
     let hex = random.len() == 16
         && random
             .bytes()
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    let digits =
-        !pid.is_empty() && !pid.starts_with('0') && pid.bytes().all(|b| b.is_ascii_digit());
-    if hex && digits {
-        pid.parse().ok()
+    let number = |text: &str| {
+        !text.is_empty() && !text.starts_with('0') && text.bytes().all(|b| b.is_ascii_digit())
+    };
+    if hex && number(pid) && number(namespace) {
+        Some((pid.parse().ok()?, namespace.parse().ok()?))
     } else {
         None
     }
