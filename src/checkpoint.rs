@@ -276,11 +276,9 @@ impl Checkpoints {
     /// Records the workspace as it is now.
     pub fn take(&mut self) -> Result<Taken, Error> {
         let _lock = self.store.lock()?;
-        let mut found =
-            walk::walk(&self.root, &self.filter, self.settings.max_files).map_err(|_| {
-                Error::TooMany {
-                    limit: self.settings.max_files,
-                }
+        let (mut found, folders) = walk::walk(&self.root, &self.filter, self.settings.max_files)
+            .map_err(|_| Error::TooMany {
+                limit: self.settings.max_files,
             })?;
         self.add_pinned(&mut found);
         let max_file = self.settings.max_file_mb.saturating_mul(1 << 20);
@@ -342,7 +340,10 @@ impl Checkpoints {
             entry.hash = hash;
             entries.push(entry);
         }
-        let manifest = Manifest { entries };
+        let manifest = Manifest {
+            entries,
+            folders: Some(folders),
+        };
         let (id, _) = self.store.put(&manifest.render())?;
         self.store.record(&self.session, &id)?;
         taken.id.clone_from(&id);
@@ -490,5 +491,7 @@ fn read(root: &Path, relative: &Path, kind: Kind) -> Option<(Vec<u8>, std::fs::M
     Some((bytes, meta))
 }
 
+#[cfg(test)]
+mod folder_tests;
 #[cfg(test)]
 mod tests;

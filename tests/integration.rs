@@ -41,4 +41,5 @@ mod trust;
 mod ui_lines;
 mod ui_tmux;
 mod undo;
+mod undo_folders;
 mod validate;

@@ -4,13 +4,19 @@
 //! Stored as a text object of its own (so an unchanged tree gives the same
 //! manifest and costs nothing more), one line per file:
 //! `KIND MODE SIZE MTIME_NS CTIME_NS INODE HASH PATH`, the path escaped
-//! (`%25` for `%`, `%0A` for a newline, `%XX` for bytes that are not UTF-8).
+//! (`%25` for `%`, `%0A` for a newline, `%XX` for bytes that are not UTF-8);
+//! then, since version 2, one line per folder the walk entered:
+//! `d MODE 0 0 0 0 - PATH`, so a revert knows which folders were there
+//! and with what mode (a folder's birth time is no witness: a container's
+//! overlay file system gives a folder a new one when it is first written).
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-/// The first line of every manifest.
-const HEADER: &str = "offcode-manifest 1";
+/// The first line of a manifest with its folders.
+const HEADER: &str = "offcode-manifest 2";
+/// The first line of one written before folders were kept.
+const HEADER_FILES_ONLY: &str = "offcode-manifest 1";
 
 /// What a kept path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,11 +91,23 @@ impl Entry {
     }
 }
 
+/// A folder of a checkpoint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Folder {
+    /// Relative to the workspace root.
+    pub path: PathBuf,
+    /// Permission bits.
+    pub mode: u32,
+}
+
 /// The kept files of one checkpoint, sorted by path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Manifest {
     /// The entries, sorted by path bytes.
     pub entries: Vec<Entry>,
+    /// The folders the walk entered, sorted by path bytes; `None` in a
+    /// manifest written before they were kept.
+    pub folders: Option<Vec<Folder>>,
 }
 
 impl Manifest {
@@ -106,10 +124,25 @@ impl Manifest {
             .map(|index| &self.entries[index])
     }
 
+    /// The folder at `path`; `None` when there is none, or the manifest
+    /// does not know its folders.
+    pub fn folder(&self, path: &Path) -> Option<&Folder> {
+        let folders = self.folders.as_ref()?;
+        folders
+            .binary_search_by(|f| by_bytes(&f.path, path))
+            .ok()
+            .map(|index| &folders[index])
+    }
+
     /// The text stored.
     pub fn render(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(64 + self.entries.len() * 120);
-        out.extend_from_slice(HEADER.as_bytes());
+        let header = if self.folders.is_some() {
+            HEADER
+        } else {
+            HEADER_FILES_ONLY
+        };
+        out.extend_from_slice(header.as_bytes());
         out.push(b'\n');
         for e in &self.entries {
             let hash = if e.hash.is_empty() { "-" } else { &e.hash };
@@ -128,6 +161,11 @@ impl Manifest {
             escape(e.path.as_os_str().as_bytes(), &mut out);
             out.push(b'\n');
         }
+        for folder in self.folders.iter().flatten() {
+            out.extend_from_slice(format!("d {:o} 0 0 0 0 - ", folder.mode).as_bytes());
+            escape(folder.path.as_os_str().as_bytes(), &mut out);
+            out.push(b'\n');
+        }
         out
     }
 
@@ -135,13 +173,22 @@ impl Manifest {
     pub fn parse(bytes: &[u8]) -> Option<Self> {
         let text = std::str::from_utf8(bytes).ok()?;
         let mut lines = text.split('\n');
-        if lines.next()? != HEADER {
-            return None;
-        }
+        let mut folders = match lines.next()? {
+            HEADER => Some(Vec::new()),
+            HEADER_FILES_ONLY => None,
+            _ => return None,
+        };
         let mut entries = Vec::new();
         for line in lines.filter(|l| !l.is_empty()) {
             let mut fields = line.splitn(8, ' ');
-            let kind = Kind::from_letter(fields.next()?)?;
+            let letter = fields.next()?;
+            if letter == "d" {
+                let mode = u32::from_str_radix(fields.next()?, 8).ok()?;
+                let path = PathBuf::from(std::ffi::OsStr::from_bytes(&unescape(fields.nth(5)?)?));
+                folders.as_mut()?.push(Folder { path, mode });
+                continue;
+            }
+            let kind = Kind::from_letter(letter)?;
             let mode = u32::from_str_radix(fields.next()?, 8).ok()?;
             let size = fields.next()?.parse().ok()?;
             let mtime = fields.next()?.parse().ok()?;
@@ -166,9 +213,20 @@ impl Manifest {
         }
         let sorted = entries
             .windows(2)
-            .all(|pair| pair[0].path.as_os_str().as_bytes() < pair[1].path.as_os_str().as_bytes());
-        sorted.then_some(Self { entries })
+            .all(|pair| by_bytes(&pair[0].path, &pair[1].path).is_lt())
+            && folders
+                .iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .windows(2)
+                .all(|pair| by_bytes(&pair[0].path, &pair[1].path).is_lt());
+        sorted.then_some(Self { entries, folders })
     }
+}
+
+/// Paths in a manifest's order: byte for byte.
+pub fn by_bytes(a: &Path, b: &Path) -> std::cmp::Ordering {
+    a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes())
 }
 
 /// Whether `text` is a SHA-256 in lowercase hex.
@@ -293,9 +351,33 @@ mod tests {
                 entry(b"raw\xff\xfe", 'c'),
                 entry("中文.txt".as_bytes(), 'd'),
             ],
+            folders: None,
         };
         let text = manifest.render();
-        assert_eq!(Manifest::parse(&text), Some(manifest));
+        assert!(text.starts_with(b"offcode-manifest 1\n"));
+        assert_eq!(Manifest::parse(&text), Some(manifest.clone()));
+        // With its folders: version 2, odd names too.
+        let mut with_folders = manifest;
+        with_folders.folders = Some(vec![
+            Folder {
+                path: PathBuf::from("a b"),
+                mode: 0o755,
+            },
+            Folder {
+                path: PathBuf::from(std::ffi::OsStr::from_bytes(b"line\nbreak dir\xff")),
+                mode: 0o1777,
+            },
+        ]);
+        let text = with_folders.render();
+        assert!(text.starts_with(b"offcode-manifest 2\n"));
+        let read = Manifest::parse(&text).unwrap();
+        assert_eq!(read, with_folders);
+        assert_eq!(read.folder(Path::new("a b")).map(|f| f.mode), Some(0o755));
+        assert_eq!(read.folder(Path::new("a")), None);
+        // A folder line in a version 1 manifest is not one.
+        let mut mixed = b"offcode-manifest 1\n".to_vec();
+        mixed.extend_from_slice(b"d 755 0 0 0 0 - x\n");
+        assert_eq!(Manifest::parse(&mixed), None);
         assert_eq!(Manifest::parse(b"not a manifest\n"), None);
         let mut broken = text.clone();
         broken.truncate(text.len() - 10);
@@ -307,6 +389,7 @@ mod tests {
     fn diff_names_added_removed_and_changed_paths() {
         let a = Manifest {
             entries: vec![entry(b"a", '1'), entry(b"b", '2'), entry(b"c", '3')],
+            folders: None,
         };
         let mut changed = entry(b"c", '4');
         changed.mtime = 0;
@@ -314,6 +397,7 @@ mod tests {
         touched.mtime = 9;
         let b = Manifest {
             entries: vec![touched, changed, entry(b"d", '5')],
+            folders: None,
         };
         let paths: Vec<(String, bool, bool)> = diff(&a, &b)
             .into_iter()

@@ -16,6 +16,8 @@ use super::manifest::{Entry, Kind, Manifest, diff};
 use super::{Error, Store};
 use crate::session::{self, EntryBody};
 
+pub mod folders;
+
 /// A step recorded with its checkpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
@@ -154,16 +156,18 @@ pub struct Plan {
     /// Paths changed by hand since the agent touched them, or that cannot
     /// be put back: reported, never written.
     pub left: Vec<Left>,
-    /// When the first step taken back began: a folder left empty is
-    /// removed only when it was made since (the agent's), never one the
-    /// person had before.
+    /// The folders put back or removed.
+    pub folders: folders::Folders,
+    /// When the first step taken back began: a folder left empty that no
+    /// checkpoint recorded is removed only when it was born since (the
+    /// agent's), never one the person had before.
     pub since: Option<std::time::SystemTime>,
 }
 
 impl Plan {
     /// Whether nothing would change.
     pub fn is_empty(&self) -> bool {
-        self.planned.is_empty()
+        self.planned.is_empty() && self.folders.planned.is_empty()
     }
 
     /// One line per path: what happens, and the lines it changes.
@@ -183,20 +187,34 @@ impl Plan {
             let mark = if planned.uncertain { UNCERTAIN } else { "" };
             lines.push(format!("{verb} {}{counts}{mark}", shown(&planned.path)));
         }
-        for left in &self.left {
+        lines.extend(self.folders.planned.iter().map(folders::Planned::line));
+        for left in self.left.iter().chain(&self.folders.left) {
             lines.push(format!("kept    {}: {}", shown(&left.path), left.reason));
         }
         lines
     }
 
-    /// The paths put back, as text.
+    /// The paths put back, as text (a folder ends in `/`).
     pub fn restored(&self) -> Vec<String> {
-        self.planned.iter().map(|p| shown(&p.path)).collect()
+        self.planned
+            .iter()
+            .map(|p| shown(&p.path))
+            .chain(
+                self.folders
+                    .planned
+                    .iter()
+                    .map(|f| format!("{}/", shown(&f.path))),
+            )
+            .collect()
     }
 
     /// The paths left alone, as text.
     pub fn kept(&self) -> Vec<String> {
-        self.left.iter().map(|l| shown(&l.path)).collect()
+        self.left
+            .iter()
+            .chain(&self.folders.left)
+            .map(|l| shown(&l.path))
+            .collect()
     }
 }
 
@@ -302,6 +320,13 @@ pub fn plan(store: &Store, steps: &[Step], now: &Manifest) -> Result<Plan, Error
             uncertain,
         });
     }
+    let removed: Vec<&Path> = plan
+        .planned
+        .iter()
+        .filter(|p| p.action == Action::Remove)
+        .map(|p| p.path.as_path())
+        .collect();
+    plan.folders = folders::plan(store, steps, now, &removed)?;
     Ok(plan)
 }
 
@@ -380,6 +405,21 @@ pub fn apply(
             });
         }
     }
+    for folder in &plan.folders.planned {
+        let checked = match folder.path.to_str() {
+            Some(text) => sandbox
+                .check_folder(text)
+                .map(|_| ())
+                .map_err(|e| visible(&e.to_string())),
+            None => Err("its name is not UTF-8, which offcode cannot put back".to_owned()),
+        };
+        if let Err(reason) = checked {
+            blocked.push(Left {
+                path: folder.path.clone(),
+                reason,
+            });
+        }
+    }
     if !blocked.is_empty() {
         return Ok(Applied {
             written: false,
@@ -405,16 +445,25 @@ pub fn apply(
             });
         }
     }
+    plan.folders.remove_made(sandbox, &mut failed);
+    // Folders no checkpoint recorded: by birth time.
     for path in &removed {
         let mut parent = path.parent();
         while let Some(dir) = parent.filter(|d| !d.as_os_str().is_empty()) {
             let Some(since) = plan.since else { break };
-            if !sandbox.remove_empty_dir_made_since(&text(dir), since) {
+            let judged = plan
+                .folders
+                .by_birth
+                .as_ref()
+                .is_none_or(|set| set.contains(dir));
+            if !judged || !sandbox.remove_empty_dir_made_since(&text(dir), since) {
                 break;
             }
             parent = dir.parent();
         }
     }
+    // Folders the steps removed, before the files that go back in them.
+    plan.folders.make_removed(sandbox, &mut failed);
     for (planned, bytes) in contents {
         let Some(to) = &planned.to else { continue };
         let path = text(&planned.path);
@@ -429,6 +478,8 @@ pub fn apply(
             });
         }
     }
+    // Modes last: a folder made read-only again takes no files after.
+    plan.folders.put_back_modes(sandbox, &mut failed);
     Ok(Applied {
         written: true,
         failed,

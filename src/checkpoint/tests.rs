@@ -4,13 +4,13 @@ use std::path::Path;
 use super::rewind::{self, Step};
 use super::*;
 
-fn open(data: &Path, root: &Path, settings: CheckpointSettings) -> Checkpoints {
+pub(super) fn open(data: &Path, root: &Path, settings: CheckpointSettings) -> Checkpoints {
     Checkpoints::open(data, root, "s1", settings, Vec::new(), &|_| false)
         .unwrap()
         .0
 }
 
-fn step(before: &str, after: &str) -> Step {
+pub(super) fn step(before: &str, after: &str) -> Step {
     Step {
         entry: "1".into(),
         before: before.into(),
@@ -62,6 +62,8 @@ fn a_step_is_taken_back_byte_for_byte_and_a_hand_edit_is_kept() {
             "restore b.bin",
             "remove  new/deep/x.rs",
             "restore sub/run.sh",
+            "remove  new/",
+            "remove  new/deep/",
             "kept    hand.txt: changed by hand since the agent changed it; left as it is",
         ]
     );
@@ -326,14 +328,24 @@ fn a_link_where_a_folder_was_stops_the_revert_before_anything_is_written() {
     let plan = rewind::plan(store, &[step(&before.id, &after.id)], &now).unwrap();
     assert_eq!(
         plan.lines(),
-        ["revert  other.txt  +1 -1", "restore x/.bashrc"]
+        [
+            "revert  other.txt  +1 -1",
+            "restore x/.bashrc",
+            "restore x/"
+        ]
     );
     let sandbox = crate::sandbox::Sandbox::new(root).unwrap();
     let applied = rewind::apply(store, &sandbox, &plan).unwrap();
     assert!(!applied.written, "{applied:?}");
-    assert_eq!(applied.failed.len(), 1, "{applied:?}");
+    assert_eq!(applied.failed.len(), 2, "{applied:?}");
     assert!(
         applied.failed[0].reason.contains("is no longer a folder"),
+        "{applied:?}"
+    );
+    assert!(
+        applied.failed[1]
+            .reason
+            .contains("a link or a file stands where the folder was"),
         "{applied:?}"
     );
     assert_eq!(

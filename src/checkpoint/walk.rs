@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
-use super::manifest::{Entry, Kind};
+use super::manifest::{Entry, Folder, Kind, by_bytes};
 
 /// Folders a checkpoint never enters: version control keeps its own
 /// history, and offcode never touches it.
@@ -126,13 +126,14 @@ pub fn entry_of(path: PathBuf, kind: Kind, meta: &std::fs::Metadata) -> Entry {
     }
 }
 
-/// Every kept regular file and symlink under `root`, sorted by path; `Err`
-/// with the count reached when there are more than `limit`.
+/// Every kept regular file and symlink under `root`, and every folder
+/// entered (the root not among them), each sorted by path; `Err` with the
+/// count reached when there are more than `limit` files.
 pub fn walk(
     root: &Path,
     filter: &std::sync::Arc<Filter>,
     limit: usize,
-) -> Result<Vec<Found>, usize> {
+) -> Result<(Vec<Found>, Vec<Folder>), usize> {
     if filter.gitignored {
         crate::paths::refuse_blocking_ignore_files(root);
     }
@@ -156,10 +157,23 @@ pub fn walk(
         kept
     });
     let mut found = Vec::new();
+    let mut folders = Vec::new();
     for entry in builder.build().flatten() {
         let Some(kind) = entry.file_type() else {
             continue;
         };
+        if kind.is_dir() {
+            if let Ok(relative) = entry.path().strip_prefix(root)
+                && !relative.as_os_str().is_empty()
+                && let Ok(meta) = entry.path().symlink_metadata()
+            {
+                folders.push(Folder {
+                    path: relative.to_path_buf(),
+                    mode: meta.mode() & 0o7777,
+                });
+            }
+            continue;
+        }
         let kind = if kind.is_file() {
             Kind::File
         } else if kind.is_symlink() {
@@ -182,7 +196,8 @@ pub fn walk(
         }
     }
     sort(&mut found);
-    Ok(found)
+    folders.sort_by(|a, b| by_bytes(&a.path, &b.path));
+    Ok((found, folders))
 }
 
 /// Puts `found` in the manifest's order: by path, byte for byte.

@@ -161,4 +161,82 @@ impl Sandbox {
             born.is_some_and(|born| born + std::time::Duration::from_millis(1) >= since);
         made_since && rustix::fs::unlinkat(&parent, &name, AtFlags::REMOVEDIR).is_ok()
     }
+
+    /// Whether a folder stands at `path` (reached through real folders
+    /// only), checked without changing anything; a link or a file there,
+    /// or on the way, is refused.
+    pub fn check_folder(&self, path: &str) -> Result<bool, Error> {
+        let (parent, name) = match self.parent_strict(path, false) {
+            Ok(found) => found,
+            Err(Error::NotFound { .. }) => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        match rustix::fs::statat(&parent, &name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(stat)
+                if rustix::fs::FileType::from_raw_mode(stat.st_mode)
+                    == rustix::fs::FileType::Directory =>
+            {
+                Ok(true)
+            }
+            Ok(_) => Err(Error::Invalid {
+                path: path.to_owned(),
+                reason: "a link or a file stands where the folder was; left as it is".to_owned(),
+            }),
+            Err(Errno::NOENT) => Ok(false),
+            Err(errno) => Err(Self::error(path, errno)),
+        }
+    }
+
+    /// Removes the folder at `path` if it is empty (not through a link);
+    /// `Ok(false)` when something is in it. A folder already gone is
+    /// removed.
+    pub fn remove_empty_dir(&self, path: &str) -> Result<bool, Error> {
+        let (parent, name) = self.parent_strict(path, false)?;
+        match rustix::fs::unlinkat(&parent, &name, AtFlags::REMOVEDIR) {
+            Ok(()) | Err(Errno::NOENT) => Ok(true),
+            Err(Errno::NOTEMPTY | Errno::EXIST) => Ok(false),
+            Err(errno) => Err(Self::error(path, errno)),
+        }
+    }
+
+    /// Makes the folder `path` again with `mode` (the folders on the way
+    /// as well); one there already gets the mode.
+    pub fn restore_dir(&self, path: &str, mode: u32) -> Result<(), Error> {
+        let (parent, name) = self.parent_strict(path, true)?;
+        match rustix::fs::mkdirat(&parent, &name, Mode::from_raw_mode(mode & 0o777)) {
+            Ok(()) | Err(Errno::EXIST) => {}
+            Err(errno) => return Err(Self::error(path, errno)),
+        }
+        Self::chmod_dir(path, &parent, &name, mode)
+    }
+
+    /// Gives the folder `path` `mode` back (not through a link).
+    pub fn restore_dir_mode(&self, path: &str, mode: u32) -> Result<(), Error> {
+        let (parent, name) = self.parent_strict(path, false)?;
+        Self::chmod_dir(path, &parent, &name, mode)
+    }
+
+    /// Sets the mode of the folder `name` in `parent`, refusing a link or a
+    /// file there: the folder is opened first (without following), then
+    /// changed through its descriptor.
+    fn chmod_dir(path: &str, parent: &OwnedFd, name: &OsStr, mode: u32) -> Result<(), Error> {
+        let folder = rustix::fs::openat(
+            parent,
+            name,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|errno| match errno {
+            Errno::NOTDIR | Errno::LOOP => Error::Invalid {
+                path: path.to_owned(),
+                reason: "a link or a file stands where the folder was; left as it is".to_owned(),
+            },
+            errno => Self::error(path, errno),
+        })?;
+        // A descriptor opened with `O_PATH` takes no `fchmod`; its name in
+        // `/proc` leads to the folder itself, never to a path again.
+        let by_fd = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&folder));
+        rustix::fs::chmod(by_fd.as_str(), Mode::from_raw_mode(mode & 0o7777))
+            .map_err(|errno| Self::error(path, errno))
+    }
 }
