@@ -143,11 +143,13 @@ fn ask_trust(environment: &Environment) -> Result<(), Failure> {
 
 /// The answer to a yes-or-no question at start: one key on a terminal, as
 /// approvals take (`y` is yes, any other key no, echoed), or a line when
-/// input is not a terminal. A key answers only after a quiet moment: keys
-/// typed before the question showed, in its grace period, or in a stream
-/// (each within the grace of the one before: typing ahead, a held key)
-/// are not an answer. An outside tester trusted a folder with a stream of
-/// `y` that ran past the first grace period.
+/// input is not a terminal. A key answers only standing alone, a quiet
+/// moment before and after it: keys typed before the question showed, in
+/// its grace period, or in a stream (each within the grace of the one
+/// before: typing ahead, a held key, the first letter of a sentence begun
+/// after a pause) are not an answer. Outside testers trusted a folder with
+/// a stream of `y` that ran past the first grace period, and approved a
+/// command with typing begun after a pause.
 fn answered_yes() -> bool {
     use crossterm::event::{Event, KeyCode, KeyEventKind, KeyModifiers};
     let terminal = std::io::stdin().is_terminal();
@@ -162,7 +164,11 @@ fn answered_yes() -> bool {
             Ok(Event::Key(key)) if key.kind != KeyEventKind::Release => {
                 let quiet = quiet_since.elapsed() >= live_turn::APPROVAL_GRACE;
                 quiet_since = std::time::Instant::now();
-                if quiet {
+                // It answers only standing alone: a key right after it
+                // makes it the first of a stream (typing begun after a
+                // pause, a paste without its markers), which is not one.
+                let alone = || !crossterm::event::poll(live_turn::APPROVAL_GRACE).unwrap_or(true);
+                if quiet && alone() {
                     let plain = (key.modifiers - KeyModifiers::SHIFT).is_empty();
                     break plain && matches!(key.code, KeyCode::Char('y' | 'Y'));
                 }

@@ -209,7 +209,7 @@ pub async fn turn(
                     None => alive = false,
                 }
             },
-            _ = tick.tick() => spin = spin.wrapping_add(1),
+            _ = tick.tick() => spin = turn.tick(app, spin),
             () = tokio::time::sleep_until(last_frame + FRAME), if dirty => {}
         }
         dirty = true;
@@ -343,19 +343,10 @@ impl Turn<'_> {
         }
         if let Some(asked) = &mut self.question {
             // Ctrl+C always counts: it denies and stops.
-            if let Answer::Decided(decision, reason) = asked.take(key, self.height, Instant::now())
-            {
-                let call_id = asked.request.call_id.clone();
-                app.view.commit(answered(decision, &asked.request));
-                app.handle.ops.submit(Op::Approve {
-                    call_id,
-                    decision,
-                    reason,
-                });
-                self.question = None;
-                if is_interrupt(key) {
-                    self.abort(app);
-                }
+            let answer = asked.take(key, self.height, Instant::now());
+            self.answered(app, answer);
+            if is_interrupt(key) && self.question.is_none() {
+                self.abort(app);
             }
         } else if key.code == KeyCode::Esc && app.view.subagent_running() {
             // Esc stops the subagents; the turn goes on without them.
@@ -367,6 +358,30 @@ impl Turn<'_> {
             // middle of the answer.
             self.typing(key);
         }
+    }
+
+    /// A tick of the clock: the spinner's next frame, `spin` + 1, and an
+    /// answer a key waited for, once it has stood alone long enough.
+    fn tick(&mut self, app: &mut App<'_>, spin: usize) -> usize {
+        if let Some(asked) = &mut self.question {
+            let answer = asked.due(self.height, Instant::now());
+            self.answered(app, answer);
+        }
+        spin.wrapping_add(1)
+    }
+
+    /// Sends the question's answer, if `answer` is one.
+    fn answered(&mut self, app: &mut App<'_>, answer: Answer) {
+        let (Answer::Decided(decision, reason), Some(asked)) = (answer, &self.question) else {
+            return;
+        };
+        app.view.commit(answered(decision, &asked.request));
+        app.handle.ops.submit(Op::Approve {
+            call_id: asked.request.call_id.clone(),
+            decision,
+            reason,
+        });
+        self.question = None;
     }
 
     fn abort(&mut self, app: &App<'_>) {

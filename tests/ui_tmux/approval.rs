@@ -118,6 +118,19 @@ fn typing_on_as_the_question_shows_never_approves() {
             shown = Some(std::time::Instant::now());
         }
     }
+    // A sentence begun after a pause: its first letter, `a`, answered
+    // (an outside tester's session grant); and a paste without its
+    // bracketed-paste markers, which arrives as keys.
+    std::thread::sleep(Duration::from_millis(600));
+    for c in "and then fix it".chars() {
+        tmux.type_text("one", &c.to_string());
+        std::thread::sleep(Duration::from_millis(60));
+    }
+    std::thread::sleep(Duration::from_millis(600));
+    let file = ws.home.join("paste.txt");
+    std::fs::write(&file, "yes").unwrap();
+    tmux.tmux(&["load-buffer", "-b", "plain", file.to_str().unwrap()]);
+    tmux.tmux(&["paste-buffer", "-b", "plain", "-t", "one"]);
     // Nothing was approved: still asked, and the file not made.
     let screen = tmux.screen("one");
     assert!(screen.contains("answer:"), "{screen}");

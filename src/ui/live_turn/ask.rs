@@ -1,8 +1,10 @@
 //! An approval question in the live turn: the keys that answer it, and,
 //! when the prompt is taller than the screen, a pager that must reach
-//! its last row before `y` or `a` can answer. A key answers only after a
-//! quiet moment, as the trust question at start does: a person typing
-//! when the question appears must not approve with a `y` of their text.
+//! its last row before `y` or `a` can answer. A key answers only when it
+//! stands alone, a quiet moment before it and after it, as the trust
+//! question at start does: a person typing when the question appears, or
+//! starting to type after a pause, must not approve with a `y` or an `a`
+//! of their text.
 
 use std::time::{Duration, Instant};
 
@@ -18,6 +20,9 @@ pub struct Question {
     /// When it appeared, or the last key that was not a deliberate move
     /// of the pager: a key answers only [`GRACE`] after it.
     heard: Instant,
+    /// An answering key, and when it came: it answers once [`GRACE`] has
+    /// passed with no other key ([`Question::due`]).
+    waiting: Option<(KeyEvent, Instant)>,
     /// The prompt's rows at the current width.
     rows: usize,
     /// Whether every row of the prompt has been on the screen.
@@ -40,10 +45,11 @@ pub enum Answer {
     Nothing,
 }
 
-/// How long the keyboard must have been still before a key answers: keys
-/// typed before the question showed, in its first moment, or in a stream
-/// (each within this of the one before: typing ahead, a held key, a
-/// paste) are not an answer. Ctrl+C always is.
+/// How long the keyboard must be still before a key answers, and after
+/// it: keys typed before the question showed, in its first moment, or in
+/// a stream (each within this of the one before: typing ahead, a held
+/// key, a paste, the first letter of a sentence begun after a pause) are
+/// not an answer. Ctrl+C always is.
 pub const GRACE: Duration = Duration::from_millis(250);
 
 impl Question {
@@ -52,6 +58,7 @@ impl Question {
         let mut question = Self {
             request,
             heard: Instant::now(),
+            waiting: None,
             rows: 0,
             read: false,
             page: None,
@@ -72,21 +79,26 @@ impl Question {
         }
     }
 
-    /// Takes a key that arrived `at`, answering only after a quiet moment
-    /// (see [`GRACE`]); `height` is the terminal's. A key too soon is
-    /// dropped and starts the wait again; so does a key that does nothing
-    /// (a letter of a sentence). Moving the pager does not: `↓` then `y`
-    /// answers at once. The note after `t` takes every key.
+    /// Takes a key that arrived `at`; `height` is the terminal's. A key
+    /// too soon after the one before (see [`GRACE`]) is dropped and starts
+    /// the wait again; so does a key that does nothing (a letter of a
+    /// sentence). A key that answers waits for [`Question::due`], and any
+    /// key before then makes it typing. Moving the pager is deliberate and
+    /// acts at once: `↓` then `y` answers. The note after `t` takes every
+    /// key; Ctrl+C answers at once.
     pub fn take(&mut self, key: &KeyEvent, height: usize, at: Instant) -> Answer {
-        if self.note.is_some() {
+        if self.note.is_some() || is_interrupt(key) {
+            self.waiting = None;
             return self.key(key, height);
         }
-        if !is_interrupt(key) {
-            let quiet = at.saturating_duration_since(self.heard) >= GRACE;
-            if !quiet {
-                self.heard = at;
-                return Answer::Nothing;
-            }
+        let quiet = at.saturating_duration_since(self.heard) >= GRACE;
+        if self.waiting.take().is_some() || !quiet {
+            self.heard = at;
+            return Answer::Nothing;
+        }
+        if self.answers(key) {
+            self.waiting = Some((*key, at));
+            return Answer::Nothing;
         }
         let answer = self.key(key, height);
         if answer == Answer::Nothing {
@@ -95,9 +107,36 @@ impl Question {
         answer
     }
 
+    /// The answer of a key that has stood alone for [`GRACE`] by `now`.
+    pub fn due(&mut self, height: usize, now: Instant) -> Answer {
+        match self.waiting {
+            Some((key, at)) if now.saturating_duration_since(at) >= GRACE => {
+                self.waiting = None;
+                self.key(&key, height)
+            }
+            _ => Answer::Nothing,
+        }
+    }
+
+    /// Whether `key` would answer (or begin the note of `t`): a plain key
+    /// (Alt+y is not y), one the question offers now.
+    fn answers(&self, key: &KeyEvent) -> bool {
+        if !(key.modifiers - KeyModifiers::SHIFT).is_empty() {
+            return false;
+        }
+        match key.code {
+            KeyCode::Char('y' | 'Y') => self.read,
+            KeyCode::Char('a' | 'A') => self.read && self.request.session_allowed,
+            KeyCode::Char('n' | 'N' | 't' | 'T') => true,
+            KeyCode::Esc => self.page.is_none(),
+            _ => false,
+        }
+    }
+
     /// Text was pasted `at`: like typing, it starts the wait again.
     pub fn pasted(&mut self, at: Instant) {
         self.heard = at;
+        self.waiting = None;
     }
 
     /// Takes a key, whenever it came; `height` is the terminal's.
@@ -150,6 +189,9 @@ impl Question {
                 return Answer::Moved;
             }
             _ => {}
+        }
+        if !(key.modifiers - KeyModifiers::SHIFT).is_empty() {
+            return Answer::Nothing;
         }
         match key.code {
             KeyCode::Char('y' | 'Y') if self.read => {
@@ -496,32 +538,56 @@ mod tests {
     }
 
     #[test]
-    fn a_key_answers_only_after_a_quiet_moment_and_paging_keeps_it() {
+    fn a_key_answers_only_standing_alone_and_paging_keeps_it() {
         let ms = Duration::from_millis;
+        let typed = |question: &mut Question, text: &str, from: Instant, every: Duration| {
+            let mut at = from;
+            for c in text.chars() {
+                let answer = question.take(&key(KeyCode::Char(c)), 24, at);
+                assert_eq!(answer, Answer::Nothing, "{c:?}");
+                // Nor does anything come due between two keys.
+                assert_eq!(
+                    question.due(24, at + every.saturating_sub(ms(1))),
+                    Answer::Nothing,
+                    "{c:?}"
+                );
+                at += every;
+            }
+            at
+        };
         // A sentence typed at 60 ms a key as the question shows: its `y`
         // and `a` are not answers however long it runs.
         let mut question = Question::new(request("rm -rf build", true), 80, 24);
         let start = question.heard;
-        for (n, c) in "yes, and also add a test, yay".chars().enumerate() {
-            let at = start + ms(60) * u32::try_from(n).unwrap();
-            assert_eq!(
-                question.take(&key(KeyCode::Char(c)), 24, at),
-                Answer::Nothing,
-                "{c:?} at {n}"
-            );
-        }
-        // Still, then a `y`: the answer.
-        let end = start + ms(60 * 28);
+        let end = typed(
+            &mut question,
+            "yes, and also add a test, yay",
+            start,
+            ms(60),
+        );
+        // One begun after a pause: its first letter, `a`, is followed at
+        // once by the next, so it was typing too.
+        let end = typed(&mut question, "and then fix it", end + ms(600), ms(60));
+        assert_eq!(question.due(24, end + GRACE * 4), Answer::Nothing);
+        // Still, a `y`, still after it: the answer, once due.
+        let y = end + GRACE;
         assert_eq!(
-            question.take(&key(KeyCode::Char('y')), 24, end + GRACE),
+            question.take(&key(KeyCode::Char('y')), 24, y),
+            Answer::Nothing
+        );
+        assert_eq!(
+            question.due(24, y + GRACE.saturating_sub(ms(1))),
+            Answer::Nothing
+        );
+        assert_eq!(
+            question.due(24, y + GRACE),
             Answer::Decided(ApprovalDecision::AllowOnce, None)
         );
 
-        // The first key after the grace that does nothing starts the wait
-        // again: `x` then `y` 100 ms later is typing.
+        // A key that does nothing starts the wait again: `x` then `y`
+        // 100 ms later is typing; so does a paste. Alt+y is not y.
         let mut question = Question::new(request("rm -rf build", true), 80, 24);
-        let start = question.heard;
-        let x = start + GRACE + ms(10);
+        let x = question.heard + GRACE + ms(10);
         assert_eq!(
             question.take(&key(KeyCode::Char('x')), 24, x),
             Answer::Nothing
@@ -530,20 +596,22 @@ mod tests {
             question.take(&key(KeyCode::Char('y')), 24, x + ms(100)),
             Answer::Nothing
         );
-        // A paste does too.
         question.pasted(x + ms(500));
         assert_eq!(
             question.take(&key(KeyCode::Char('n')), 24, x + ms(600)),
             Answer::Nothing
         );
-        // Ctrl+C always answers.
+        let alt_y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::ALT);
+        assert_eq!(question.take(&alt_y, 24, x + ms(2_000)), Answer::Nothing);
+        assert_eq!(question.due(24, x + ms(4_000)), Answer::Nothing);
+        // Ctrl+C answers at once.
         let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
         assert!(matches!(
-            question.take(&ctrl_c, 24, x + ms(601)),
+            question.take(&ctrl_c, 24, x + ms(4_001)),
             Answer::Decided(ApprovalDecision::Deny, _)
         ));
 
-        // Paging is deliberate: `v`, `↓` … then `a` at once answers.
+        // Paging is deliberate: `v`, `↓` … then `a` right after answers.
         let command = (1..=40).fold(String::new(), |text, n| text + &format!("echo {n}\n"));
         let mut question = Question::new(request(&command, true), 80, 20);
         let mut at = question.heard + GRACE;
@@ -555,8 +623,13 @@ mod tests {
             at += ms(30);
             assert_eq!(question.take(&key(KeyCode::Down), 20, at), Answer::Moved);
         }
+        at += ms(30);
         assert_eq!(
-            question.take(&key(KeyCode::Char('a')), 20, at + ms(30)),
+            question.take(&key(KeyCode::Char('a')), 20, at),
+            Answer::Nothing
+        );
+        assert_eq!(
+            question.due(20, at + GRACE),
             Answer::Decided(ApprovalDecision::AllowSession, None)
         );
 
@@ -565,13 +638,14 @@ mod tests {
         let at = question.heard + GRACE;
         assert_eq!(
             question.take(&key(KeyCode::Char('t')), 24, at),
-            Answer::Moved
+            Answer::Nothing
         );
+        assert_eq!(question.due(24, at + GRACE), Answer::Moved);
         for c in "no".chars() {
-            question.take(&key(KeyCode::Char(c)), 24, at + ms(5));
+            question.take(&key(KeyCode::Char(c)), 24, at + GRACE + ms(5));
         }
         assert_eq!(
-            question.take(&key(KeyCode::Enter), 24, at + ms(10)),
+            question.take(&key(KeyCode::Enter), 24, at + GRACE + ms(10)),
             Answer::Decided(
                 ApprovalDecision::Deny,
                 Some("the user declined and says: no".to_owned())
