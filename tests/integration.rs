@@ -19,6 +19,7 @@ mod doctor;
 mod escape;
 mod fixtures;
 mod git_later;
+mod git_pointers;
 mod grounded;
 mod host_channels;
 mod interrupted;

@@ -24,6 +24,7 @@ use std::time::SystemTime;
 use super::gitconfig::{Setting, harmless, read_config, read_plain_file, render};
 use crate::paths::REFUSED;
 
+mod pointer;
 mod walk;
 
 /// A tick of the coarse clock file systems stamp changes with, and more:
@@ -39,28 +40,43 @@ pub fn check(root: &Path, since: SystemTime) -> Vec<String> {
         .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
     let found = walk::find(root);
     let mut report = Vec::new();
-    for pointer in &found.pointers {
-        if touched(root, pointer, since) {
-            report.extend(check_pointer(root, pointer));
-        }
-    }
     report.extend(found.special.iter().map(|path| remove_special(root, path)));
     // What a pointer inside the workspace leads to is a git directory
     // whatever it holds: a `commondir` naming a folder with a config and
     // no `HEAD` gives git that config. The workspace's own `.git` (and its
     // modules) is kept apart.
-    let own = std::fs::canonicalize(root)
-        .unwrap_or_else(|_| root.to_path_buf())
-        .join(".git");
+    let real_root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
+    let own = real_root.join(".git");
     for pointer in &found.pointers {
-        if let (Some(target), _) = pointer_target(root, pointer)
-            && real_dir(&target)
+        let real = real_root.join(pointer.strip_prefix(root).unwrap_or(pointer));
+        let resolved = pointer::resolve(&real_root, &real);
+        // The pointer, or anything its answer hangs on (a link re-pointed,
+        // a folder swapped), changed.
+        let changed = touched(root, pointer, since)
+            || resolved
+                .hangs_on
+                .iter()
+                .any(|path| changed_at(path).is_some_and(|time| time >= since));
+        if changed {
+            let why = match (resolved.odd, &resolved.target) {
+                (Some(odd), _) => Some(format!("points git at `{}` and {odd}", resolved.written)),
+                (None, None) => Some(format!(
+                    "points git at `{}`, outside the workspace",
+                    resolved.written
+                )),
+                (None, Some(_)) => None,
+            };
+            if let Some(why) = why {
+                report.push(move_aside(root, pointer, &why));
+                continue;
+            }
+        }
+        if let Some(target) = &resolved.target
+            && real_dir(target)
             && !target.starts_with(&own)
-            && (touched(root, pointer, since)
-                || touched(root, &target, since)
-                || inside_touched(&target, since))
+            && (changed || touched(&real_root, target, since) || inside_touched(target, since))
         {
-            report.extend(check_git_dir(root, &target));
+            report.extend(check_git_dir(root, target));
         }
     }
     for dir in &found.git_dirs {
@@ -210,51 +226,6 @@ fn inside_touched(dir: &Path, since: i128) -> bool {
         .map(|name| dir.join(name))
         .chain(hooks)
         .any(|path| changed_at(&path).is_some_and(|time| time >= since))
-}
-
-/// Where the pointer `pointer` (a `.git` file or a `commondir`) leads,
-/// resolved as git resolves it (relative to the folder holding it, through
-/// symlinks), when that is inside the workspace `root`; and the target as
-/// written.
-fn pointer_target(root: &Path, pointer: &Path) -> (Option<PathBuf>, String) {
-    let link = std::fs::read_link(pointer).ok();
-    let text = match &link {
-        Some(target) => target.display().to_string(),
-        None => String::from_utf8_lossy(&read_plain_file(pointer).unwrap_or_default()).into_owned(),
-    };
-    let target = text
-        .trim()
-        .strip_prefix("gitdir:")
-        .unwrap_or(&text)
-        .trim()
-        .to_owned();
-    let base = pointer.parent().unwrap_or(root);
-    let inside = if target.is_empty() {
-        None
-    } else {
-        std::fs::canonicalize(base.join(&target))
-            .ok()
-            .zip(std::fs::canonicalize(root).ok())
-            .filter(|(resolved, root)| resolved.starts_with(root))
-            .map(|(resolved, _)| resolved)
-    };
-    (inside, target)
-}
-
-/// A pointer a command wrote to a git directory outside the workspace
-/// (its temp dir, say) is moved aside: git would read that directory's
-/// config, which nothing here checks. One that leads nowhere is moved
-/// aside too.
-fn check_pointer(root: &Path, pointer: &Path) -> Option<String> {
-    let (inside, target) = pointer_target(root, pointer);
-    if inside.is_some() {
-        return None;
-    }
-    Some(move_aside(
-        root,
-        pointer,
-        &format!("points git at `{target}`, outside the workspace"),
-    ))
 }
 
 /// Takes the settings that may run programs out of the git directory's

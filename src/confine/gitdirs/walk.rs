@@ -207,7 +207,8 @@ fn read(dir: &Path, name: Box<OsStr>, changed: i64, old: Option<Folder>) -> Fold
 /// worktrees' own), without walking its objects.
 fn git_dir(dir: &Path, found: &mut Found) {
     found.git_dirs.push(dir.to_path_buf());
-    if dir.join("commondir").is_file() {
+    // A `commondir` that is a link is one too (git reads through it).
+    if std::fs::symlink_metadata(dir.join("commondir")).is_ok() {
         found.pointers.push(dir.join("commondir"));
     }
     for holder in ["modules", "worktrees"] {
