@@ -158,3 +158,28 @@ fn a_commondir_link_whose_file_the_write_tool_changes_is_seen() {
     assert_ran_nothing(&mark, &output.stdout);
     assert!(output.stdout.contains("commondir"), "{}", output.stdout);
 }
+
+#[test]
+fn a_commondir_ending_in_a_space_or_tab_is_read_as_git_reads_it() {
+    let ws = Workspace::new();
+    let marks = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let mark = |name: &str| marks.path().join(name);
+    // git takes only line ends off a `commondir`: `../../u1\t` is the
+    // folder `u1<TAB>`, armed, beside a harmless decoy `u1`; `../../ ` is
+    // a folder named ` ` in the workspace root.
+    let script = "wt() { mkdir -p \"$1/.git\"; printf 'ref: refs/heads/main\\n' > \"$1/.git/HEAD\"; printf \"$2\" > \"$1/.git/commondir\"; }\n\
+         wt w1 '../../u1\\t\\n'\nwt w2 '../../ \\n'\nwt w3 '../../u3 '\n\
+         mkdir -p u1 u3\n";
+    std::fs::write(ws.root.join("s.sh"), script).unwrap();
+    harmless(&ws.root.join("u1"));
+    harmless(&ws.root.join("u3"));
+    armed(&ws.root.join("u1\t"), &mark("tab"));
+    armed(&ws.root.join(" "), &mark("root-space"));
+    armed(&ws.root.join("u3 "), &mark("space"));
+    // A warm session: a first step, then the script.
+    let output = run_commands(&ws, &["echo warm > a", "sh s.sh"]);
+    for (worktree, name) in [("w1", "tab"), ("w2", "root-space"), ("w3", "space")] {
+        persons_status_and_commit(&ws, &ws.root.join(worktree));
+        assert_ran_nothing(&mark(name), &output);
+    }
+}

@@ -12,6 +12,7 @@
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
 use super::super::gitconfig::read_plain_file;
@@ -63,16 +64,44 @@ pub(super) fn resolve(root: &Path, pointer: &Path) -> Resolved {
     } else {
         read_plain_file(pointer).unwrap_or_default()
     };
-    let text = String::from_utf8_lossy(&text);
-    let written = text.trim();
-    let written = written.strip_prefix("gitdir:").unwrap_or(written).trim();
-    written.clone_into(&mut resolved.written);
-    if written.is_empty() {
+    let git_file = pointer.file_name().is_some_and(|name| name == ".git");
+    let Some(path) = as_git_reads(&text, git_file) else {
+        resolved.written = String::from_utf8_lossy(&text).into_owned();
         return resolved;
+    };
+    resolved.written = String::from_utf8_lossy(path).into_owned();
+    // git never writes a name with a space or control character at
+    // either end, nor a NUL (which ends the name for git).
+    let trimmed = path.trim_ascii();
+    if trimmed.len() != path.len() || path.iter().any(|b| *b < b' ') || text.contains(&0) {
+        resolved.odd = Some("is not written as git writes one");
     }
-    let target = walk_path(root, &base, Path::new(written), &mut resolved);
+    let path = Path::new(std::ffi::OsStr::from_bytes(path));
+    let target = if path.as_os_str().is_empty() {
+        // An empty `commondir` is the git directory itself.
+        Some(base)
+    } else {
+        walk_path(root, &base, path, &mut resolved)
+    };
     resolved.target = target.filter(|path| path.is_dir() && path.starts_with(root));
     resolved
+}
+
+/// The path a pointer's `text` names, read as git reads it: line ends
+/// (`\n`, `\r`) taken off its end and nothing else, then up to a NUL
+/// (git reads it as a C string), after `gitdir: ` (one space) in a `.git`
+/// file; `None` when git would refuse it.
+fn as_git_reads(text: &[u8], git_file: bool) -> Option<&[u8]> {
+    let mut end = text.len();
+    while end > 0 && matches!(text[end - 1], b'\n' | b'\r') {
+        end -= 1;
+    }
+    let text = text[..end].split(|b| *b == 0).next().unwrap_or_default();
+    if git_file {
+        text.strip_prefix(b"gitdir: ")
+    } else {
+        Some(text)
+    }
 }
 
 /// Follows `path` from `base` one name at a time as the kernel would,
@@ -201,5 +230,45 @@ mod tests {
         // Outside the workspace: no target.
         std::fs::write(root.join("z/.git"), "gitdir: /tmp\n").unwrap();
         assert_eq!(resolve(&root, &root.join("z/.git")).target, None);
+    }
+
+    #[test]
+    fn a_pointer_is_read_as_git_reads_it_and_odd_bytes_are_odd() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        for folder in ["G", "u", "u ", "u\t", " x"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        let commondir = root.join("G/commondir");
+        let read = |text: &[u8]| {
+            std::fs::write(&commondir, text).unwrap();
+            resolve(&root, &commondir)
+        };
+        // git takes off line ends only: a space or a tab stays part of
+        // the name (an outside tester's `../u ` led git to `u `).
+        let plain = read(b"../u\r\n\n");
+        assert_eq!((plain.target, plain.odd), (Some(root.join("u")), None));
+        let space = read(b"../u \n");
+        assert_eq!(space.target, Some(root.join("u ")));
+        assert_eq!(space.odd, Some("is not written as git writes one"));
+        let tab = read(b"../u\t");
+        assert_eq!(tab.target, Some(root.join("u\t")));
+        assert!(tab.odd.is_some());
+        // A NUL ends the name for git.
+        let nul = read(b"../u\0/../x\n");
+        assert_eq!(nul.target, Some(root.join("u")));
+        assert!(nul.odd.is_some());
+        // Empty: the git directory itself.
+        assert_eq!(read(b"\n").target, Some(root.join("G")));
+        // A `.git` file: `gitdir: ` and one space; more are the name's.
+        std::fs::write(root.join("G/.git"), "gitdir:  x\n").unwrap();
+        let spaced = resolve(&root, &root.join("G/.git"));
+        assert_eq!(spaced.target, None);
+        std::fs::write(root.join("G/.git"), "gitdir:  ../ x\n").unwrap();
+        let spaced = resolve(&root, &root.join("G/.git"));
+        assert_eq!(spaced.written, " ../ x");
+        assert!(spaced.odd.is_some());
+        std::fs::write(root.join("G/.git"), "gitdir:../u\n").unwrap();
+        assert_eq!(resolve(&root, &root.join("G/.git")).target, None);
     }
 }
