@@ -255,8 +255,10 @@ fn keys_typed_before_a_question_never_answer_it() {
     tmux.keys("one", &["Enter", "y"]);
     tmux.wait_for("one", "answer:");
     // Had the early `y` answered, the file would be written and nothing
-    // left to deny.
-    answer_after_grace(&tmux, "one", "n");
+    // left to deny. It waits on the input line, so the question takes a
+    // key only after a second's quiet.
+    std::thread::sleep(Duration::from_millis(1_100));
+    tmux.type_text("one", "n");
     tmux.wait_for("one", "→ denied");
     tmux.wait_for("one", "ready");
     assert!(!ws.root.join("a.txt").exists());

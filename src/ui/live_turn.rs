@@ -296,7 +296,12 @@ impl Turn<'_> {
                 while let Ok(reply) = input.replies.try_recv() {
                     self.reply(app, live, reply);
                 }
-                self.question = Some(Question::new(request.clone(), app.view.width, self.height));
+                let mut question = Question::new(request.clone(), app.view.width, self.height);
+                if !self.edit.text.is_empty() {
+                    // A message being typed: its keys are not answers.
+                    question.typing();
+                }
+                self.question = Some(question);
             }
             self.done |= matches!(event.msg, EventMsg::TurnComplete(_));
             if let EventMsg::Error { kind, .. } = &event.msg {
@@ -317,8 +322,12 @@ impl Turn<'_> {
         match reply {
             Reply::Key(key) => self.key(app, &key),
             Reply::Paste(text) => {
-                if let Some(question) = &mut self.question {
-                    question.pasted(Instant::now());
+                if let Some(key) = self
+                    .question
+                    .as_mut()
+                    .and_then(|q| q.pasted(Instant::now()))
+                {
+                    self.typing(&key);
                 }
                 self.edit.insert(&text);
             }
@@ -370,8 +379,14 @@ impl Turn<'_> {
         spin.wrapping_add(1)
     }
 
-    /// Sends the question's answer, if `answer` is one.
+    /// Sends the question's answer, if `answer` is one; keys that were
+    /// typing go to the input line, as during the turn.
     fn answered(&mut self, app: &mut App<'_>, answer: Answer) {
+        if let Answer::Typed(keys) = &answer {
+            for key in keys {
+                self.typing(key);
+            }
+        }
         let (Answer::Decided(decision, reason), Some(asked)) = (answer, &self.question) else {
             return;
         };

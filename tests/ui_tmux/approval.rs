@@ -136,10 +136,41 @@ fn typing_on_as_the_question_shows_never_approves() {
     assert!(screen.contains("answer:"), "{screen}");
     assert!(!tmux.history("one").contains("allowed"), "{screen}");
     assert!(!ws.root.join("typed-through").exists());
-    // After a quiet moment a key answers.
-    answer_after_grace(&tmux, "one", "n");
+    // After a quiet moment a key answers: a second, as the person has
+    // been typing.
+    std::thread::sleep(Duration::from_millis(1_100));
+    tmux.type_text("one", "n");
     tmux.wait_for("one", "→ denied");
     assert!(!ws.root.join("typed-through").exists());
+    // What was typed is not lost: it is in the input line, the sentence
+    // begun after the pause whole, its `a` included, and the paste.
+    tmux.wait_for("one", "and then fix ityes");
+}
+
+#[test]
+fn a_word_begun_slowly_as_the_question_shows_approves_nothing() {
+    let server = demo_mock();
+    let ws = Workspace::new();
+    let tmux = Tmux::new("approval-slow");
+    tmux.start("one", &ws, &server.base_url(), &ws.home.join("data"));
+    tmux.wait_for("one", "Type a task");
+    tmux.send("one", "run `touch made-by-and`");
+    tmux.wait_for("one", "answer:");
+    // An outside tester's: `and`, a key every 400 ms after a pause, was
+    // `a`, allow for the session.
+    std::thread::sleep(Duration::from_millis(600));
+    for c in ["a", "n", "d"] {
+        tmux.type_text("one", c);
+        std::thread::sleep(Duration::from_millis(400));
+    }
+    // Answered the next moment, as a person stopping to look: the quiet
+    // is a second, since the person was typing.
+    std::thread::sleep(Duration::from_millis(1_100));
+    tmux.type_text("one", "n");
+    tmux.wait_for("one", "→ denied");
+    assert!(!tmux.history("one").contains("allowed"));
+    assert!(!ws.root.join("made-by-and").exists());
+    tmux.wait_for("one", "> and");
 }
 
 #[test]

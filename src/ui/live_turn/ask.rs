@@ -20,9 +20,13 @@ pub struct Question {
     /// When it appeared, or the last key that was not a deliberate move
     /// of the pager: a key answers only [`GRACE`] after it.
     heard: Instant,
-    /// An answering key, and when it came: it answers once [`GRACE`] has
-    /// passed with no other key ([`Question::due`]).
+    /// An answering key, and when it came: it answers once [`Self::quiet`]
+    /// has passed with no other key ([`Question::due`]).
     waiting: Option<(KeyEvent, Instant)>,
+    /// The person has been typing (a message on the input line when the
+    /// question showed, or keys taken as typing since): a key must then
+    /// stand alone for [`TYPING_QUIET`], not [`GRACE`].
+    typing: bool,
     /// The prompt's rows at the current width.
     rows: usize,
     /// Whether every row of the prompt has been on the screen.
@@ -43,7 +47,19 @@ pub enum Answer {
     Moved,
     /// The key was not an answer.
     Nothing,
+    /// The keys were typing, not an answer (a stream, the first moment,
+    /// a key that answers nothing): they belong to the input line.
+    Typed(Vec<KeyEvent>),
 }
+
+/// Once the person has been typing, how long the keyboard must be still
+/// before and after a key for it to answer: a slow typist (an outside
+/// tester approved with keys 300 to 600 ms apart) is still typing.
+pub const TYPING_QUIET: Duration = Duration::from_secs(1);
+
+/// How long the keyboard must stay still after an answering key, before
+/// anyone typed: the next letter of a word begun slowly comes sooner.
+pub const ALONE: Duration = Duration::from_millis(500);
 
 /// How long the keyboard must be still before a key answers, and after
 /// it: keys typed before the question showed, in its first moment, or in
@@ -59,6 +75,7 @@ impl Question {
             request,
             heard: Instant::now(),
             waiting: None,
+            typing: false,
             rows: 0,
             read: false,
             page: None,
@@ -91,10 +108,14 @@ impl Question {
             self.waiting = None;
             return self.key(key, height);
         }
-        let quiet = at.saturating_duration_since(self.heard) >= GRACE;
-        if self.waiting.take().is_some() || !quiet {
+        let quiet = at.saturating_duration_since(self.heard) >= self.quiet();
+        let waited = self.waiting.take();
+        if waited.is_some() || !quiet {
             self.heard = at;
-            return Answer::Nothing;
+            self.typing = true;
+            let mut typed: Vec<KeyEvent> = waited.map(|(key, _)| key).into_iter().collect();
+            typed.push(*key);
+            return Answer::Typed(typed);
         }
         if self.answers(key) {
             self.waiting = Some((*key, at));
@@ -103,14 +124,34 @@ impl Question {
         let answer = self.key(key, height);
         if answer == Answer::Nothing {
             self.heard = at;
+            // A letter no answer uses is typing; `a` where it is not
+            // offered, or `y` before the prompt was read, is a try.
+            self.typing |= text_not_answer(key);
+            return Answer::Typed(vec![*key]);
         }
         answer
+    }
+
+    /// How long the keyboard must have been still before a key answers.
+    fn quiet(&self) -> Duration {
+        if self.typing { TYPING_QUIET } else { GRACE }
+    }
+
+    /// How long it must stay still after an answering key.
+    fn alone(&self) -> Duration {
+        if self.typing { TYPING_QUIET } else { ALONE }
+    }
+
+    /// The person has a message on the input line: their keys are
+    /// typing until they stop for [`TYPING_QUIET`].
+    pub fn typing(&mut self) {
+        self.typing = true;
     }
 
     /// The answer of a key that has stood alone for [`GRACE`] by `now`.
     pub fn due(&mut self, height: usize, now: Instant) -> Answer {
         match self.waiting {
-            Some((key, at)) if now.saturating_duration_since(at) >= GRACE => {
+            Some((key, at)) if now.saturating_duration_since(at) >= self.alone() => {
                 self.waiting = None;
                 self.key(&key, height)
             }
@@ -133,10 +174,12 @@ impl Question {
         }
     }
 
-    /// Text was pasted `at`: like typing, it starts the wait again.
-    pub fn pasted(&mut self, at: Instant) {
+    /// Text was pasted `at`: like typing, it starts the wait again; a key
+    /// waiting to answer was the paste's first, returned as typing.
+    pub fn pasted(&mut self, at: Instant) -> Option<KeyEvent> {
         self.heard = at;
-        self.waiting = None;
+        self.typing = true;
+        self.waiting.take().map(|(key, _)| key)
     }
 
     /// Takes a key, whenever it came; `height` is the terminal's.
@@ -334,6 +377,12 @@ fn page_rows(height: usize) -> usize {
     height.saturating_sub(2).max(1)
 }
 
+/// A letter, digit or sign typed plainly that no answer or pager uses.
+fn text_not_answer(key: &KeyEvent) -> bool {
+    let plain = (key.modifiers - KeyModifiers::SHIFT).is_empty();
+    matches!(key.code, KeyCode::Char(c) if plain && !"yYaAnNtTvVqQ".contains(c))
+}
+
 /// Ctrl+C.
 pub fn is_interrupt(key: &KeyEvent) -> bool {
     key.code == KeyCode::Char('c') && key.modifiers.contains(KeyModifiers::CONTROL)
@@ -356,300 +405,4 @@ pub fn answered(decision: ApprovalDecision, request: &ApprovalRequestEvent) -> L
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use unicode_width::UnicodeWidthStr;
-
-    fn key(code: KeyCode) -> KeyEvent {
-        KeyEvent::new(code, KeyModifiers::NONE)
-    }
-
-    fn request(command: &str, session_allowed: bool) -> ApprovalRequestEvent {
-        ApprovalRequestEvent {
-            call_id: "c".into(),
-            tool: "bash".into(),
-            arguments: serde_json::json!({ "command": command }),
-            reason: None,
-            rule: String::new(),
-            session_allowed,
-            session_rules: Vec::new(),
-            dangerous: !session_allowed,
-            dangers: Vec::new(),
-            notes: Vec::new(),
-            mandate: None,
-            confinement: None,
-            unconfined: false,
-            runs_unconfined: false,
-            preview: None,
-            agent: None,
-        }
-    }
-
-    #[test]
-    fn only_offered_answers_count() {
-        let mut question = Question::new(request("rm -rf build", false), 80, 24);
-        assert_eq!(question.key(&key(KeyCode::Char('a')), 24), Answer::Nothing);
-        assert_eq!(question.key(&key(KeyCode::Enter), 24), Answer::Nothing);
-        assert_eq!(
-            question.key(&key(KeyCode::Char('y')), 24),
-            Answer::Decided(ApprovalDecision::AllowOnce, None)
-        );
-        assert!(matches!(
-            question.key(&key(KeyCode::Esc), 24),
-            Answer::Decided(ApprovalDecision::Deny, _)
-        ));
-    }
-
-    #[test]
-    fn t_denies_with_a_note_typed_for_the_model_and_esc_goes_back() {
-        let mut question = Question::new(request("make build", true), 80, 24);
-        assert!(question.answer_row(80, 24).plain().contains(" t  why"));
-        assert_eq!(question.key(&key(KeyCode::Char('t')), 24), Answer::Moved);
-        for c in "用 make test 吧x".chars() {
-            assert_eq!(question.key(&key(KeyCode::Char(c)), 24), Answer::Nothing);
-        }
-        assert_eq!(question.key(&key(KeyCode::Backspace), 24), Answer::Nothing);
-        // `y` while typing is text, not an answer.
-        let row = question.answer_row(40, 24).plain();
-        assert!(row.starts_with("why: ") && row.contains("吧▏"), "{row}");
-        assert!(row.width() <= 40, "{row}");
-        assert_eq!(
-            question.key(&key(KeyCode::Enter), 24),
-            Answer::Decided(
-                ApprovalDecision::Deny,
-                Some("the user declined and says: 用 make test 吧".to_owned())
-            )
-        );
-        // Esc leaves the note; the question answers as before.
-        let mut question = Question::new(request("make build", true), 80, 24);
-        question.key(&key(KeyCode::Char('t')), 24);
-        question.key(&key(KeyCode::Char('y')), 24);
-        assert_eq!(question.key(&key(KeyCode::Esc), 24), Answer::Moved);
-        assert_eq!(
-            question.key(&key(KeyCode::Char('y')), 24),
-            Answer::Decided(ApprovalDecision::AllowOnce, None)
-        );
-    }
-
-    #[test]
-    fn a_prompt_taller_than_the_screen_must_be_read_before_y() {
-        let command = (1..=40).fold(String::new(), |text, n| text + &format!("echo line {n}\n"));
-        let mut question = Question::new(request(&command, true), 80, 20);
-        assert!(
-            question
-                .answer_row(80, 20)
-                .plain()
-                .contains("taller than the screen"),
-            "{}",
-            question.answer_row(80, 20).plain()
-        );
-        // y and a do not answer what was not seen; n always does.
-        assert_eq!(question.key(&key(KeyCode::Char('y')), 20), Answer::Nothing);
-        assert_eq!(question.key(&key(KeyCode::Char('a')), 20), Answer::Nothing);
-        assert_eq!(question.key(&key(KeyCode::Char('v')), 20), Answer::Moved);
-        let first = question.page_rows(80, 20).unwrap();
-        assert_eq!(first.len(), 18);
-        assert_eq!(first[1].plain(), "  $ echo line 1");
-        assert_eq!(question.key(&key(KeyCode::Char('y')), 20), Answer::Nothing);
-        // Down to the last row, and the keys answer.
-        let mut seen: Vec<String> = first.iter().map(Line::plain).collect();
-        for _ in 0..5 {
-            question.key(&key(KeyCode::Down), 20);
-            seen.extend(question.page_rows(80, 20).unwrap().iter().map(Line::plain));
-        }
-        for n in 1..=40 {
-            let row = format!("    echo line {n}");
-            assert!(
-                seen.iter().any(|s| s.ends_with(&row[4..])),
-                "line {n} never shown"
-            );
-        }
-        assert!(question.answer_row(80, 20).plain().contains(" a  session"));
-        assert_eq!(
-            question.key(&key(KeyCode::Char('a')), 20),
-            Answer::Decided(ApprovalDecision::AllowSession, None)
-        );
-    }
-
-    #[test]
-    fn at_40_columns_and_less_every_key_stays_on_the_answer_row() {
-        let command = (1..=40).fold(String::new(), |text, n| text + &format!("echo line {n}\n"));
-        let mut question = Question::new(request(&command, true), 40, 20);
-        for width in [40, 30, 24] {
-            let row = question.answer_row(width, 20).plain();
-            assert!(
-                row.contains(" n  deny") && row.contains(" v  read"),
-                "{width}: {row}"
-            );
-            assert!(row.width() <= width, "{width}: {row}");
-        }
-        assert!(
-            question
-                .answer_row(120, 20)
-                .plain()
-                .contains("taller than the screen")
-        );
-        question.key(&key(KeyCode::Char('v')), 20);
-        for width in [40, 30] {
-            let row = question.answer_row(width, 20).plain();
-            assert!(row.contains("↓") && row.contains('q'), "{width}: {row}");
-            assert!(row.contains('/'), "{width}: {row}");
-        }
-        for _ in 0..5 {
-            question.key(&key(KeyCode::Down), 20);
-        }
-        let row = question.answer_row(40, 20).plain();
-        for key in [" y ", " n ", " a "] {
-            assert!(row.contains(key), "{row}");
-        }
-    }
-
-    #[test]
-    fn at_40_columns_every_answer_key_of_a_short_prompt_is_shown() {
-        let question = Question::new(request("make build", true), 40, 24);
-        let row = question.answer_row(40, 24).plain();
-        assert!(row.starts_with("answer: "), "{row}");
-        for key in [" y ", " n ", " t ", " a "] {
-            assert!(row.contains(key), "{key:?} in {row}");
-        }
-        assert!(row.width() <= 40, "{row}");
-        assert_eq!(row, "answer:  y  once n  deny t  why a  all");
-        // A column more, the spaces come back; wider, the words.
-        let row = question.answer_row(41, 24).plain();
-        assert_eq!(row, "answer:  y  once  n  deny  t  why  a  all");
-        let row = question.answer_row(60, 24).plain();
-        assert!(row.contains(" a  session"), "{row}");
-    }
-
-    #[test]
-    fn esc_closes_the_pager_and_a_wider_terminal_may_make_it_fit() {
-        let command = "x".repeat(2_000);
-        let mut question = Question::new(request(&command, false), 40, 30);
-        question.key(&key(KeyCode::Char('v')), 30);
-        assert!(question.page_rows(40, 30).is_some());
-        assert_eq!(question.key(&key(KeyCode::Esc), 30), Answer::Moved);
-        assert!(question.page_rows(40, 30).is_none());
-        assert_eq!(question.key(&key(KeyCode::Char('y')), 30), Answer::Nothing);
-        question.resized(200, 30);
-        assert_eq!(
-            question.key(&key(KeyCode::Char('y')), 30),
-            Answer::Decided(ApprovalDecision::AllowOnce, None)
-        );
-    }
-
-    #[test]
-    fn a_key_answers_only_standing_alone_and_paging_keeps_it() {
-        let ms = Duration::from_millis;
-        let typed = |question: &mut Question, text: &str, from: Instant, every: Duration| {
-            let mut at = from;
-            for c in text.chars() {
-                let answer = question.take(&key(KeyCode::Char(c)), 24, at);
-                assert_eq!(answer, Answer::Nothing, "{c:?}");
-                // Nor does anything come due between two keys.
-                assert_eq!(
-                    question.due(24, at + every.saturating_sub(ms(1))),
-                    Answer::Nothing,
-                    "{c:?}"
-                );
-                at += every;
-            }
-            at
-        };
-        // A sentence typed at 60 ms a key as the question shows: its `y`
-        // and `a` are not answers however long it runs.
-        let mut question = Question::new(request("rm -rf build", true), 80, 24);
-        let start = question.heard;
-        let end = typed(
-            &mut question,
-            "yes, and also add a test, yay",
-            start,
-            ms(60),
-        );
-        // One begun after a pause: its first letter, `a`, is followed at
-        // once by the next, so it was typing too.
-        let end = typed(&mut question, "and then fix it", end + ms(600), ms(60));
-        assert_eq!(question.due(24, end + GRACE * 4), Answer::Nothing);
-        // Still, a `y`, still after it: the answer, once due.
-        let y = end + GRACE;
-        assert_eq!(
-            question.take(&key(KeyCode::Char('y')), 24, y),
-            Answer::Nothing
-        );
-        assert_eq!(
-            question.due(24, y + GRACE.saturating_sub(ms(1))),
-            Answer::Nothing
-        );
-        assert_eq!(
-            question.due(24, y + GRACE),
-            Answer::Decided(ApprovalDecision::AllowOnce, None)
-        );
-
-        // A key that does nothing starts the wait again: `x` then `y`
-        // 100 ms later is typing; so does a paste. Alt+y is not y.
-        let mut question = Question::new(request("rm -rf build", true), 80, 24);
-        let x = question.heard + GRACE + ms(10);
-        assert_eq!(
-            question.take(&key(KeyCode::Char('x')), 24, x),
-            Answer::Nothing
-        );
-        assert_eq!(
-            question.take(&key(KeyCode::Char('y')), 24, x + ms(100)),
-            Answer::Nothing
-        );
-        question.pasted(x + ms(500));
-        assert_eq!(
-            question.take(&key(KeyCode::Char('n')), 24, x + ms(600)),
-            Answer::Nothing
-        );
-        let alt_y = KeyEvent::new(KeyCode::Char('y'), KeyModifiers::ALT);
-        assert_eq!(question.take(&alt_y, 24, x + ms(2_000)), Answer::Nothing);
-        assert_eq!(question.due(24, x + ms(4_000)), Answer::Nothing);
-        // Ctrl+C answers at once.
-        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
-        assert!(matches!(
-            question.take(&ctrl_c, 24, x + ms(4_001)),
-            Answer::Decided(ApprovalDecision::Deny, _)
-        ));
-
-        // Paging is deliberate: `v`, `↓` … then `a` right after answers.
-        let command = (1..=40).fold(String::new(), |text, n| text + &format!("echo {n}\n"));
-        let mut question = Question::new(request(&command, true), 80, 20);
-        let mut at = question.heard + GRACE;
-        assert_eq!(
-            question.take(&key(KeyCode::Char('v')), 20, at),
-            Answer::Moved
-        );
-        for _ in 0..3 {
-            at += ms(30);
-            assert_eq!(question.take(&key(KeyCode::Down), 20, at), Answer::Moved);
-        }
-        at += ms(30);
-        assert_eq!(
-            question.take(&key(KeyCode::Char('a')), 20, at),
-            Answer::Nothing
-        );
-        assert_eq!(
-            question.due(20, at + GRACE),
-            Answer::Decided(ApprovalDecision::AllowSession, None)
-        );
-
-        // The note after `t` takes every key, however fast.
-        let mut question = Question::new(request("make", true), 80, 24);
-        let at = question.heard + GRACE;
-        assert_eq!(
-            question.take(&key(KeyCode::Char('t')), 24, at),
-            Answer::Nothing
-        );
-        assert_eq!(question.due(24, at + GRACE), Answer::Moved);
-        for c in "no".chars() {
-            question.take(&key(KeyCode::Char(c)), 24, at + GRACE + ms(5));
-        }
-        assert_eq!(
-            question.take(&key(KeyCode::Enter), 24, at + GRACE + ms(10)),
-            Answer::Decided(
-                ApprovalDecision::Deny,
-                Some("the user declined and says: no".to_owned())
-            )
-        );
-    }
-}
+mod tests;
