@@ -257,7 +257,7 @@ fn keys_typed_before_a_question_never_answer_it() {
     // Had the early `y` answered, the file would be written and nothing
     // left to deny. It waits on the input line, so the question takes a
     // key only after a second's quiet.
-    std::thread::sleep(Duration::from_millis(1_100));
+    std::thread::sleep(Duration::from_millis(1_600));
     tmux.type_text("one", "n");
     tmux.wait_for("one", "→ denied");
     tmux.wait_for("one", "ready");

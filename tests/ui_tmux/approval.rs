@@ -138,7 +138,7 @@ fn typing_on_as_the_question_shows_never_approves() {
     assert!(!ws.root.join("typed-through").exists());
     // After a quiet moment a key answers: a second, as the person has
     // been typing.
-    std::thread::sleep(Duration::from_millis(1_100));
+    std::thread::sleep(Duration::from_millis(1_600));
     tmux.type_text("one", "n");
     tmux.wait_for("one", "→ denied");
     assert!(!ws.root.join("typed-through").exists());
@@ -157,15 +157,16 @@ fn a_word_begun_slowly_as_the_question_shows_approves_nothing() {
     tmux.send("one", "run `touch made-by-and`");
     tmux.wait_for("one", "answer:");
     // An outside tester's: `and`, a key every 400 ms after a pause, was
-    // `a`, allow for the session.
+    // `a`, allow for the session. (300 ms here: a loaded machine may
+    // stretch the gaps, and half a second is the line.)
     std::thread::sleep(Duration::from_millis(600));
     for c in ["a", "n", "d"] {
         tmux.type_text("one", c);
-        std::thread::sleep(Duration::from_millis(400));
+        std::thread::sleep(Duration::from_millis(300));
     }
     // Answered the next moment, as a person stopping to look: the quiet
     // is a second, since the person was typing.
-    std::thread::sleep(Duration::from_millis(1_100));
+    std::thread::sleep(Duration::from_millis(1_600));
     tmux.type_text("one", "n");
     tmux.wait_for("one", "→ denied");
     assert!(!tmux.history("one").contains("allowed"));
