@@ -18,6 +18,8 @@ use crate::session::{self, EntryBody};
 
 pub mod folders;
 
+use folders::text;
+
 /// A step recorded with its checkpoints.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Step {
@@ -429,7 +431,6 @@ pub fn apply(
     }
     let since = crate::confine::gitdirs::mark();
     let mut failed = Vec::new();
-    let text = |path: &Path| path.to_str().unwrap_or_default().to_owned();
     let mut removed: Vec<&PathBuf> = plan
         .planned
         .iter()

@@ -128,7 +128,7 @@ impl Folders {
 
 /// A path as the sandbox takes it (a name that is not UTF-8 is refused
 /// before anything is written).
-fn text(path: &Path) -> String {
+pub(super) fn text(path: &Path) -> String {
     path.to_str().unwrap_or_default().to_owned()
 }
 
