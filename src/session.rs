@@ -412,10 +412,22 @@ fn read_entries(path: &Path) -> Result<(Meta, Vec<Entry>), Error> {
 }
 
 /// Takes the session's lock for as long as the file stays open, so two
-/// processes never append to one session.
+/// processes never append to one session. A process this one (or any
+/// other) is starting holds a copy of every descriptor from its fork to
+/// its `exec`: a lock just let go can still be held for that moment, so
+/// the lock is tried again for half a second before the session is said
+/// to be in use.
 fn lock(file: &File, id: &str) -> Result<(), Error> {
-    rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive)
-        .map_err(|_| Error::InUse { id: id.to_owned() })
+    let deadline = std::time::Instant::now() + std::time::Duration::from_millis(500);
+    loop {
+        match rustix::fs::flock(file, rustix::fs::FlockOperation::NonBlockingLockExclusive) {
+            Ok(()) => return Ok(()),
+            Err(_) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            Err(_) => return Err(Error::InUse { id: id.to_owned() }),
+        }
+    }
 }
 
 fn read_meta(path: &Path) -> Option<Meta> {
