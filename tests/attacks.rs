@@ -492,25 +492,7 @@ fn round_three_lines_are_refused_under_yes_and_change_nothing() {
         &server.base_url(),
         &["run", "--json", "--yes", "--model", "mock-model", "attack"],
     ));
-    let events: Vec<Value> = output
-        .stdout
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
-    let ran: Vec<String> = lines
-        .iter()
-        .enumerate()
-        .filter(|(index, _)| {
-            !events.iter().any(|e| {
-                e["type"] == "tool_call_end"
-                    && e["call_id"] == format!("a{index}")
-                    && e["output"]
-                        .as_str()
-                        .is_some_and(|o| o.starts_with("Error: Permission denied"))
-            })
-        })
-        .map(|(_, line)| line.clone())
-        .collect();
+    let ran = not_refused(&lines, &output.stdout);
     assert!(
         ran.is_empty(),
         "ran under --yes: {ran:#?}\n{}",
@@ -523,4 +505,90 @@ fn round_three_lines_are_refused_under_yes_and_change_nothing() {
     );
     assert!(root.join("victimdir/keep").exists());
     assert!(root.join("untracked.txt").exists());
+}
+
+/// Round four: bash's arithmetic evaluating a value the line gave code,
+/// reached through special parameters' slices and compound assignments.
+const ROUND_FOUR: &[&str] = &[
+    "x='a[$(rm victim.txt)]'; echo \"${@:x}\"",
+    "x='a[$(rm victim.txt)]'; ls ${*:x}",
+    "x='a[$(rm victim.txt)]'; cat ${$:x}",
+    "x='a[$(rm victim.txt)]'; head ${?:x}",
+    "x='a[$(rm victim.txt)]'; tail ${-:x}",
+    "x='a[$(rm victim.txt)]'; grep -c q ${@:0:x}",
+    "x='a[$(rm victim.txt)]'; wc -c ${HOME:x}",
+    "x='a[$(rm victim.txt)]'; b=([x]=1); echo ok",
+    "x='a[$(rm victim.txt)]'; b=([1 + x]=1); echo ok",
+    "x='a[$(rm victim.txt)]'; RANDOM=x; echo ok",
+    "x='a[$(rm victim.txt)]'; OPTIND=$x; echo ok",
+    "x='a[$(rm victim.txt)]'; for ((i = x; i < 1; i++)); do :; done",
+    "x='a[$(rm victim.txt)]'; [[ $x -eq 1 ]]; echo ok",
+    "echo 'a[$(rm victim.txt)]'; echo $((_))",
+];
+
+/// Runs [`ROUND_FOUR`] with `args`; the calls that were not refused.
+fn round_four(ws: &Workspace, args: &[&str]) -> Vec<String> {
+    let lines: Vec<String> = ROUND_FOUR.iter().map(|l| (*l).to_owned()).collect();
+    let server = mock();
+    script(&server, &lines);
+    let output = run(ws.offcode(&server.base_url(), args));
+    not_refused(&lines, &output.stdout)
+}
+
+/// The lines of a [`script`]ed run whose call was not refused, read from
+/// its `--json` events.
+fn not_refused(lines: &[String], stdout: &str) -> Vec<String> {
+    let events: Vec<Value> = stdout
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(index, _)| {
+            !events.iter().any(|e| {
+                e["type"] == "tool_call_end"
+                    && e["call_id"] == format!("a{index}")
+                    && e["output"]
+                        .as_str()
+                        .is_some_and(|o| o.starts_with("Error: Permission denied"))
+            })
+        })
+        .map(|(_, line)| line.clone())
+        .collect()
+}
+
+#[test]
+fn arithmetic_on_a_value_the_line_gave_is_refused_under_yes_and_under_plan() {
+    // A config that allows every command, and `--yes`.
+    let ws = target();
+    let ran = round_four(
+        &ws,
+        &["run", "--json", "--yes", "--model", "mock-model", "attack"],
+    );
+    assert!(ran.is_empty(), "ran under --yes: {ran:#?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("victim.txt")).unwrap(),
+        VICTIM
+    );
+    // The read-only agent, with the default rules.
+    let ws = target();
+    std::fs::remove_file(ws.root.join("offcode.jsonc")).unwrap();
+    let ran = round_four(
+        &ws,
+        &[
+            "run",
+            "--json",
+            "--agent",
+            "plan",
+            "--model",
+            "mock-model",
+            "attack",
+        ],
+    );
+    assert!(ran.is_empty(), "ran under plan: {ran:#?}");
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("victim.txt")).unwrap(),
+        VICTIM
+    );
 }

@@ -14,6 +14,7 @@ use super::shell::{self, Arg, Assignment, Item, RedirectKind, SimpleCommand};
 use super::wildcard;
 pub use crate::paths::real_path;
 
+mod arithmetic;
 mod class;
 mod commands;
 mod implicit;
@@ -23,6 +24,9 @@ mod scripts;
 mod table;
 mod understood;
 mod variables;
+
+#[cfg(test)]
+mod matrix;
 
 use class::{Extra, Rule};
 pub use class::{ExtraFile, Gate, RuleFile};
@@ -97,18 +101,15 @@ impl Gate {
             verdict: Verdict::default(),
             count: 0,
             functions: Vec::new(),
-            late: None,
-            taint: None,
+            arithmetic: Vec::new(),
+            numbers: std::collections::HashMap::new(),
+            values: Vec::new(),
+            integers: Vec::new(),
             written_at: None,
             links: Vec::new(),
         };
         check.script(command, 0);
-        if let (Some(late), Some(taint)) = (&check.late, &check.taint) {
-            let why = format!(
-                "`{late}` evaluates a variable as code, and {taint} sets one from data the line does not spell out"
-            );
-            check.danger(command, why);
-        }
+        check.judge_arithmetic();
         check.verdict
     }
 }
@@ -133,10 +134,17 @@ struct Check<'a> {
     count: usize,
     /// Functions the command line defines: calls to them are not plain.
     functions: Vec<String>,
-    /// Where the line evaluates a variable as an expression, if anywhere.
-    late: Option<String>,
-    /// What set a variable from data the line does not spell out.
-    taint: Option<String>,
+    /// Every place the line evaluates arithmetic, judged once the whole
+    /// line is read ([`Check::judge_arithmetic`]).
+    arithmetic: Vec<shell::Arithmetic>,
+    /// Each variable the line sets, and whether every value it gives it
+    /// is a number.
+    numbers: std::collections::HashMap<String, bool>,
+    /// Every value the line assigns, by name: arithmetic for a variable
+    /// declared `-i`.
+    values: Vec<(String, Arg)>,
+    /// Variables the line declares integers (`declare -i n`).
+    integers: Vec<String>,
     /// The count of commands seen when the line first wrote content to a
     /// file: workspace code run after that may be what it wrote.
     written_at: Option<usize>,
@@ -154,15 +162,6 @@ fn text_of(argv: &[Arg]) -> String {
 
 fn basename(text: &str) -> &str {
     text.rsplit('/').next().unwrap_or(text)
-}
-
-/// Whether `text` holds a command substitution (`$(...)` or backticks;
-/// `$((...))` is arithmetic, looked into for one).
-fn holds_substitution(text: &str) -> bool {
-    text.contains('`')
-        || text
-            .match_indices("$(")
-            .any(|(at, _)| !text[at + 2..].starts_with('('))
 }
 
 const SHELLS: &[&str] = &[
@@ -200,19 +199,9 @@ impl Check<'_> {
                 Item::Redirect(redirect) => self.redirect(&redirect),
                 Item::Assignment(assignment) => self.assignment(&assignment),
                 Item::Function(name) => self.functions.push(name),
-                Item::Late(construct) => {
-                    if holds_substitution(&construct) {
-                        self.danger(
-                            &construct,
-                            "bash evaluates this text as an expression, and it holds code",
-                        );
-                    }
-                    self.late.get_or_insert(construct);
-                }
+                Item::Late { construct, why } => self.danger(&construct, why),
+                Item::Arithmetic(arithmetic) => self.arithmetic(arithmetic),
                 Item::Sets(name) => self.sets_variable(&Arg::literal(&name), source),
-                Item::Taint(source) => {
-                    self.taint.get_or_insert(source);
-                }
             }
         }
     }

@@ -10,8 +10,11 @@
 
 use tree_sitter::{Node, Parser};
 
+mod arith;
 mod checks;
 mod words;
+
+pub use arith::{Reading, comparison_operand, expression, is_name, name_operand};
 
 use words::{decode_ansi_c, decode_double_quoted, decode_unquoted};
 
@@ -103,15 +106,30 @@ pub enum Item {
     Assignment(Assignment),
     /// A function definition, by name.
     Function(String),
-    /// A place where bash evaluates a variable's value as an expression
-    /// (arithmetic, `[[ -v ]]`, `${!x}`, `${x@P}`): code hidden in the value
-    /// would run there.
-    Late(String),
-    /// A variable set from data the line does not spell out (`read`, a
-    /// `for` loop over words).
-    Taint(String),
-    /// A variable a loop sets by name (`for NAME in ...`, `select NAME`).
+    /// A place where bash evaluates a variable's value as code outside
+    /// arithmetic (`${!x}`, `${x@P}`, `[[ -v $x ]]`), or an expansion the
+    /// walker cannot read: never plain.
+    Late {
+        /// The construct, as written (shortened).
+        construct: String,
+        /// What bash does with it.
+        why: String,
+    },
+    /// A place where bash evaluates arithmetic, and what it reads there.
+    Arithmetic(Arithmetic),
+    /// A variable set by name to a value the line does not spell out (`for
+    /// NAME in ...`, `select NAME`, `${NAME:=word}`).
     Sets(String),
+}
+
+/// A place where bash evaluates arithmetic (`$((...))`, `((...))`, a
+/// subscript, `${P:OFFSET}`, `[[ A -eq B ]]`...).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Arithmetic {
+    /// The construct, as written (shortened).
+    pub construct: String,
+    /// What its expression reads and assigns.
+    pub reading: Reading,
 }
 
 /// Parses `source` and lists what it runs.
@@ -140,6 +158,23 @@ pub fn parse(source: &str, home: Option<&str>) -> Result<Vec<Item>, Problem> {
     };
     walker.visit(root, 0)?;
     Ok(walker.items)
+}
+
+/// Whether `node` stands inside arithmetic (`for ((...))`, `((...))`,
+/// `$((...))`).
+fn in_arithmetic(node: Node<'_>) -> bool {
+    let mut current = node.parent();
+    while let Some(parent) = current {
+        match parent.kind() {
+            "c_style_for_statement" | "arithmetic_expansion" => return true,
+            "compound_statement" => {
+                return parent.child(0).is_some_and(|open| open.kind() == "((");
+            }
+            "command" | "program" | "do_group" => return false,
+            _ => current = parent.parent(),
+        }
+    }
+    false
 }
 
 struct Walker<'a> {
@@ -208,8 +243,8 @@ const LEAVES: &[&str] = &[
     "extglob_pattern",
 ];
 
-impl Walker<'_> {
-    fn text(&self, node: Node<'_>) -> &str {
+impl<'a> Walker<'a> {
+    fn text(&self, node: Node<'_>) -> &'a str {
         std::str::from_utf8(&self.source[node.byte_range()]).unwrap_or("")
     }
 
@@ -261,52 +296,16 @@ impl Walker<'_> {
                 self.items.push(Item::Redirect(redirect));
                 Ok(())
             }
+            // `for ((i = 0; ...))`: an arithmetic assignment, whose value is
+            // the number its expression gives (read as arithmetic there).
+            "variable_assignment" if in_arithmetic(node) => self.children(node, depth),
             "variable_assignment" => {
                 let assignment = self.assignment(node)?;
                 self.children(node, depth)?;
                 self.items.push(Item::Assignment(assignment));
                 Ok(())
             }
-            "declaration_command" | "unset_command" => {
-                // `declare -n r=PATH`: the keyword and its words are a
-                // command too, so rules can look at the options.
-                let keyword = node.child(0).map_or("declare", |k| k.kind()).to_owned();
-                let mut cursor = node.walk();
-                let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
-                let mut argv = vec![Arg::literal(&keyword)];
-                for child in &children {
-                    // A quoted or expanded word (`declare "$x=bin"`) is read
-                    // as a word: known only at run time if it expands.
-                    argv.push(match child.kind() {
-                        "variable_assignment" | "variable_name" => Arg::literal(self.text(*child)),
-                        _ => self.word(*child, false),
-                    });
-                }
-                // `declare -p NAME` prints the variable; it sets nothing.
-                let printing = argv
-                    .iter()
-                    .filter_map(Arg::known)
-                    .any(|word| word.starts_with('-') && word.contains('p'));
-                self.items.push(Item::Command(SimpleCommand {
-                    assignments: Vec::new(),
-                    argv,
-                }));
-                for child in children {
-                    self.visit(child, depth + 1)?;
-                    if child.kind() == "variable_name" && !printing {
-                        // `export PAGER` exports a value set elsewhere: the
-                        // name alone is enough to look at.
-                        self.items.push(Item::Assignment(Assignment {
-                            name: self.text(child).to_owned(),
-                            value: Arg {
-                                text: String::new(),
-                                dynamic: true,
-                            },
-                        }));
-                    }
-                }
-                Ok(())
-            }
+            "declaration_command" | "unset_command" => self.declaration(node, depth),
             "function_definition" => {
                 if let Some(name) = node.child_by_field_name("name") {
                     self.items.push(Item::Function(self.text(name).to_owned()));
@@ -326,6 +325,49 @@ impl Walker<'_> {
                 short(self.text(node))
             ))),
         }
+    }
+
+    /// `declare`, `local`, `export`, `unset`... with their words: a
+    /// command too, so rules can look at the options (`declare -n r=PATH`).
+    fn declaration(&mut self, node: Node<'_>, depth: usize) -> Result<(), Problem> {
+        // `declare -n r=PATH`: the keyword and its words are a
+        // command too, so rules can look at the options.
+        let keyword = node.child(0).map_or("declare", |k| k.kind()).to_owned();
+        let mut cursor = node.walk();
+        let children: Vec<Node<'_>> = node.named_children(&mut cursor).collect();
+        let mut argv = vec![Arg::literal(&keyword)];
+        for child in &children {
+            // A quoted or expanded word (`declare "$x=bin"`) is read
+            // as a word: known only at run time if it expands.
+            argv.push(match child.kind() {
+                "variable_assignment" | "variable_name" => Arg::literal(self.text(*child)),
+                _ => self.word(*child, false),
+            });
+        }
+        // `declare -p NAME` prints the variable; it sets nothing.
+        let printing = argv
+            .iter()
+            .filter_map(Arg::known)
+            .any(|word| word.starts_with('-') && word.contains('p'));
+        self.items.push(Item::Command(SimpleCommand {
+            assignments: Vec::new(),
+            argv,
+        }));
+        for child in children {
+            self.visit(child, depth + 1)?;
+            if child.kind() == "variable_name" && !printing {
+                // `export PAGER` exports a value set elsewhere: the
+                // name alone is enough to look at.
+                self.items.push(Item::Assignment(Assignment {
+                    name: self.text(child).to_owned(),
+                    value: Arg {
+                        text: String::new(),
+                        dynamic: true,
+                    },
+                }));
+            }
+        }
+        Ok(())
     }
 
     fn children(&mut self, node: Node<'_>, depth: usize) -> Result<(), Problem> {

@@ -154,6 +154,7 @@ impl Check<'_> {
     /// values as arithmetic.
     fn declaration(&mut self, name: &str, args: &[Arg], text: &str) {
         let mut exported = name == "export";
+        let mut integer = false;
         for arg in args {
             if arg.dynamic {
                 self.danger(text, format!("`{name}` of a name known only at run time"));
@@ -166,10 +167,20 @@ impl Check<'_> {
                     return;
                 }
                 exported |= flags.contains('x');
-                if flags.contains('i') {
-                    self.late.get_or_insert_with(|| format!("{name} -i"));
+                integer |= flags.contains('i') && word.starts_with('-');
+                if flags.contains('n') && name != "export" {
+                    self.danger(
+                        text,
+                        format!("`{name} -n` makes a name stand for another, which bash evaluates with its subscript"),
+                    );
                 }
                 continue;
+            }
+            if integer {
+                // Every value this line gives it is arithmetic.
+                let variable = word.split_once('=').map_or(word, |(variable, _)| variable);
+                self.integers
+                    .push(variable.trim_end_matches('+').to_owned());
             }
             if exported {
                 let (variable, value) = word.split_once('=').unwrap_or((word, ""));

@@ -5,27 +5,6 @@
 
 use super::{Arg, Assignment, Check};
 
-/// Builtins whose arguments name variables, and so evaluate subscripts.
-const BUILTINS_WITH_NAMES: &[&str] = &[
-    "read",
-    "printf",
-    "unset",
-    "declare",
-    "typeset",
-    "local",
-    "export",
-    "readonly",
-    "getopts",
-    "mapfile",
-    "readarray",
-    "wait",
-    "let",
-    "test",
-    "[",
-    "eval",
-    "shift",
-];
-
 /// Shell variables no plain line sets: they change where `cd` goes, which
 /// files globs see, or what bash runs.
 const FORBIDDEN_VARIABLES: &[&str] = &[
@@ -113,17 +92,8 @@ impl Check<'_> {
         if value.text.contains('\0') {
             self.danger(&format!("{name}=…"), "a value holds a NUL byte");
         }
-        // A number worked out by arithmetic (`i=$((i + 1))`) holds no code.
-        let arithmetic = value.text.starts_with("$((")
-            && value.text.ends_with("))")
-            && !value.text.contains(['[', '`'])
-            && !super::holds_substitution(&value.text);
-        if !arithmetic
-            && (value.dynamic || value.text.contains('[') || super::holds_substitution(&value.text))
-        {
-            self.taint
-                .get_or_insert_with(|| format!("`{name}={}`", value.text));
-        }
+        self.gives(name, super::arithmetic::numeric(value));
+        self.values.push((name.to_owned(), value.clone()));
         if FORBIDDEN_VARIABLES.contains(&name)
             || name.starts_with("BASH_FUNC_")
             || name.starts_with("LD_")
@@ -182,6 +152,14 @@ impl Check<'_> {
             self.danger(text, "sets a variable named only at run time");
             return;
         };
+        self.gives(name, false);
+        self.values.push((
+            name.to_owned(),
+            Arg {
+                text: format!("(a value `{text}` sets)"),
+                dynamic: true,
+            },
+        ));
         let name = name.split('[').next().unwrap_or(name);
         if FORBIDDEN_VARIABLES.contains(&name)
             || name.starts_with("BASH_FUNC_")
@@ -248,48 +226,36 @@ impl Check<'_> {
         named
     }
 
-    /// Builtins that set variables from input, or take variable names and
-    /// so evaluate a subscript in one (`read 'x[$(id)]'`, `test -v ...`).
+    /// Builtins that set variables by name, or take variable names and so
+    /// evaluate a subscript in one (`read 'x[$(id)]'`, `test -v ...`).
     pub(super) fn variables(&mut self, name: &str, args: &[Arg], text: &str) {
-        let sets_from_input = matches!(name, "read" | "mapfile" | "readarray" | "getopts")
-            || (name == "printf" && args.iter().any(|a| a.text.starts_with("-v")))
-            // `set -- ...` sets the positional parameters.
-            || (name == "set" && sets_positional(args));
-        if sets_from_input {
-            self.taint.get_or_insert_with(|| format!("`{name}`"));
-        }
         for variable in Self::named_by(name, args) {
             self.sets_variable(&variable, text);
+            self.name_operand(&variable, text);
         }
-        if BUILTINS_WITH_NAMES.contains(&name)
-            && args.iter().any(|a| {
-                a.text.contains('[') && ["$(", "`"].iter().any(|code| a.text.contains(code))
-            })
-        {
-            self.danger(
-                text,
-                format!("`{name}` evaluates a subscript that holds code"),
-            );
-        }
-    }
-}
-
-/// Whether `set ARGS` sets the positional parameters: a word after `--`,
-/// or one that is neither an option nor the name `-o` takes.
-fn sets_positional(args: &[Arg]) -> bool {
-    let mut words = args.iter();
-    while let Some(word) = words.next() {
-        if word.text == "--" {
-            return words.next().is_some();
-        }
-        if word.dynamic || !word.text.starts_with(['-', '+']) {
-            return true;
-        }
-        if word.text.ends_with('o') {
-            words.next();
+        let operands: Vec<&Arg> = match name {
+            "declare" | "typeset" | "local" | "readonly" | "export" | "unset" => args
+                .iter()
+                .filter(|arg| arg.dynamic || !arg.text.starts_with(['-', '+']))
+                .collect(),
+            // `test -v NAME`, `[ -v NAME ]`; `wait -p NAME`.
+            "test" | "[" | "wait" => {
+                let flag = if name == "wait" { "-p" } else { "-v" };
+                args.windows(2)
+                    .filter(|pair| pair[0].text == flag)
+                    .map(|pair| &pair[1])
+                    .collect()
+            }
+            "let" => {
+                self.let_builtin(args, text);
+                Vec::new()
+            }
+            _ => Vec::new(),
+        };
+        for operand in operands {
+            self.name_operand(operand, text);
         }
     }
-    false
 }
 
 /// Why a build variable's value is dangerous, judged as its option forms

@@ -3,7 +3,7 @@
 
 use tree_sitter::Node;
 
-use super::{Item, Problem, Walker, short};
+use super::{Arithmetic, Item, Problem, Reading, Walker, arith, short};
 
 impl Walker<'_> {
     /// Here-document delimiters bash and tree-sitter read alike: a plain
@@ -45,15 +45,11 @@ impl Walker<'_> {
                 short(text)
             )));
         }
-        if let Some(late) = self.late(node) {
-            self.items.push(Item::Late(late));
-        }
-        if node.kind() == "for_statement" {
-            self.items
-                .push(Item::Taint("a `for` loop variable".to_owned()));
-            if let Some(variable) = node.child_by_field_name("variable") {
-                self.items.push(Item::Sets(self.text(variable).to_owned()));
-            }
+        self.evaluated(node);
+        if node.kind() == "for_statement"
+            && let Some(variable) = node.child_by_field_name("variable")
+        {
+            self.items.push(Item::Sets(self.text(variable).to_owned()));
         }
         self.children(node, depth)
     }
@@ -97,55 +93,188 @@ impl Walker<'_> {
         }
         Ok(())
     }
-    /// Whether `node` makes bash evaluate a value as an expression.
-    pub(super) fn late(&self, node: Node<'_>) -> Option<String> {
+    /// Notes where `node` makes bash evaluate arithmetic, or a value as
+    /// code.
+    pub(super) fn evaluated(&mut self, node: Node<'_>) {
         let text = self.text(node);
-        let found = match node.kind() {
-            "arithmetic_expansion" | "c_style_for_statement" => true,
-            "compound_statement" => text.starts_with("(("),
-            "test_command" => {
-                let mut cursor = node.walk();
-                let mut operators = Vec::new();
-                collect_operators(node, &mut cursor, self.source, &mut operators);
-                operators.iter().any(|op| {
-                    matches!(
-                        op.as_str(),
-                        "-v" | "-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge"
-                    )
-                })
+        match node.kind() {
+            "arithmetic_expansion" => {
+                let inner = text
+                    .strip_prefix("$((")
+                    .and_then(|t| t.strip_suffix("))"))
+                    .or_else(|| text.strip_prefix("$[").and_then(|t| t.strip_suffix(']')));
+                self.arithmetic(text, inner);
             }
-            // `${!x}`, `${x@P}`, and `${x:OFFSET}` (an arithmetic offset).
+            "compound_statement" if text.starts_with("((") => {
+                let inner = text.strip_prefix("((").and_then(|t| t.strip_suffix("))"));
+                self.arithmetic(text, inner);
+            }
+            "c_style_for_statement" => {
+                let inner = text.find("((").and_then(|at| {
+                    text[at + 2..]
+                        .find("))")
+                        .map(|end| &text[at + 2..at + 2 + end])
+                });
+                self.arithmetic(text, inner);
+            }
+            "test_command" => self.test_operands(node),
             "expansion" => {
-                let inner = text.trim_start_matches("${");
-                let after_name =
-                    inner.trim_start_matches(|c: char| c.is_alphanumeric() || c == '_');
-                text.starts_with("${!")
-                    || text.contains("@P")
-                    || (after_name.starts_with(':')
-                        && !after_name[1..].starts_with(['-', '=', '?', '+']))
+                let found = arith::parameter(text);
+                if let Some(why) = found.late {
+                    self.items.push(Item::Late {
+                        construct: short(text),
+                        why: format!("bash evaluates {why}"),
+                    });
+                }
+                if let Some(reading) = found.arithmetic {
+                    self.items.push(Item::Arithmetic(Arithmetic {
+                        construct: short(text),
+                        reading,
+                    }));
+                }
+                if let Some(name) = found.assigns {
+                    self.items.push(Item::Sets(name));
+                }
             }
-            "subscript" => node
-                .child_by_field_name("index")
-                .is_some_and(|index| index.kind() != "number"),
-            _ => false,
-        };
-        found.then(|| short(text))
+            "subscript" if node.parent().is_none_or(|p| p.kind() != "expansion") => {
+                if let Some(index) = node.child_by_field_name("index") {
+                    let index = self.text(index);
+                    if !matches!(index, "@" | "*") {
+                        self.items.push(Item::Arithmetic(Arithmetic {
+                            construct: short(text),
+                            reading: arith::subscript_reading(index),
+                        }));
+                    }
+                }
+            }
+            // `([k]=v ...)`: each `[k]` is a subscript.
+            "array" => {
+                for subscript in array_subscripts(text) {
+                    self.items.push(Item::Arithmetic(Arithmetic {
+                        construct: short(text),
+                        reading: arith::subscript_reading(&subscript),
+                    }));
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Arithmetic whose expression is `inner` (unreadable when `None`).
+    fn arithmetic(&mut self, text: &str, inner: Option<&str>) {
+        let reading = inner.map_or_else(
+            || Reading {
+                code: Some("a form the checker cannot read".to_owned()),
+                ..Reading::default()
+            },
+            arith::expression,
+        );
+        self.items.push(Item::Arithmetic(Arithmetic {
+            construct: short(text),
+            reading,
+        }));
+    }
+
+    /// `[[ A -eq B ]]` and its kin evaluate both operands as arithmetic;
+    /// `[[ -v NAME ]]` the subscript of `NAME`.
+    fn test_operands(&mut self, node: Node<'_>) {
+        let mut stack = vec![node];
+        while let Some(current) = stack.pop() {
+            let mut cursor = current.walk();
+            let children: Vec<Node<'_>> = current.children(&mut cursor).collect();
+            let operator = children
+                .iter()
+                .find(|child| child.kind() == "test_operator")
+                .map(|child| self.text(*child));
+            let operands: Vec<Node<'_>> = children
+                .iter()
+                .filter(|child| child.is_named() && child.kind() != "test_operator")
+                .copied()
+                .collect();
+            match operator {
+                Some("-eq" | "-ne" | "-lt" | "-le" | "-gt" | "-ge") => {
+                    for operand in &operands {
+                        self.items.push(Item::Arithmetic(Arithmetic {
+                            construct: short(self.text(current)),
+                            reading: arith::comparison_operand(self.text(*operand)),
+                        }));
+                    }
+                }
+                Some("-v") => {
+                    for operand in &operands {
+                        let name = self.text(*operand);
+                        match arith::name_operand(name) {
+                            _ if name.contains(['$', '`', '"', '\\', '\'']) => {
+                                self.items.push(Item::Late {
+                                    construct: short(self.text(current)),
+                                    why: format!(
+                                        "`-v {name}` takes a value as a name, which may hold code"
+                                    ),
+                                });
+                            }
+                            Some(reading) => self.items.push(Item::Arithmetic(Arithmetic {
+                                construct: short(self.text(current)),
+                                reading,
+                            })),
+                            None => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+            stack.extend(operands);
+        }
     }
 }
 
-/// The test operators under a `[[ ... ]]`.
-fn collect_operators<'t>(
-    node: Node<'t>,
-    cursor: &mut tree_sitter::TreeCursor<'t>,
-    source: &[u8],
-    out: &mut Vec<String>,
-) {
-    let children: Vec<Node<'t>> = node.children(cursor).collect();
-    for child in children {
-        if child.kind() == "test_operator" {
-            out.push(String::from_utf8_lossy(&source[child.byte_range()]).into_owned());
+/// The subscripts of a compound assignment `([k]=v ...)`, as bash reads
+/// them: a `[` that starts an element, unquoted, to its matching `]`
+/// (spaces inside included); an unclosed one is kept whole.
+fn array_subscripts(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut found = Vec::new();
+    let mut at = 0;
+    let mut start_of_element = false;
+    let mut quote: Option<char> = None;
+    while at < chars.len() {
+        let c = chars[at];
+        if let Some(open) = quote {
+            if c == '\\' && open == '"' {
+                at += 1;
+            } else if c == open {
+                quote = None;
+            }
+            at += 1;
+            continue;
         }
-        let mut inner = child.walk();
-        collect_operators(child, &mut inner, source, out);
+        if c == '[' && start_of_element {
+            let mut depth = 0usize;
+            let mut end = at;
+            while end < chars.len() {
+                match chars[end] {
+                    '[' => depth += 1,
+                    ']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            break;
+                        }
+                    }
+                    _ => {}
+                }
+                end += 1;
+            }
+            found.push(chars[at + 1..end.min(chars.len())].iter().collect());
+            at = end + 1;
+            start_of_element = false;
+            continue;
+        }
+        match c {
+            '\'' | '"' => quote = Some(c),
+            '\\' => at += 1,
+            _ => {}
+        }
+        start_of_element = c == '(' || c.is_whitespace();
+        at += 1;
     }
+    found
 }
