@@ -31,6 +31,7 @@ mod helper;
 pub mod includes;
 pub mod kernel;
 mod lasting;
+pub mod own;
 mod places;
 pub mod protect;
 mod sys;
@@ -512,7 +513,7 @@ impl Confinement {
         spec.hidden.dedup();
         spec.personal.extend(home.personal);
         spec.pinned = places::pinned(&spec);
-        let mut command = std::process::Command::new(&self.helper);
+        let mut command = own::command(&self.helper);
         command
             .arg(HELPER_ARG)
             .arg(serde_json::to_string(&spec).unwrap_or_default())

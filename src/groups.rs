@@ -400,8 +400,7 @@ fn watch(running: &Running) {
 
 /// Starts `offcode __reaper` in a session of its own, its stdin a pipe.
 fn start_reaper() -> Option<Reaper> {
-    let exe = std::env::current_exe().ok()?;
-    let mut command = std::process::Command::new(exe);
+    let mut command = crate::confine::own::command(&crate::confine::own::program());
     command
         .arg(REAPER_ARG)
         .stdin(std::process::Stdio::piped())

@@ -30,6 +30,10 @@ fn main() -> ExitCode {
     // No file offcode was started with (a shell's `7>>file`) reaches an
     // unconfined command, an MCP server or the reaper.
     offcode::confine::close_inherited_on_exec();
+    // Before any command can run: offcode starts itself (the confinement
+    // helper, the reaper) through this file, whatever is renamed over its
+    // path later.
+    offcode::confine::own::hold();
     let cli = offcode::cli::Cli::parse();
     // Before the environment is read: it works on any box, however bare.
     if cli.version {

@@ -485,7 +485,7 @@ fn policy_files(environment: &Environment, loaded: &Loaded) -> Vec<std::path::Pa
 /// acting as the helper, unless the config turned it off or the kernel
 /// cannot.
 pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path) -> Arc<Shell> {
-    let helper = std::env::current_exe().unwrap_or_else(|_| "offcode".into());
+    let helper = crate::confine::own::program();
     Arc::new(
         Shell::new(helper, root, &config.sandbox, environment.var("HOME"))
             .with_own_files(&environment.own_files())

@@ -30,6 +30,7 @@ mod messages;
 mod network;
 mod opencode;
 mod ordinary;
+mod own_binary;
 mod policy;
 mod providers;
 mod results;

@@ -109,6 +109,23 @@ pub fn new_session(command: &mut std::process::Command) {
     }
 }
 
+/// Keeps the descriptor `fd` open across the `exec` of `command` (it is
+/// close-on-exec in offcode, so that nothing else inherits it).
+pub fn keep_open_in_child(command: &mut std::process::Command, fd: i32) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure runs in the forked child before `exec` and makes
+    // one async-signal-safe call, `fcntl` on a copied integer.
+    unsafe {
+        command.pre_exec(move || {
+            if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                Err(io::Error::last_os_error())
+            } else {
+                Ok(())
+            }
+        });
+    }
+}
+
 /// Makes `command` die (SIGKILL) when offcode does, however it ends: a
 /// command that outlived it would go on changing the workspace unseen,
 /// after its step could be recorded. Only for commands spawned from a
