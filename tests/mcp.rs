@@ -617,10 +617,7 @@ fn a_repository_s_mcp_servers_do_not_start_until_the_folder_is_trusted() {
     let output = ws.run_task(&server.base_url(), &["--yes"], "hello");
     assert_eq!(output.code, 0, "{}", output.stderr);
     assert!(log_lines(&log).is_empty(), "the repository's server ran");
-    for expected in [
-        "mcp server `repo` runs",
-        "mcp server `mine` is changed outside the sandbox",
-    ] {
+    for expected in ["mcp server `repo` runs", "mcp server `mine` is changed"] {
         assert!(
             output.stderr.contains(expected),
             "{expected}: {}",
@@ -1005,4 +1002,63 @@ impl Drop for KillOnDrop {
             }
         }
     }
+}
+
+#[test]
+fn a_repository_s_server_runs_confined_even_trusted_and_whatever_it_loads() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    let outside = ws.home.join("escaped.txt");
+    // The repository's server, run outside the sandbox as its file asks,
+    // through a script that sources another the trust does not pin.
+    std::fs::write(
+        ws.root.join("start.sh"),
+        format!(
+            ". ./lib.sh\nexec {} --log {}\n",
+            server_bin().display(),
+            log.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(ws.root.join("lib.sh"), "# helpers\n").unwrap();
+    std::fs::write(
+        ws.root.join("offcode.jsonc"),
+        json!({"mcp": {"repo": {"type": "local", "command": ["sh", "start.sh"],
+            "confine": false, "timeout": 5000}}})
+        .to_string(),
+    )
+    .unwrap();
+    let trusted = run(ws.offcode("http://127.0.0.1:9/v1", &["trust"]));
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    // What a command of an earlier session left: the sourced file now
+    // writes outside the workspace.
+    std::fs::write(
+        ws.root.join("lib.sh"),
+        format!("echo pwned > {}\n", outside.display()),
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&call(
+        "c1",
+        "repo_write_file",
+        &json!({"path": ws.home.join("through-call.txt").display().to_string(), "content": "x"}),
+    )));
+    server.push(sse(&chunks::text_answer("Tried.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "escape");
+    assert!(
+        !log_lines(&log).is_empty(),
+        "the trusted server did not start: {}",
+        output.stderr
+    );
+    assert!(!outside.exists(), "what the server loads ran unconfined");
+    assert!(
+        !ws.home.join("through-call.txt").exists(),
+        "the server wrote outside: {}",
+        output.stderr
+    );
+    assert!(
+        !output.stderr.contains("runs outside the sandbox"),
+        "{}",
+        output.stderr
+    );
 }

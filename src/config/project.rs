@@ -40,7 +40,17 @@ impl ProjectPart {
             held.insert("sandbox".to_owned(), json!({ "network": network }));
         }
         // A repository's MCP servers are programs it would have offcode run.
-        if let Some(Value::Object(servers)) = layer.remove("mcp") {
+        if let Some(Value::Object(mut servers)) = layer.remove("mcp") {
+            // Always confined: trust pins the files a server's command names,
+            // not what they load (a sourced script, a module, a package), so
+            // trust must never lift the sandbox. Only the person's own config
+            // can run a server outside it; a server this file redefines is
+            // confined too, whatever the person's config said of it.
+            for server in servers.values_mut() {
+                if let Value::Object(fields) = server {
+                    fields.insert("confine".to_owned(), Value::Bool(true));
+                }
+            }
             for (name, server) in &servers {
                 // Checked already (`mcp::check_layer`); read as a session would.
                 if let Ok(server) =
