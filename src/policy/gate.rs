@@ -202,6 +202,7 @@ impl Check<'_> {
                 Item::Late { construct, why } => self.danger(&construct, why),
                 Item::Arithmetic(arithmetic) => self.arithmetic(arithmetic),
                 Item::Sets(name) => self.sets_variable(&Arg::literal(&name), source),
+                Item::Counts(name) => self.sets_variable_to(&Arg::literal(&name), source, true),
             }
         }
     }

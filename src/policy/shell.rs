@@ -120,6 +120,9 @@ pub enum Item {
     /// A variable set by name to a value the line does not spell out (`for
     /// NAME in ...`, `select NAME`, `${NAME:=word}`).
     Sets(String),
+    /// A variable a loop sets to numbers the line spells out (`for i in 1
+    /// 2 3`, `for i in {1..5}`).
+    Counts(String),
 }
 
 /// A place where bash evaluates arithmetic (`$((...))`, `((...))`, a
@@ -143,6 +146,12 @@ pub fn parse(source: &str, home: Option<&str>) -> Result<Vec<Item>, Problem> {
     if source.contains('\0') {
         return Err(Problem("the command contains a NUL byte".to_owned()));
     }
+    if let Some(at) = joined_word(source) {
+        return Err(Problem(format!(
+            "a line continuation inside a word, which bash joins before it reads the line (near `{}`)",
+            short(&source[at.saturating_sub(20)..at])
+        )));
+    }
     let mut parser = Parser::new();
     parser
         .set_language(&tree_sitter_bash::LANGUAGE.into())
@@ -158,6 +167,26 @@ pub fn parse(source: &str, home: Option<&str>) -> Result<Vec<Item>, Problem> {
     };
     walker.visit(root, 0)?;
     Ok(walker.items)
+}
+
+/// Where a backslash-newline joins two parts of one word (`$\⏎[x]`,
+/// `${PWD\⏎:x}`): bash removes it before reading the line, tree-sitter
+/// does not, so they would read different lines. One after a blank (a long
+/// command split over lines) is read alike.
+fn joined_word(source: &str) -> Option<usize> {
+    let bytes = source.as_bytes();
+    (1..bytes.len()).find(|&at| {
+        if bytes[at] != b'\n' || bytes[at - 1] != b'\\' {
+            return false;
+        }
+        let slashes = bytes[..at]
+            .iter()
+            .rev()
+            .take_while(|b| **b == b'\\')
+            .count();
+        let before = bytes[..at - slashes].last();
+        slashes % 2 == 1 && before.is_some_and(|b| !b.is_ascii_whitespace())
+    })
 }
 
 /// Whether `node` stands inside arithmetic (`for ((...))`, `((...))`,

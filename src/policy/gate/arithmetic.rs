@@ -30,6 +30,13 @@ const NUMBERS_BY_BASH: &[&str] = &[
     "PPID",
     "UID",
     "EUID",
+    "SHLVL",
+    "BASH_SUBSHELL",
+    "OPTIND",
+    "HISTCMD",
+    "PIPESTATUS",
+    "COLUMNS",
+    "LINES",
 ];
 
 /// Variables whose every assignment bash evaluates as arithmetic, as if
@@ -41,7 +48,7 @@ pub(super) const INTEGERS_BY_BASH: &[&str] = &["RANDOM", "SRANDOM", "OPTIND", "H
 /// whose result is a number; what it reads is judged where it stands).
 pub(super) fn numeric(value: &Arg) -> bool {
     if let Some(text) = value.known() {
-        let digits = text.trim_start_matches(['-', '+']);
+        let digits = text.trim().trim_start_matches(['-', '+']);
         return !digits.is_empty()
             && digits.starts_with(|c: char| c.is_ascii_digit())
             && digits
@@ -171,7 +178,7 @@ impl Check<'_> {
     }
 }
 
-fn shell_short(text: &str) -> String {
+pub(super) fn shell_short(text: &str) -> String {
     const MAX: usize = 60;
     if text.chars().count() <= MAX {
         return text.to_owned();

@@ -79,6 +79,18 @@ const CONTEXTS: &[&str] = &[
     "HISTCMD={E}; {W} ok",
     "{W} ${@: -{E}}",
     "{W} ${HOME:(-{E})}",
+    // Found by an outside attack: arithmetic in an operator's word, in a
+    // here-document after blanks, and behind a line continuation.
+    "{W} ${z:-$[{E}]}",
+    "{W} \"${z:=$[{E}]}\"",
+    "{W} ${HOME/a/$[{E}]}",
+    "{W} ${z:-$(({E}))}",
+    "cat <<EOF\n $(({E}))\nEOF\n{W} ok",
+    "cat <<-EOF\n\t${a[{E}]}\n\tEOF\n{W} ok",
+    "{W} $\\\n[{E}]",
+    "{W} ${HOME\\\n:{E}}",
+    "{W} ${@\\\n:{E}}",
+    "b=(\\\n[{E}]=1); {W} ok",
 ];
 
 /// Builtins that take a number but read it as a number, not arithmetic
@@ -116,6 +128,12 @@ const SPECIALS: &[&str] = &[
     "r={v}; echo ${!r}",
     "declare -n r={v}; echo $r",
     "q='$(touch hit)'; echo ${q@P}",
+    "echo={v}; echo ${z:-$((echo))}",
+    "pwd={v}; cat <<EOF\n$((pwd))\nEOF",
+    "cat <<EOF\n $(touch hit)\nEOF",
+    "cat <<EOF\nfoo\n\t`touch hit`\nEOF",
+    "q='$(touch hit)'; cat <<EOF\n ${q@P}\nEOF",
+    "q='$(touch hit)'; echo $\\\n{q@P}",
     "set -- {v}; echo ${!#}; echo $(( ${!#} ))",
 ];
 
@@ -228,6 +246,15 @@ fn the_same_places_reading_numbers_the_line_set_stay_plain() {
         "echo $((2 + 3)) ${#HOME} $(( ${#HOME} * 2 ))",
         "n=3; echo ${HOME:1:n}",
         "typeset -i n=3; echo $n",
+        "for i in 1 2 3; do echo $((i * 2)); done",
+        "for i in {1..5}; do echo $((i + 1)); done",
+        "total=0; for n in 1 2 3; do total=$((total + n)); done; echo $total",
+        "arr=(a b c); for i in 0 1 2; do echo ${arr[i]}; done",
+        "echo $((SHLVL)) $((BASH_SUBSHELL)) $((COLUMNS)) $((PIPESTATUS))",
+        "x=' 1'; echo $((x))",
+        "cargo test \\\n  --all-targets",
+        "cat <<EOF\nplain $HOME ${HOME} $((1 + 2))\nEOF",
+        "cat <<'EOF' > s.sh\necho $(date) $((x)) ${a[i]}\nEOF",
     ] {
         let verdict = gate.check(line, dir.path(), None);
         if !verdict.dangers.is_empty() {

@@ -148,18 +148,27 @@ impl Check<'_> {
     /// changes how commands are found or run is never set, and neither is
     /// one named only at run time.
     pub(super) fn sets_variable(&mut self, variable: &Arg, text: &str) {
+        self.sets_variable_to(variable, text, false);
+    }
+
+    /// [`Self::sets_variable`], to numbers only when `number` (`for i in 1
+    /// 2 3`).
+    pub(super) fn sets_variable_to(&mut self, variable: &Arg, text: &str, number: bool) {
         let Some(name) = variable.known() else {
             self.danger(text, "sets a variable named only at run time");
             return;
         };
-        self.gives(name, false);
-        self.values.push((
-            name.to_owned(),
-            Arg {
-                text: format!("(a value `{text}` sets)"),
-                dynamic: true,
-            },
-        ));
+        self.gives(name, number);
+        if !number {
+            // A value the line does not spell out: code, to a `-i` variable.
+            self.values.push((
+                name.to_owned(),
+                Arg {
+                    text: format!("$(a value `{}` sets)", super::arithmetic::shell_short(text)),
+                    dynamic: true,
+                },
+            ));
+        }
         let name = name.split('[').next().unwrap_or(name);
         if FORBIDDEN_VARIABLES.contains(&name)
             || name.starts_with("BASH_FUNC_")

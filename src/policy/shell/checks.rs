@@ -49,7 +49,36 @@ impl Walker<'_> {
         if node.kind() == "for_statement"
             && let Some(variable) = node.child_by_field_name("variable")
         {
-            self.items.push(Item::Sets(self.text(variable).to_owned()));
+            // `for i in 1 2 3`, `for i in {1..5}`: numbers the line spells out.
+            let mut cursor = node.walk();
+            let values: Vec<Node<'_>> = node.children_by_field_name("value", &mut cursor).collect();
+            let numbers = !values.is_empty()
+                && values.iter().all(|value| {
+                    value.kind() == "number"
+                        || (value.kind() == "brace_expression"
+                            && self
+                                .text(*value)
+                                .chars()
+                                .all(|c| c.is_ascii_digit() || matches!(c, '{' | '}' | '.' | '-')))
+                });
+            let name = self.text(variable).to_owned();
+            self.items.push(if numbers {
+                Item::Counts(name)
+            } else {
+                Item::Sets(name)
+            });
+        }
+        if node.kind() == "heredoc_body" {
+            self.heredoc_gaps(node)?;
+        }
+        if node.kind() == "command_substitution"
+            && let Some(inner) = text.strip_prefix("$((").and_then(|t| t.strip_suffix("))"))
+        {
+            // `$((...))` is arithmetic to bash (an invalid one fails, it is
+            // never run as commands) where tree-sitter may read a subshell
+            // (in a here-document, an operator's word).
+            self.arithmetic(text, Some(inner));
+            return Ok(());
         }
         self.children(node, depth)
     }
@@ -67,7 +96,7 @@ impl Walker<'_> {
                     false
                 }
                 '`' => true,
-                '$' => chars.peek() == Some(&'('),
+                '$' => matches!(chars.peek(), Some('(' | '[' | '{')),
                 _ => false,
             };
             if hidden {
@@ -75,6 +104,54 @@ impl Walker<'_> {
                     "a substitution the checker cannot place (`{}`)",
                     short(text)
                 )));
+            }
+        }
+        Ok(())
+    }
+
+    /// An unquoted here-document's text outside the expansions tree-sitter
+    /// found in it: one it missed (after leading blanks, say) would still
+    /// run, so text there that bash would expand is not understood.
+    fn heredoc_gaps(&self, body: Node<'_>) -> Result<(), Problem> {
+        let quoted = body.parent().is_some_and(|redirect| {
+            let mut cursor = redirect.walk();
+            redirect
+                .children(&mut cursor)
+                .filter(|child| child.kind() == "heredoc_start")
+                .any(|start| self.text(start).contains(['\'', '"', '\\']))
+        });
+        if quoted {
+            return Ok(());
+        }
+        let mut at = body.start_byte();
+        let mut cursor = body.walk();
+        let mut gaps = Vec::new();
+        for child in body.named_children(&mut cursor) {
+            if child.kind() != "heredoc_content" {
+                gaps.push(at..child.start_byte());
+                at = child.end_byte();
+            }
+        }
+        gaps.push(at..body.end_byte());
+        for gap in gaps {
+            let text = std::str::from_utf8(&self.source[gap]).unwrap_or("$(");
+            let mut chars = text.chars().peekable();
+            while let Some(c) = chars.next() {
+                let hidden = match c {
+                    '\\' => {
+                        chars.next();
+                        false
+                    }
+                    '`' => true,
+                    '$' => matches!(chars.peek(), Some('(' | '[' | '{')),
+                    _ => false,
+                };
+                if hidden {
+                    return Err(Problem(format!(
+                        "an expansion in a here-document the checker cannot place (`{}`)",
+                        short(text.trim())
+                    )));
+                }
             }
         }
         Ok(())
