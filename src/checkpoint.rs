@@ -154,7 +154,17 @@ pub struct Taken {
     /// This session's share of the store (half the cap) filled up in this
     /// checkpoint: from now on changed files are seen but not kept.
     pub share_full: bool,
+    /// New files past `checkpoints.max_files`, named but not kept.
+    pub not_kept_new: usize,
+    /// More files than [`CEILING`] times the limit: only the files of the
+    /// last checkpoint (and pinned ones) were looked at; new files are not
+    /// in this one at all.
+    pub unlisted: bool,
 }
+
+/// How many times `checkpoints.max_files` a walk goes on before it looks
+/// only at the files the last checkpoint had.
+pub const CEILING: usize = 4;
 
 /// The folder of `root`'s store under `data_dir`.
 pub fn store_dir(data_dir: &Path, root: &Path) -> PathBuf {
@@ -274,13 +284,25 @@ impl Checkpoints {
     }
 
     /// Records the workspace as it is now.
+    ///
+    /// A workspace with more than `checkpoints.max_files` files at its
+    /// first checkpoint gets none. Once it has them, files a step adds past
+    /// that limit cannot turn them off (a flood of new files would otherwise
+    /// take the undo of every other change of the step with it): the files
+    /// there before are kept as ever, the new ones past the limit are named
+    /// with their size and time but not kept ([`Kind::NotKept`], so a revert
+    /// removes them when unchanged), and past [`CEILING`] times the limit
+    /// the walk stops and the files of the last checkpoint are looked at
+    /// one by one ([`Taken::unlisted`]).
     pub fn take(&mut self) -> Result<Taken, Error> {
         let _lock = self.store.lock()?;
-        let (mut found, folders) = walk::walk(&self.root, &self.filter, self.settings.max_files)
-            .map_err(|_| Error::TooMany {
-                limit: self.settings.max_files,
-            })?;
-        self.add_pinned(&mut found);
+        let limit = self.settings.max_files;
+        let (found, folders, unlisted) = self.walk_now()?;
+        let known = |path: &Path, last: Option<&(String, Manifest)>| {
+            last.is_some_and(|(_, m)| m.get(path).is_some())
+        };
+        let mut new_kept = 0usize;
+        let room = limit.saturating_sub(self.last.as_ref().map_or(0, |(_, m)| m.entries.len()));
         let max_file = self.settings.max_file_mb.saturating_mul(1 << 20);
         let previous = self.last.as_ref().map(|(_, m)| m);
         let mut taken = Taken {
@@ -289,17 +311,37 @@ impl Checkpoints {
             bytes: 0,
             too_large: Vec::new(),
             share_full: false,
+            not_kept_new: 0,
+            unlisted,
         };
         let mut entries = Vec::with_capacity(found.len());
         for found in found {
             let mut entry = found.entry;
-            if let Some(before) = previous.and_then(|m| m.get(&entry.path))
-                && (!before.hash.is_empty() || before.kind == Kind::NotKept)
-                && before.same_stat(&entry)
-            {
-                entry.hash.clone_from(&before.hash);
-                entries.push(entry);
-                continue;
+            // Past the limit, a file new since the last checkpoint is
+            // named, not kept.
+            if !known(&entry.path, self.last.as_ref()) {
+                new_kept += 1;
+                if new_kept > room && self.last.is_some() {
+                    entry.kind = Kind::NotKept;
+                    entry.hash = String::new();
+                    taken.not_kept_new += 1;
+                    entries.push(entry);
+                    continue;
+                }
+            }
+            if let Some(before) = previous.and_then(|m| m.get(&entry.path)) {
+                // A file named but not kept stays so while it is unchanged.
+                let mut seen = entry.clone();
+                if before.kind == Kind::NotKept {
+                    seen.kind = Kind::NotKept;
+                }
+                if (!before.hash.is_empty() || before.kind == Kind::NotKept)
+                    && before.same_stat(&seen)
+                {
+                    seen.hash.clone_from(&before.hash);
+                    entries.push(seen);
+                    continue;
+                }
             }
             if entry.kind == Kind::File && entry.size > max_file {
                 entry.kind = Kind::NotKept;
@@ -354,6 +396,27 @@ impl Checkpoints {
 }
 
 impl Checkpoints {
+    /// The workspace's files and folders now, with the pinned files, and
+    /// whether new files went unlisted (past the ceiling).
+    fn walk_now(&self) -> Result<(Vec<walk::Found>, Vec<manifest::Folder>, bool), Error> {
+        let limit = self.settings.max_files;
+        let too_many = || Error::TooMany { limit };
+        let (mut found, folders, unlisted) =
+            match walk::walk(&self.root, &self.filter, limit.saturating_mul(CEILING)) {
+                Ok((found, _)) if found.len() > limit && self.last.is_none() => {
+                    return Err(too_many());
+                }
+                Ok((found, folders)) => (found, folders, false),
+                Err(_) => {
+                    let (_, last) = self.last.as_ref().ok_or_else(too_many)?;
+                    let (found, folders) = walk::known(&self.root, &self.filter, last);
+                    (found, folders, true)
+                }
+            };
+        self.add_pinned(&mut found);
+        Ok((found, folders, unlisted))
+    }
+
     /// Adds to `found` (sorted by path) the pinned files the walk left out.
     fn add_pinned(&self, found: &mut Vec<walk::Found>) {
         let pinned = self.store.pinned();

@@ -43,5 +43,6 @@ mod trust;
 mod ui_lines;
 mod ui_tmux;
 mod undo;
+mod undo_flood;
 mod undo_folders;
 mod validate;

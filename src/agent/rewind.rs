@@ -75,6 +75,26 @@ impl AgentState {
                         ),
                     );
                 }
+                if taken.not_kept_new > 0 {
+                    self.warn(
+                        id,
+                        &format!(
+                            "{} new past checkpoints.max_files ({}): they are named in the checkpoint, not kept, and a revert removes them if unchanged; every other change of the step can be taken back",
+                            crate::protocol::count(taken.not_kept_new, "file"),
+                            self.config.checkpoints.max_files
+                        ),
+                    );
+                }
+                if taken.unlisted {
+                    self.warn(
+                        id,
+                        &format!(
+                            "The workspace has more than {} times checkpoints.max_files ({}) files: new files are not in the checkpoint (a revert leaves them), the files there before are, and their changes can be taken back",
+                            crate::checkpoint::CEILING,
+                            self.config.checkpoints.max_files
+                        ),
+                    );
+                }
                 for (path, size) in &taken.too_large {
                     self.warn(
                         id,

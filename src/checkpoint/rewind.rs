@@ -304,9 +304,13 @@ pub fn plan(store: &Store, steps: &[Step], now: &Manifest) -> Result<Plan, Error
             });
             continue;
         }
+        // Counts only: an object gone is named when the plan is carried out.
         let lines = match (&first, current) {
             (Some(to), Some(now)) if to.kind == Kind::File && now.kind == Kind::File => {
-                line_counts(&store.get(&now.hash)?, &store.get(&to.hash)?)
+                match (store.get(&now.hash), store.get(&to.hash)) {
+                    (Ok(now), Ok(to)) => line_counts(&now, &to),
+                    _ => None,
+                }
             }
             _ => None,
         };
@@ -330,6 +334,68 @@ pub fn plan(store: &Store, steps: &[Step], now: &Manifest) -> Result<Plan, Error
         .collect();
     plan.folders = folders::plan(store, steps, now, &removed)?;
     Ok(plan)
+}
+
+/// The files a plan restores, with their bytes.
+type Contents<'p> = Vec<(&'p Planned, Vec<u8>)>;
+
+/// The part of `plan` that can be carried out as things are now, each
+/// restored file's bytes, and the paths that cannot, with why.
+fn checked<'p>(
+    store: &Store,
+    sandbox: &crate::sandbox::Sandbox,
+    plan: &'p Plan,
+) -> (Plan, Contents<'p>, Vec<Left>) {
+    let mut contents = Vec::new();
+    let mut blocked = Vec::new();
+    let mut kept = Plan {
+        planned: Vec::new(),
+        left: Vec::new(),
+        folders: plan.folders.clone(),
+        since: plan.since,
+    };
+    for planned in &plan.planned {
+        let content = planned.to.as_ref().map(|to| store.get(&to.hash));
+        let checked = match (planned.path.to_str(), &content) {
+            (_, Some(Err(e))) => Err(visible(&e.to_string())),
+            (Some(text), _) => sandbox
+                .check_restorable(text)
+                .map_err(|e| visible(&e.to_string())),
+            (None, _) => Err("its name is not UTF-8, which offcode cannot put back".to_owned()),
+        };
+        match (checked, content) {
+            (Err(reason), _) => blocked.push(Left {
+                path: planned.path.clone(),
+                reason,
+            }),
+            (Ok(()), content) => {
+                if let Some(Ok(bytes)) = content {
+                    contents.push((planned, bytes));
+                }
+                kept.planned.push(planned.clone());
+            }
+        }
+    }
+    kept.folders.planned.retain(|folder| {
+        let checked = match folder.path.to_str() {
+            Some(text) => sandbox
+                .check_folder(text)
+                .map(|_| ())
+                .map_err(|e| visible(&e.to_string())),
+            None => Err("its name is not UTF-8, which offcode cannot put back".to_owned()),
+        };
+        match checked {
+            Ok(()) => true,
+            Err(reason) => {
+                blocked.push(Left {
+                    path: folder.path.clone(),
+                    reason,
+                });
+                false
+            }
+        }
+    });
+    (kept, contents, blocked)
 }
 
 /// Lines added and removed going from `old` to `new`, when both are text.
@@ -376,61 +442,30 @@ pub fn visible(text: &str) -> String {
         .collect()
 }
 
-/// Carries out `plan` through the sandbox, all or nothing as far as can
-/// be known beforehand: every object is read and checked, and every path
-/// checked (a link or a file where a folder was, a folder where the file
-/// was, a name that is not UTF-8), before the first write; then removals
-/// (deepest first, with the folders they leave empty that were made since
-/// the first step began), then restores; then the
+/// Carries out `plan` through the sandbox: every object is read and
+/// checked, and every path checked (a link or a file where a folder was, a
+/// folder where the file was, a name that is not UTF-8), before the first
+/// write. A path that cannot be put back is named with why and left; every
+/// other is put back (a revert is never refused whole because of one
+/// file). Then removals (deepest first, with the folders they leave empty
+/// that were made since the first step began), then restores; then the
 /// check every command gets for git settings that would run programs.
 pub fn apply(
     store: &Store,
     sandbox: &crate::sandbox::Sandbox,
     plan: &Plan,
 ) -> Result<Applied, Error> {
-    let mut contents = Vec::new();
-    let mut blocked = Vec::new();
-    for planned in &plan.planned {
-        if let Some(to) = &planned.to {
-            contents.push((planned, store.get(&to.hash)?));
-        }
-        let checked = match planned.path.to_str() {
-            Some(text) => sandbox
-                .check_restorable(text)
-                .map_err(|e| visible(&e.to_string())),
-            None => Err("its name is not UTF-8, which offcode cannot put back".to_owned()),
-        };
-        if let Err(reason) = checked {
-            blocked.push(Left {
-                path: planned.path.clone(),
-                reason,
-            });
-        }
-    }
-    for folder in &plan.folders.planned {
-        let checked = match folder.path.to_str() {
-            Some(text) => sandbox
-                .check_folder(text)
-                .map(|_| ())
-                .map_err(|e| visible(&e.to_string())),
-            None => Err("its name is not UTF-8, which offcode cannot put back".to_owned()),
-        };
-        if let Err(reason) = checked {
-            blocked.push(Left {
-                path: folder.path.clone(),
-                reason,
-            });
-        }
-    }
-    if !blocked.is_empty() {
+    let (kept, contents, blocked) = checked(store, sandbox, plan);
+    if kept.is_empty() {
         return Ok(Applied {
             written: false,
             failed: blocked,
             disarmed: Vec::new(),
         });
     }
+    let plan = &kept;
     let since = crate::confine::gitdirs::mark();
-    let mut failed = Vec::new();
+    let mut failed = blocked;
     let mut removed: Vec<&PathBuf> = plan
         .planned
         .iter()

@@ -103,6 +103,31 @@ pub fn lone(root: &Path, filter: &Filter, relative: &Path) -> Option<Found> {
 }
 
 /// A file found, with what `lstat` said.
+/// The files and folders of `last` as they are now, each looked at by its
+/// path: for a workspace past the walk's ceiling, where new files are not
+/// listed but the ones a checkpoint had are still followed.
+pub fn known(root: &Path, filter: &Filter, last: &super::Manifest) -> (Vec<Found>, Vec<Folder>) {
+    let mut found: Vec<Found> = last
+        .entries
+        .iter()
+        .filter_map(|entry| lone(root, filter, &entry.path))
+        .collect();
+    sort(&mut found);
+    let folders = last
+        .folders
+        .iter()
+        .flatten()
+        .filter_map(|folder| {
+            let meta = root.join(&folder.path).symlink_metadata().ok()?;
+            meta.is_dir().then(|| Folder {
+                path: folder.path.clone(),
+                mode: meta.mode() & 0o7777,
+            })
+        })
+        .collect();
+    (found, folders)
+}
+
 #[derive(Debug)]
 pub struct Found {
     /// Relative to the root.
