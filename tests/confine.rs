@@ -825,3 +825,80 @@ fn the_persons_files_in_the_workspace_stay_read_only_with_or_without_namespaces(
         );
     }
 }
+
+/// A daemon outside the sandbox: listens on `names[0]` in `dir`, bound by
+/// a relative name, renamed and linked to the other names after binding;
+/// writes `reached` in `dir` when a client connects. Prints `ready`.
+const DAEMON: &str = r#"
+import os, socket, sys
+os.chdir(sys.argv[1])
+s = socket.socket(socket.AF_UNIX)
+s.bind("bound.sock")
+s.listen()
+os.rename("bound.sock", "renamed.sock")
+os.link("renamed.sock", "linked.sock")
+os.symlink(os.path.join(sys.argv[1], "renamed.sock"), "symlinked.sock")
+print("ready", flush=True)
+s.settimeout(30)
+try:
+    s.accept()
+    open("reached", "w").write("yes")
+except OSError:
+    pass
+"#;
+
+#[test]
+fn no_daemon_socket_is_reached_whatever_its_name_with_or_without_namespaces() {
+    for namespaces in [true, false] {
+        let b = sandbox_box();
+        let mut daemon = std::process::Command::new("python3")
+            .args(["-c", DAEMON])
+            .arg(&b.outside)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(daemon.stdout.take().unwrap()),
+            &mut ready,
+        )
+        .unwrap();
+        assert_eq!(ready.trim(), "ready");
+        std::fs::write(b.root.join("probe.py"), PROBE).unwrap();
+        // The workspace's own server still works.
+        std::fs::write(
+            b.root.join("own.py"),
+            "import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind('own.sock')\ns.listen()\nc = socket.socket(socket.AF_UNIX)\nc.connect('own.sock')\nprint('own server reached')\n",
+        )
+        .unwrap();
+        let names: Vec<String> = ["renamed.sock", "linked.sock", "symlinked.sock"]
+            .iter()
+            .map(|name| b.outside.join(name).display().to_string())
+            .collect();
+        let spec = Spec {
+            namespaces,
+            ..spec(&b.root)
+        };
+        let output = helper(
+            &spec,
+            &format!("python3 probe.py {}; python3 own.py", names.join(" ")),
+            &b.root,
+        );
+        let text = String::from_utf8_lossy(&output.stdout);
+        let _ = daemon.kill();
+        let _ = daemon.wait();
+        assert!(
+            !b.outside.join("reached").exists(),
+            "namespaces {namespaces}: the daemon was reached: {text}"
+        );
+        assert_eq!(
+            text.matches("refused").count(),
+            3,
+            "namespaces {namespaces}: {text}\n{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        if namespaces {
+            assert!(text.contains("own server reached"), "{text}");
+        }
+    }
+}

@@ -61,10 +61,12 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
         Err(std::io::Error::other("namespaces were not asked for"))
     };
     let private_mounts = unshared.is_ok();
+    let mut supervisor = None;
     let network_namespace = match unshared {
         Ok(()) => {
-            if let Some(status) = inside_namespaces(&spec, &sockets)? {
-                return Ok(status);
+            match inside_namespaces(&spec, &sockets)? {
+                Inside::Ended(status) => return Ok(status),
+                Inside::Command(channel) => supervisor = channel,
             }
             !spec.network
         }
@@ -85,8 +87,23 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
     sys::install_filter(sys::Refused {
         unix_sockets: !private_mounts,
         ipc: !private_mounts,
+        unix_datagrams: private_mounts,
     })
     .map_err(|e| Error::Seccomp(e.to_string()))?;
+    if let Some(channel) = supervisor {
+        // Every connect goes to PID 1 to be judged ([`super::supervise`]);
+        // where the kernel cannot stop them so, no UNIX socket is made.
+        let supervised = sys::supervise_connect()
+            .and_then(|listener| super::supervise::send_fd(&channel, &listener));
+        if supervised.is_err() {
+            sys::install_filter(sys::Refused {
+                unix_sockets: true,
+                ipc: !private_mounts,
+                unix_datagrams: true,
+            })
+            .map_err(|e| Error::Seccomp(e.to_string()))?;
+        }
+    }
     // The user namespace gave the helper every capability in it (and
     // offcode run as root has them anyway); the command gets none, so it
     // cannot clone the workspace's mount from under the private mounts
@@ -108,10 +125,18 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
     })
 }
 
+/// Who goes on after [`inside_namespaces`].
+enum Inside {
+    /// The helper or the namespace's PID 1, with the command's exit code.
+    Ended(u8),
+    /// The command, with its end of the channel to PID 1, which
+    /// supervises its connects once sent the listener.
+    Command(Option<std::os::fd::OwnedFd>),
+}
+
 /// In fresh namespaces: map our ids, make the protected paths read-only,
 /// bring up loopback, and fork so the command is PID 1 of its namespace.
-/// `Some(status)` in the parent once the command ended.
-fn inside_namespaces(spec: &Spec, sockets: &[PathBuf]) -> Result<Option<u8>, Error> {
+fn inside_namespaces(spec: &Spec, sockets: &[PathBuf]) -> Result<Inside, Error> {
     let step = |step: &'static str| move |source| Error::Namespace { step, source };
     rustix::mount::mount_change(
         "/",
@@ -213,13 +238,7 @@ fn inside_namespaces(spec: &Spec, sockets: &[PathBuf]) -> Result<Option<u8>, Err
             for keys in ["/proc/keys", "/proc/key-users"] {
                 let _ = rustix::mount::mount_bind("/dev/null", keys);
             }
-            match sys::fork().map_err(step("fork"))? {
-                // The command, PID 2: goes on to Landlock and exec.
-                sys::Forked::Child => Ok(None),
-                // Init: reaps what is orphaned to it until the command
-                // ends, then ends, and everything left ends with it.
-                sys::Forked::Parent(pid) => Ok(Some(reap_until(pid))),
-            }
+            pid_one(spec)
         }
         sys::Forked::Parent(raw) => {
             // Asked to end (SIGTERM from offcode, or offcode's death), the
@@ -231,12 +250,45 @@ fn inside_namespaces(spec: &Spec, sockets: &[PathBuf]) -> Result<Option<u8>, Err
             loop {
                 match rustix::process::waitpid(pid, rustix::process::WaitOptions::empty()) {
                     Ok(status) => {
-                        return Ok(Some(status.map_or(1, |(_, status)| exit_code(status))));
+                        return Ok(Inside::Ended(
+                            status.map_or(1, |(_, status)| exit_code(status)),
+                        ));
                     }
                     Err(rustix::io::Errno::INTR) => {}
                     Err(e) => return Err(step("waiting for the command")(e.into())),
                 }
             }
+        }
+    }
+}
+
+/// PID 1 of the command's namespaces forks the command, then supervises
+/// its connects ([`super::supervise`]) and reaps what is orphaned to it
+/// until the command ends, then ends, and everything left ends with it.
+fn pid_one(spec: &Spec) -> Result<Inside, Error> {
+    let channel = rustix::net::socketpair(
+        rustix::net::AddressFamily::UNIX,
+        rustix::net::SocketType::SEQPACKET,
+        rustix::net::SocketFlags::CLOEXEC,
+        None,
+    )
+    .ok();
+    let forked = sys::fork().map_err(|source| Error::Namespace {
+        step: "fork",
+        source,
+    })?;
+    match forked {
+        // The command, PID 2: goes on to Landlock and exec.
+        sys::Forked::Child => Ok(Inside::Command(channel.map(|(_, command)| command))),
+        sys::Forked::Parent(pid) => {
+            let listener = channel.and_then(|(own, command)| {
+                drop(command);
+                super::supervise::receive_fd(&own)
+            });
+            Ok(Inside::Ended(match listener {
+                Some(listener) => super::supervise::run(listener, pid, !spec.network),
+                None => reap_until(pid),
+            }))
         }
     }
 }
@@ -284,7 +336,7 @@ fn listening_sockets() -> Vec<PathBuf> {
 }
 
 /// A wait status as a shell's exit code (128 + the signal for a kill).
-fn exit_code(status: rustix::process::WaitStatus) -> u8 {
+pub(super) fn exit_code(status: rustix::process::WaitStatus) -> u8 {
     status
         .exit_status()
         .map(|code| u8::try_from(code & 0xff).unwrap_or(1))

@@ -12,7 +12,11 @@
 
 use std::io;
 
+mod notify;
 mod probe;
+pub use notify::{
+    Connect, answer, connect_raw, next_connect, read_memory, still_waiting, supervise_connect,
+};
 pub use probe::{can_unshare, landlock_abi};
 
 /// The namespaces every confined command gets: user, mount, PID and IPC
@@ -492,6 +496,10 @@ pub struct Refused {
     /// System V and POSIX message-queue IPC: where no IPC namespace was
     /// made.
     pub ipc: bool,
+    /// `socket(AF_UNIX, SOCK_DGRAM)` and `io_uring`: where connects are
+    /// supervised, a datagram's address and a ring's connect would go
+    /// around the supervisor.
+    pub unix_datagrams: bool,
 }
 
 const fn statement(code: u32, k: u32) -> libc::sock_filter {
@@ -565,13 +573,27 @@ pub fn install_filter(refused: Refused) -> io::Result<()> {
             refuse(number(call), DENY);
         }
     }
-    if refused.unix_sockets {
+    if refused.unix_sockets || refused.unix_datagrams {
         refuse(IO_URING_SETUP, NO_SYSCALL);
-        // Last: it loads the first argument over the call's number.
+    }
+    // Last: they load the arguments over the call's number.
+    if refused.unix_sockets {
         filter.extend([
             jump(number(libc::SYS_socket), 0, 3),
             statement(LOAD, 16), // the low half of seccomp_data.args[0]
             jump(UNIX, 0, 1),
+            statement(RETURN, DENY),
+        ]);
+    } else if refused.unix_datagrams {
+        #[allow(clippy::cast_sign_loss, reason = "SOCK_DGRAM is 2")]
+        const DATAGRAM: u32 = libc::SOCK_DGRAM as u32;
+        filter.extend([
+            jump(number(libc::SYS_socket), 0, 6),
+            statement(LOAD, 16), // args[0]: the family
+            jump(UNIX, 0, 4),
+            statement(LOAD, 24), // args[1]: the type, with its flags
+            statement(libc::BPF_ALU | libc::BPF_AND | libc::BPF_K, 0xf),
+            jump(DATAGRAM, 0, 1),
             statement(RETURN, DENY),
         ]);
     }
