@@ -21,6 +21,7 @@ mod fixtures;
 mod git_later;
 mod git_pointers;
 mod grounded;
+mod hard_links;
 mod host_channels;
 mod interrupted;
 mod layout;
