@@ -847,6 +847,38 @@ except OSError:
     pass
 "#;
 
+/// A datagram daemon outside: bound by a relative name, writes `datagram`
+/// when one arrives.
+const DATAGRAM_DAEMON: &str = r#"
+import os, socket, sys
+os.chdir(sys.argv[1])
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+s.bind("dg.sock")
+print("ready", flush=True)
+s.settimeout(30)
+try:
+    s.recv(99)
+    open("datagram", "w").write("yes")
+except OSError:
+    pass
+"#;
+
+/// Sends a datagram to `argv[1]` from a datagram socket, a raw one (a
+/// datagram socket to the kernel) and a datagram socket pair.
+const DATAGRAM_PROBE: &str = r#"
+import socket, sys
+def made():
+    yield lambda: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    yield lambda: socket.socket(socket.AF_UNIX, socket.SOCK_RAW)
+    yield lambda: socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)[0]
+for make in made():
+    try:
+        make().sendto(b"x", sys.argv[1])
+        print("datagram sent")
+    except OSError as error:
+        print("datagram refused", error)
+"#;
+
 #[test]
 fn no_daemon_socket_is_reached_whatever_its_name_with_or_without_namespaces() {
     for namespaces in [true, false] {
@@ -865,10 +897,26 @@ fn no_daemon_socket_is_reached_whatever_its_name_with_or_without_namespaces() {
         .unwrap();
         assert_eq!(ready.trim(), "ready");
         std::fs::write(b.root.join("probe.py"), PROBE).unwrap();
-        // The workspace's own server still works.
+        // A datagram socket outside, bound by a relative name.
+        let mut datagrams = std::process::Command::new("python3")
+            .args(["-c", DATAGRAM_DAEMON])
+            .arg(&b.outside)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut ready = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(datagrams.stdout.take().unwrap()),
+            &mut ready,
+        )
+        .unwrap();
+        assert_eq!(ready.trim(), "ready");
+        std::fs::write(b.root.join("datagram.py"), DATAGRAM_PROBE).unwrap();
+        // The workspace's own server still works, also after a connect the
+        // kernel refuses (a bad descriptor).
         std::fs::write(
             b.root.join("own.py"),
-            "import socket\ns = socket.socket(socket.AF_UNIX)\ns.bind('own.sock')\ns.listen()\nc = socket.socket(socket.AF_UNIX)\nc.connect('own.sock')\nprint('own server reached')\n",
+            "import ctypes, socket\nctypes.CDLL(None).connect(-1, b'\\x01\\x00x\\x00', 4)\ns = socket.socket(socket.AF_UNIX)\ns.bind('own.sock')\ns.listen()\nc = socket.socket(socket.AF_UNIX)\nc.connect('own.sock')\nprint('own server reached')\n",
         )
         .unwrap();
         let names: Vec<String> = ["renamed.sock", "linked.sock", "symlinked.sock"]
@@ -881,18 +929,33 @@ fn no_daemon_socket_is_reached_whatever_its_name_with_or_without_namespaces() {
         };
         let output = helper(
             &spec,
-            &format!("python3 probe.py {}; python3 own.py", names.join(" ")),
+            &format!(
+                "python3 probe.py {}; python3 datagram.py {}; python3 own.py",
+                names.join(" "),
+                b.outside.join("dg.sock").display()
+            ),
             &b.root,
         );
         let text = String::from_utf8_lossy(&output.stdout);
         let _ = daemon.kill();
         let _ = daemon.wait();
+        let _ = datagrams.kill();
+        let _ = datagrams.wait();
+        assert!(
+            !b.outside.join("datagram").exists(),
+            "namespaces {namespaces}: a datagram arrived: {text}"
+        );
+        assert_eq!(
+            text.matches("datagram refused").count(),
+            3,
+            "namespaces {namespaces}: {text}"
+        );
         assert!(
             !b.outside.join("reached").exists(),
             "namespaces {namespaces}: the daemon was reached: {text}"
         );
         assert_eq!(
-            text.matches("refused").count(),
+            text.lines().filter(|l| l.starts_with("refused")).count(),
             3,
             "namespaces {namespaces}: {text}\n{}",
             String::from_utf8_lossy(&output.stderr)

@@ -169,6 +169,9 @@ fn through(socket: &OwnedFd, file: &OwnedFd) -> Result<(), i32> {
 
 /// The caller's socket `fd`, as a descriptor of ours.
 fn socket_of(pid: u32, fd: i32) -> Result<OwnedFd, i32> {
+    if fd < 0 {
+        return Err(libc::EBADF);
+    }
     let tgid = thread_group(pid).ok_or(libc::ESRCH)?;
     let process = rustix::process::Pid::from_raw(tgid).ok_or(libc::ESRCH)?;
     let pidfd = rustix::process::pidfd_open(process, rustix::process::PidfdFlags::empty())

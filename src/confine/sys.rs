@@ -496,7 +496,8 @@ pub struct Refused {
     /// System V and POSIX message-queue IPC: where no IPC namespace was
     /// made.
     pub ipc: bool,
-    /// `socket(AF_UNIX, SOCK_DGRAM)` and `io_uring`: where connects are
+    /// UNIX sockets other than stream and seqpacket ones (datagrams, and
+    /// `SOCK_RAW`, which is one) and `io_uring`: where connects are
     /// supervised, a datagram's address and a ring's connect would go
     /// around the supervisor.
     pub unix_datagrams: bool,
@@ -576,24 +577,35 @@ pub fn install_filter(refused: Refused) -> io::Result<()> {
     if refused.unix_sockets || refused.unix_datagrams {
         refuse(IO_URING_SETUP, NO_SYSCALL);
     }
-    // Last: they load the arguments over the call's number.
+    // Last: they load the arguments over the call's number, and so load
+    // the number again first.
     if refused.unix_sockets {
         filter.extend([
+            statement(LOAD, 0),
             jump(number(libc::SYS_socket), 0, 3),
             statement(LOAD, 16), // the low half of seccomp_data.args[0]
             jump(UNIX, 0, 1),
             statement(RETURN, DENY),
         ]);
-    } else if refused.unix_datagrams {
-        #[allow(clippy::cast_sign_loss, reason = "SOCK_DGRAM is 2")]
-        const DATAGRAM: u32 = libc::SOCK_DGRAM as u32;
+    }
+    if refused.unix_sockets || refused.unix_datagrams {
+        // Only stream and seqpacket UNIX sockets, made alone or in pairs:
+        // a datagram's address (`SOCK_RAW` is one too) is given to
+        // `sendto`, never to `connect`, and a pair's socket takes one too.
+        #[allow(clippy::cast_sign_loss, reason = "socket types are small")]
+        const STREAM: u32 = libc::SOCK_STREAM as u32;
+        #[allow(clippy::cast_sign_loss, reason = "socket types are small")]
+        const SEQPACKET: u32 = libc::SOCK_SEQPACKET as u32;
         filter.extend([
-            jump(number(libc::SYS_socket), 0, 6),
+            statement(LOAD, 0),
+            jump(number(libc::SYS_socket), 1, 0),
+            jump(number(libc::SYS_socketpair), 0, 7),
             statement(LOAD, 16), // args[0]: the family
-            jump(UNIX, 0, 4),
+            jump(UNIX, 0, 5),
             statement(LOAD, 24), // args[1]: the type, with its flags
             statement(libc::BPF_ALU | libc::BPF_AND | libc::BPF_K, 0xf),
-            jump(DATAGRAM, 0, 1),
+            jump(STREAM, 2, 0),
+            jump(SEQPACKET, 1, 0),
             statement(RETURN, DENY),
         ]);
     }
