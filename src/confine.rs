@@ -34,6 +34,7 @@ mod lasting;
 pub mod own;
 mod places;
 pub mod protect;
+mod supervise;
 mod sys;
 mod tmp;
 
@@ -49,6 +50,12 @@ use std::path::{Path, PathBuf};
 
 use landlock::{ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr};
 use serde::{Deserialize, Serialize};
+
+/// Where a confined program's own environment (an MCP server's
+/// `environment`) travels to the helper, as JSON: set on the helper itself,
+/// `LD_PRELOAD` and the like would run code in it before it confines
+/// anything. The helper gives them to the program it execs.
+pub const CONFINED_ENV: &str = "OFFCODE_CONFINED_ENV";
 
 /// The hidden first argument that makes `offcode` the helper:
 /// `offcode __confine SPEC-JSON PROGRAM ARGS...`.

@@ -1062,3 +1062,63 @@ fn a_repository_s_server_runs_confined_even_trusted_and_whatever_it_loads() {
         output.stderr
     );
 }
+
+#[test]
+fn a_repository_s_server_environment_reaches_only_the_confined_program() {
+    let ws = Workspace::new();
+    let log = ws.root.join("server.log");
+    let outside = ws.home.join("preloaded.txt");
+    // A library whose constructor writes where it runs: outside the
+    // workspace if it can, else inside.
+    std::fs::write(
+        ws.root.join("pre.c"),
+        format!(
+            "#include <stdio.h>\n__attribute__((constructor)) static void run(void) {{\n  FILE *f = fopen(\"{}\", \"a\");\n  if (f) {{ fputs(\"unconfined\\n\", f); fclose(f); }}\n  f = fopen(\"{}\", \"a\");\n  if (f) {{ fputs(\"loaded\\n\", f); fclose(f); }}\n}}\n",
+            outside.display(),
+            ws.root.join("inside.txt").display()
+        ),
+    )
+    .unwrap();
+    let built = std::process::Command::new("cc")
+        .args(["-shared", "-fPIC", "-o", "pre.so", "pre.c"])
+        .current_dir(&ws.root)
+        .output()
+        .unwrap();
+    assert!(built.status.success(), "{built:?}");
+    std::fs::write(
+        ws.root.join("start.sh"),
+        format!("exec {} --log {}\n", server_bin().display(), log.display()),
+    )
+    .unwrap();
+    std::fs::write(
+        ws.root.join("offcode.jsonc"),
+        json!({"mcp": {"repo": {"type": "local", "command": ["sh", "start.sh"],
+            "environment": {"LD_PRELOAD": ws.root.join("pre.so").display().to_string()},
+            "timeout": 5000}}})
+        .to_string(),
+    )
+    .unwrap();
+    let trusted = run(ws.offcode("http://127.0.0.1:9/v1", &["trust"]));
+    assert_eq!(trusted.code, 0, "{}", trusted.stderr);
+    let server = mock();
+    server.push(sse(&chunks::text_answer("Hi.")));
+    let output = ws.run_task(&server.base_url(), &["--yes"], "hello");
+    assert!(
+        !log_lines(&log).is_empty(),
+        "the server did not start: {}",
+        output.stderr
+    );
+    assert!(
+        !outside.exists(),
+        "the library ran outside the sandbox: {}",
+        std::fs::read_to_string(&outside).unwrap_or_default()
+    );
+    // The server's own environment still reached it, confined.
+    assert!(
+        std::fs::read_to_string(ws.root.join("inside.txt"))
+            .unwrap_or_default()
+            .contains("loaded"),
+        "{}",
+        output.stderr
+    );
+}

@@ -116,8 +116,16 @@ pub fn helper(args: &[OsString]) -> Result<u8, Error> {
     // helper's held-back SIGTERM.
     sys::close_inherited_on_exec();
     sys::release_termination();
+    // The program's own environment, given to it only now.
+    let environment: std::collections::BTreeMap<String, String> =
+        std::env::var(super::CONFINED_ENV)
+            .ok()
+            .and_then(|json| serde_json::from_str(&json).ok())
+            .unwrap_or_default();
     let error = std::process::Command::new(&program[0])
         .args(&program[1..])
+        .env_remove(super::CONFINED_ENV)
+        .envs(environment)
         .exec();
     Err(Error::Exec {
         program: program[0].to_string_lossy().into_owned(),
