@@ -105,4 +105,43 @@ fn a_path_that_cannot_be_put_back_is_named_and_the_rest_is() {
     );
     let said = format!("{}{}", done.stdout, done.stderr);
     assert!(said.contains("b.txt"), "{said}");
+    assert_eq!(done.code, 1, "{said}");
+    // The conversation stayed: once the folder is dealt with, the same
+    // revert puts back what is left.
+    std::fs::remove_dir_all(ws.root.join("b.txt")).unwrap();
+    let again = run(ws.offcode(&server.base_url(), &["revert", "--to", "1", "--yes"]));
+    assert_eq!(again.code, 0, "{}\n{}", again.stdout, again.stderr);
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("b.txt")).unwrap(),
+        "two\n"
+    );
+}
+
+#[test]
+fn a_file_and_a_folder_that_swapped_places_are_both_put_back() {
+    let ws = Workspace::new();
+    std::fs::write(ws.root.join("f2"), "file two\n").unwrap();
+    std::fs::create_dir_all(ws.root.join("dirA/sub")).unwrap();
+    std::fs::write(ws.root.join("dirA/a.txt"), "a\n").unwrap();
+    std::fs::write(ws.root.join("dirA/sub/b.txt"), "b\n").unwrap();
+    std::fs::write(
+        ws.root.join("swap.sh"),
+        "rm f2; mkdir f2; echo x > f2/x; rm -r dirA; echo file > dirA\n",
+    )
+    .unwrap();
+    let server = mock();
+    server.push(sse(&chunks::tool_answer(
+        "",
+        &[("b1", "bash", json!({"command": "sh swap.sh"}))],
+    )));
+    server.push(sse(&chunks::text_answer("Swapped.")));
+    let turn = ws.run_task(&server.base_url(), &["--yes"], "swap");
+    assert_eq!(turn.code, 0, "{}", turn.stderr);
+    assert!(ws.root.join("f2/x").exists());
+    let done = run(ws.offcode(&server.base_url(), &["revert", "--to", "1", "--yes"]));
+    assert_eq!(done.code, 0, "{}\n{}", done.stdout, done.stderr);
+    let read = |name: &str| std::fs::read_to_string(ws.root.join(name)).unwrap_or_default();
+    assert_eq!(read("f2"), "file two\n", "{}", done.stdout);
+    assert_eq!(read("dirA/a.txt"), "a\n", "{}", done.stdout);
+    assert_eq!(read("dirA/sub/b.txt"), "b\n", "{}", done.stdout);
 }

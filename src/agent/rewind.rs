@@ -248,6 +248,11 @@ impl AgentState {
             Ok(Some((step, plan, applied))) => {
                 let note = if !applied.written {
                     "Nothing was put back: these paths cannot be, as they are now".to_owned()
+                } else if !applied.failed.is_empty() {
+                    format!(
+                        "Took back what could be of the last `{}` step; the paths below could not be, so the step stays (run /undo again once they are dealt with)",
+                        step.tool
+                    )
                 } else if plan.is_empty() {
                     format!(
                         "The last `{}` step's changes were already gone; nothing was written",
@@ -256,7 +261,7 @@ impl AgentState {
                 } else {
                     format!("Took back the last `{}` step's file changes", step.tool)
                 };
-                if applied.written {
+                if applied.written && applied.failed.is_empty() {
                     let _ = self.record(
                         id,
                         EntryBody::Undo {
@@ -331,9 +336,11 @@ impl AgentState {
             ),
             Err(why) => return self.note(id, kind, format!("Nothing was changed: {why}")),
         };
-        let blocked = apply && !applied.written;
-        if blocked {
+        let blocked = apply && !applied.failed.is_empty();
+        if blocked && !applied.written {
             "Nothing was changed, files or conversation: these paths cannot be put back as they are now".clone_into(&mut note);
+        } else if blocked {
+            "The other files were put back; these could not be, so the conversation stays as it was (run the same revert again once they are dealt with)".clone_into(&mut note);
         }
         if apply && !blocked {
             if let Err(e) = self.session.rewind_to(turn.parent.as_deref()) {

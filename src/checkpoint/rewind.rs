@@ -341,23 +341,40 @@ type Contents<'p> = Vec<(&'p Planned, Vec<u8>)>;
 
 /// The part of `plan` that can be carried out as things are now, each
 /// restored file's bytes, and the paths that cannot, with why.
+///
+/// A path is blocked by what stands there now (a folder where the file
+/// was, a file or link where the folder was). When the plan itself
+/// removes what blocks it (the steps made that folder or file), the path
+/// is put back after the removals. Otherwise it is left, and so is
+/// everything of the plan at, above or beneath it: nothing is removed for
+/// a path that cannot be put back.
 fn checked<'p>(
     store: &Store,
     sandbox: &crate::sandbox::Sandbox,
     plan: &'p Plan,
 ) -> (Plan, Contents<'p>, Vec<Left>) {
+    let removed: Vec<&Path> = plan
+        .planned
+        .iter()
+        .filter(|p| p.action == Action::Remove)
+        .map(|p| p.path.as_path())
+        .chain(
+            plan.folders
+                .planned
+                .iter()
+                .filter(|f| f.change == folders::Change::Remove)
+                .map(|f| f.path.as_path()),
+        )
+        .collect();
+    // What the plan removes at a path or above it clears the way there.
+    let cleared = |path: &Path| removed.iter().any(|gone| path.starts_with(gone));
     let mut contents = Vec::new();
-    let mut blocked = Vec::new();
-    let mut kept = Plan {
-        planned: Vec::new(),
-        left: Vec::new(),
-        folders: plan.folders.clone(),
-        since: plan.since,
-    };
+    let mut blocked: Vec<Left> = Vec::new();
     for planned in &plan.planned {
         let content = planned.to.as_ref().map(|to| store.get(&to.hash));
         let checked = match (planned.path.to_str(), &content) {
             (_, Some(Err(e))) => Err(visible(&e.to_string())),
+            (Some(_), _) if planned.action == Action::Restore && cleared(&planned.path) => Ok(()),
             (Some(text), _) => sandbox
                 .check_restorable(text)
                 .map_err(|e| visible(&e.to_string())),
@@ -368,33 +385,56 @@ fn checked<'p>(
                 path: planned.path.clone(),
                 reason,
             }),
-            (Ok(()), content) => {
-                if let Some(Ok(bytes)) = content {
-                    contents.push((planned, bytes));
-                }
-                kept.planned.push(planned.clone());
-            }
+            (Ok(()), Some(Ok(bytes))) => contents.push((planned, bytes)),
+            (Ok(()), _) => {}
         }
     }
-    kept.folders.planned.retain(|folder| {
+    for folder in &plan.folders.planned {
         let checked = match folder.path.to_str() {
+            Some(_)
+                if matches!(folder.change, folders::Change::Make(_)) && cleared(&folder.path) =>
+            {
+                Ok(())
+            }
             Some(text) => sandbox
                 .check_folder(text)
                 .map(|_| ())
                 .map_err(|e| visible(&e.to_string())),
             None => Err("its name is not UTF-8, which offcode cannot put back".to_owned()),
         };
-        match checked {
-            Ok(()) => true,
-            Err(reason) => {
-                blocked.push(Left {
-                    path: folder.path.clone(),
-                    reason,
-                });
-                false
-            }
+        if let Err(reason) = checked {
+            blocked.push(Left {
+                path: folder.path.clone(),
+                reason,
+            });
         }
-    });
+    }
+    let related = |path: &Path| {
+        blocked
+            .iter()
+            .any(|b| path.starts_with(&b.path) || b.path.starts_with(path))
+    };
+    contents.retain(|(planned, _)| !related(&planned.path));
+    let kept = Plan {
+        planned: plan
+            .planned
+            .iter()
+            .filter(|p| !related(&p.path))
+            .cloned()
+            .collect(),
+        left: Vec::new(),
+        folders: folders::Folders {
+            planned: plan
+                .folders
+                .planned
+                .iter()
+                .filter(|f| !related(&f.path))
+                .cloned()
+                .collect(),
+            ..plan.folders.clone()
+        },
+        since: plan.since,
+    };
     (kept, contents, blocked)
 }
 

@@ -143,6 +143,17 @@ pub fn revert(args: &RevertArgs, environment: &Environment) -> Result<u8, Failur
         return Ok(EXIT_FAILED);
     }
     let failed = &applied.failed;
+    if !failed.is_empty() {
+        // Put back what could be; the conversation stays where it is, so
+        // the same revert can be run again once the paths below are dealt
+        // with (it then takes only what is still to put back).
+        text.push_str("\nThe other files were put back. These could not be, so the conversation stays as it was (run the same revert again once they are dealt with):\n");
+        for left in failed {
+            let _ = writeln!(text, "  {}: {}", rewind::shown(&left.path), left.reason);
+        }
+        out(&text)?;
+        return Ok(EXIT_FAILED);
+    }
     session
         .rewind_to(turn.parent.as_deref())
         .map_err(session_failure)?;
@@ -154,14 +165,6 @@ pub fn revert(args: &RevertArgs, environment: &Environment) -> Result<u8, Failur
         })
         .map_err(|e| Failure::new(&e, EXIT_FAILED))?;
     let _ = session.sync();
-    for left in failed {
-        let _ = writeln!(
-            text,
-            "error: could not put back {}: {}",
-            rewind::shown(&left.path),
-            left.reason
-        );
-    }
     for line in &applied.disarmed {
         let _ = writeln!(
             text,
@@ -174,7 +177,7 @@ pub fn revert(args: &RevertArgs, environment: &Environment) -> Result<u8, Failur
         "\nContinue from there with `offcode run --session {id} \"...\"`."
     );
     out(&text)?;
-    Ok(if failed.is_empty() { 0 } else { EXIT_FAILED })
+    Ok(0)
 }
 
 /// `offcode diff`.
