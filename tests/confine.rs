@@ -879,38 +879,32 @@ for make in made():
         print("datagram refused", error)
 "#;
 
+/// Starts the Python daemon `script` in `dir`, once it says it is ready.
+fn start_daemon(script: &str, dir: &Path) -> std::process::Child {
+    let mut daemon = std::process::Command::new("python3")
+        .args(["-c", script])
+        .arg(dir)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(daemon.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    assert_eq!(ready.trim(), "ready");
+    daemon
+}
+
 #[test]
 fn no_daemon_socket_is_reached_whatever_its_name_with_or_without_namespaces() {
     for namespaces in [true, false] {
         let b = sandbox_box();
-        let mut daemon = std::process::Command::new("python3")
-            .args(["-c", DAEMON])
-            .arg(&b.outside)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut ready = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(daemon.stdout.take().unwrap()),
-            &mut ready,
-        )
-        .unwrap();
-        assert_eq!(ready.trim(), "ready");
+        let mut daemon = start_daemon(DAEMON, &b.outside);
         std::fs::write(b.root.join("probe.py"), PROBE).unwrap();
         // A datagram socket outside, bound by a relative name.
-        let mut datagrams = std::process::Command::new("python3")
-            .args(["-c", DATAGRAM_DAEMON])
-            .arg(&b.outside)
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut ready = String::new();
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(datagrams.stdout.take().unwrap()),
-            &mut ready,
-        )
-        .unwrap();
-        assert_eq!(ready.trim(), "ready");
+        let mut datagrams = start_daemon(DATAGRAM_DAEMON, &b.outside);
         std::fs::write(b.root.join("datagram.py"), DATAGRAM_PROBE).unwrap();
         // The workspace's own server still works, also after a connect the
         // kernel refuses (a bad descriptor).
