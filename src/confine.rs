@@ -326,6 +326,18 @@ impl Shell {
         self
     }
 
+    /// Confines commands without user namespaces even where the kernel
+    /// allows them, as on a server that refuses them (Ubuntu 24.04's
+    /// default): Landlock and the system-call filter alone. For testing
+    /// that fallback (`OFFCODE_TEST_NO_NAMESPACES`).
+    #[must_use]
+    pub fn without_namespaces(mut self) -> Self {
+        if let Some(confinement) = &mut self.confinement {
+            confinement.spec.namespaces = false;
+        }
+        self
+    }
+
     /// Where the checks after commands are recorded.
     pub fn records(&self) -> Option<&Path> {
         self.records.as_deref()

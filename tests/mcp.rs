@@ -1006,6 +1006,23 @@ impl Drop for KillOnDrop {
 
 #[test]
 fn a_repository_s_server_runs_confined_even_trusted_and_whatever_it_loads() {
+    for namespaces in [true, false] {
+        repository_server_confined(namespaces);
+    }
+}
+
+/// `OFFCODE_TEST_NO_NAMESPACES` for a run without user namespaces.
+fn run_hello(ws: &Workspace, url: &str, namespaces: bool, prompt: &str) -> crate::support::Output {
+    let mut command = ws.offcode(url, &["run", "--yes", "--model", "mock-model", prompt]);
+    if !namespaces {
+        command.env("OFFCODE_TEST_NO_NAMESPACES", "1");
+    }
+    run(command)
+}
+
+/// A trusted project server that asks to run outside, with or without
+/// user namespaces.
+fn repository_server_confined(namespaces: bool) {
     let ws = Workspace::new();
     let log = ws.root.join("server.log");
     let outside = ws.home.join("escaped.txt");
@@ -1044,13 +1061,16 @@ fn a_repository_s_server_runs_confined_even_trusted_and_whatever_it_loads() {
         &json!({"path": ws.home.join("through-call.txt").display().to_string(), "content": "x"}),
     )));
     server.push(sse(&chunks::text_answer("Tried.")));
-    let output = ws.run_task(&server.base_url(), &["--yes"], "escape");
+    let output = run_hello(&ws, &server.base_url(), namespaces, "escape");
     assert!(
         !log_lines(&log).is_empty(),
         "the trusted server did not start: {}",
         output.stderr
     );
-    assert!(!outside.exists(), "what the server loads ran unconfined");
+    assert!(
+        !outside.exists(),
+        "namespaces {namespaces}: what the server loads ran unconfined"
+    );
     assert!(
         !ws.home.join("through-call.txt").exists(),
         "the server wrote outside: {}",
@@ -1065,6 +1085,14 @@ fn a_repository_s_server_runs_confined_even_trusted_and_whatever_it_loads() {
 
 #[test]
 fn a_repository_s_server_environment_reaches_only_the_confined_program() {
+    for namespaces in [true, false] {
+        server_environment(namespaces);
+    }
+}
+
+/// A trusted project server with `LD_PRELOAD`, with or without user
+/// namespaces.
+fn server_environment(namespaces: bool) {
     let ws = Workspace::new();
     let log = ws.root.join("server.log");
     let outside = ws.home.join("preloaded.txt");
@@ -1102,7 +1130,7 @@ fn a_repository_s_server_environment_reaches_only_the_confined_program() {
     assert_eq!(trusted.code, 0, "{}", trusted.stderr);
     let server = mock();
     server.push(sse(&chunks::text_answer("Hi.")));
-    let output = ws.run_task(&server.base_url(), &["--yes"], "hello");
+    let output = run_hello(&ws, &server.base_url(), namespaces, "hello");
     assert!(
         !log_lines(&log).is_empty(),
         "the server did not start: {}",
@@ -1110,7 +1138,7 @@ fn a_repository_s_server_environment_reaches_only_the_confined_program() {
     );
     assert!(
         !outside.exists(),
-        "the library ran outside the sandbox: {}",
+        "namespaces {namespaces}: the library ran outside the sandbox: {}",
         std::fs::read_to_string(&outside).unwrap_or_default()
     );
     // The server's own environment still reached it, confined.

@@ -13,6 +13,13 @@ use crate::support::{Workspace, chunks, mock, run, sse, tool_results};
 
 #[test]
 fn a_script_renamed_over_offcodes_path_never_runs_unconfined() {
+    for namespaces in [true, false] {
+        swapped_binary(namespaces);
+    }
+}
+
+/// The swap, with or without user namespaces for the commands.
+fn swapped_binary(namespaces: bool) {
     let ws = Workspace::new();
     let bin = ws.root.join("target/release");
     std::fs::create_dir_all(&bin).unwrap();
@@ -71,6 +78,9 @@ fn a_script_renamed_over_offcodes_path_never_runs_unconfined() {
             command.env(key, value);
         }
     }
+    if !namespaces {
+        command.env("OFFCODE_TEST_NO_NAMESPACES", "1");
+    }
     let output = run(command);
     // The swap happened: the path now names the script.
     let now = std::fs::read_to_string(&offcode).unwrap_or_default();
@@ -86,7 +96,7 @@ fn a_script_renamed_over_offcodes_path_never_runs_unconfined() {
     // The script never ran: no command, no validation went through it.
     assert!(
         !escaped.exists(),
-        "ran unconfined: {}",
+        "namespaces {namespaces}: ran unconfined: {}",
         std::fs::read_to_string(&escaped).unwrap_or_default()
     );
     // And the next command did run, confined, through the binary started.
