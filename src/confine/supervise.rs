@@ -13,6 +13,7 @@
 
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::sys;
 
@@ -135,7 +136,12 @@ fn judge(
         Target::Address(address)
     };
     // A connect can take its time (a full backlog, a slow host): it is
-    // made off the loop, which goes on answering the others.
+    // made off the loop, which goes on answering the others; so many at
+    // once are refused, as a kernel out of resources would.
+    if IN_FLIGHT.fetch_add(1, Ordering::SeqCst) >= MAX_IN_FLIGHT {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+        return Some(Err(libc::EAGAIN));
+    }
     let listener = Arc::clone(listener);
     let id = connect.id;
     let spawned = std::thread::Builder::new().spawn(move || {
@@ -144,12 +150,19 @@ fn judge(
             Target::Judged(file) => through(&socket, &file),
         };
         let _ = sys::answer(listener.as_fd(), id, result);
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
     });
-    match spawned {
-        Ok(_) => None,
-        Err(_) => Some(Err(libc::EAGAIN)),
+    if spawned.is_ok() {
+        None
+    } else {
+        IN_FLIGHT.fetch_sub(1, Ordering::SeqCst);
+        Some(Err(libc::EAGAIN))
     }
 }
+
+/// Connects under way off the loop, and how many may be.
+static IN_FLIGHT: AtomicUsize = AtomicUsize::new(0);
+const MAX_IN_FLIGHT: usize = 256;
 
 /// What a judged connect goes to.
 enum Target {
