@@ -899,7 +899,8 @@ fn start_daemon(script: &str, dir: &Path) -> std::process::Child {
 
 #[test]
 fn no_daemon_socket_is_reached_whatever_its_name_with_or_without_namespaces() {
-    for namespaces in [true, false] {
+    // The network opened too: the host's network namespace, and its sockets.
+    for (namespaces, network) in [(true, false), (false, false), (true, true)] {
         let b = sandbox_box();
         let mut daemon = start_daemon(DAEMON, &b.outside);
         std::fs::write(b.root.join("probe.py"), PROBE).unwrap();
@@ -919,6 +920,7 @@ fn no_daemon_socket_is_reached_whatever_its_name_with_or_without_namespaces() {
             .collect();
         let spec = Spec {
             namespaces,
+            network,
             ..spec(&b.root)
         };
         let output = helper(
