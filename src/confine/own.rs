@@ -33,12 +33,17 @@ pub fn hold() {
     held();
 }
 
+/// The held binary as a path a child can `exec`.
+fn held_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
 /// The path that runs offcode's own binary in a process this one starts:
 /// its held descriptor, else (no `/proc`) the binary's path.
 pub fn program() -> PathBuf {
     held().map_or_else(
         || std::env::current_exe().unwrap_or_else(|_| "offcode".into()),
-        |fd| PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd())),
+        held_path,
     )
 }
 
@@ -49,7 +54,7 @@ pub fn program() -> PathBuf {
 pub fn command(program: &Path) -> std::process::Command {
     let mut command = std::process::Command::new(program);
     if let Some(fd) = held()
-        && program == Path::new(&format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        && program == held_path(fd)
     {
         super::sys::keep_open_in_child(&mut command, fd.as_raw_fd());
     }

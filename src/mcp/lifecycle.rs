@@ -78,40 +78,23 @@ impl Mcp {
         }
     }
 
-    /// The command that starts a server, in the workspace, without
-    /// offcode's keys; its `environment` goes through the confinement
-    /// helper to the server, never onto the helper itself (`LD_PRELOAD`
-    /// set there would run before it confines anything).
-    fn command(
-        &self,
-        config: &crate::config::mcp::ServerConfig,
-        program: &str,
-        words: &[&str],
-    ) -> std::io::Result<std::process::Command> {
-        let lifted = !config.confine;
-        let mut command = self.launcher.shell.command(program, words, lifted)?;
-        command.current_dir(&self.launcher.root);
-        for secret in crate::tools::secret_variables() {
-            command.env_remove(secret);
-        }
-        if self.launcher.shell.confinement(lifted).is_some() {
-            let environment =
-                serde_json::to_string(&config.environment).map_err(std::io::Error::other)?;
-            command.env(crate::confine::CONFINED_ENV, environment);
-        } else {
-            command.envs(&config.environment);
-        }
-        Ok(command)
-    }
-
     /// Starts the process, says hello, lists its tools, and watches it.
     async fn connect(self: &Arc<Self>, index: usize) -> Result<Arc<Connection>, String> {
         let server = Arc::clone(&self.servers[index]);
         let argv = server.config.argv();
         let (program, rest) = argv.split_first().ok_or("no `command` to run")?;
         let words: Vec<&str> = rest.iter().map(String::as_str).collect();
-        let command = self
-            .command(&server.config, program, &words)
+        let shell = &self.launcher.shell;
+        let lifted = !server.config.confine;
+        let mut command = shell
+            .command(program, &words, lifted)
+            .map_err(|error| format!("cannot start `{program}`: {error}"))?;
+        command.current_dir(&self.launcher.root);
+        for secret in crate::tools::secret_variables() {
+            command.env_remove(secret);
+        }
+        shell
+            .give_environment(&mut command, lifted, &server.config.environment)
             .map_err(|error| format!("cannot start `{program}`: {error}"))?;
         let (note_sender, mut notes) = mpsc::unbounded_channel();
         let connection = start(command, note_sender)

@@ -142,7 +142,7 @@ struct Check<'a> {
     numbers: std::collections::HashMap<String, bool>,
     /// Every value the line assigns, by name: arithmetic for a variable
     /// declared `-i`.
-    values: Vec<(String, Arg)>,
+    values: Vec<(String, arithmetic::Given)>,
     /// Variables the line declares integers (`declare -i n`).
     integers: Vec<String>,
     /// The count of commands seen when the line first wrote content to a

@@ -575,7 +575,7 @@ fn is_fd_word(text: &str) -> bool {
     text == "-" || (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
 }
 
-fn short(text: &str) -> String {
+pub(super) fn short(text: &str) -> String {
     let line = text.lines().next().unwrap_or("");
     if line.chars().count() > 60 {
         let cut: String = line.chars().take(57).collect();

@@ -8,7 +8,7 @@
 use std::io;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd};
 
-use super::{NATIVE_ARCH, jump, number, statement};
+use super::filter::{NATIVE_ARCH, jump, number, statement};
 
 /// A `connect` the command is stopped in.
 #[derive(Debug, Clone, Copy)]

@@ -39,6 +39,16 @@ const NUMBERS_BY_BASH: &[&str] = &[
     "LINES",
 ];
 
+/// What the line gives a variable by name, as arithmetic would read it if
+/// the variable is an integer (`declare -i`, `RANDOM`).
+pub(super) enum Given {
+    /// A value the line writes (`n=3`, `n=$x`).
+    Value(Arg),
+    /// A value from data the line does not spell out, set by this text
+    /// (`read n`, `for n in ...`).
+    Unspelled(String),
+}
+
 /// Variables whose every assignment bash evaluates as arithmetic, as if
 /// declared `-i` (found by the differential test, bash 5.2).
 pub(super) const INTEGERS_BY_BASH: &[&str] = &["RANDOM", "SRANDOM", "OPTIND", "HISTCMD"];
@@ -108,7 +118,7 @@ impl Check<'_> {
     pub(super) fn name_operand(&mut self, word: &Arg, text: &str) {
         let Some(known) = word.known() else {
             self.arithmetic.push(Arithmetic {
-                construct: shell_short(text),
+                construct: shell::short(text),
                 reading: Reading {
                     code: Some(format!("the name `{}`, known only at run time", word.text)),
                     ..Reading::default()
@@ -118,7 +128,7 @@ impl Check<'_> {
         };
         if let Some(reading) = shell::name_operand(known) {
             self.arithmetic(Arithmetic {
-                construct: shell_short(known),
+                construct: shell::short(known),
                 reading,
             });
         }
@@ -132,7 +142,7 @@ impl Check<'_> {
                 None => shell::comparison_operand(&arg.text),
             };
             self.arithmetic(Arithmetic {
-                construct: shell_short(text),
+                construct: shell::short(text),
                 reading,
             });
         }
@@ -141,17 +151,27 @@ impl Check<'_> {
     /// Judges every arithmetic place of the line, now that all its
     /// assignments are known.
     pub(super) fn judge_arithmetic(&mut self) {
-        for (name, value) in std::mem::take(&mut self.values) {
-            if self.integers.contains(&name) || INTEGERS_BY_BASH.contains(&name.as_str()) {
-                let reading = match value.known() {
-                    Some(text) => shell::expression(text),
-                    None => shell::comparison_operand(&value.text),
-                };
-                self.arithmetic(Arithmetic {
-                    construct: shell_short(&format!("{name}={}", value.text)),
-                    reading,
-                });
+        for (name, given) in std::mem::take(&mut self.values) {
+            if !self.integers.contains(&name) && !INTEGERS_BY_BASH.contains(&name.as_str()) {
+                continue;
             }
+            let arithmetic = match given {
+                Given::Value(value) => Arithmetic {
+                    construct: shell::short(&format!("{name}={}", value.text)),
+                    reading: match value.known() {
+                        Some(text) => shell::expression(text),
+                        None => shell::comparison_operand(&value.text),
+                    },
+                },
+                Given::Unspelled(by) => Arithmetic {
+                    construct: shell::short(&by),
+                    reading: Reading {
+                        code: Some(format!("a value of `{name}` the line does not spell out")),
+                        ..Reading::default()
+                    },
+                },
+            };
+            self.arithmetic(arithmetic);
         }
         for arithmetic in std::mem::take(&mut self.arithmetic) {
             let construct = &arithmetic.construct;
@@ -176,15 +196,6 @@ impl Check<'_> {
             }
         }
     }
-}
-
-pub(super) fn shell_short(text: &str) -> String {
-    const MAX: usize = 60;
-    if text.chars().count() <= MAX {
-        return text.to_owned();
-    }
-    let cut: String = text.chars().take(MAX).collect();
-    format!("{cut}…")
 }
 
 #[cfg(test)]

@@ -93,7 +93,10 @@ impl Check<'_> {
             self.danger(&format!("{name}=…"), "a value holds a NUL byte");
         }
         self.gives(name, super::arithmetic::numeric(value));
-        self.values.push((name.to_owned(), value.clone()));
+        self.values.push((
+            name.to_owned(),
+            super::arithmetic::Given::Value(value.clone()),
+        ));
         if FORBIDDEN_VARIABLES.contains(&name)
             || name.starts_with("BASH_FUNC_")
             || name.starts_with("LD_")
@@ -163,10 +166,7 @@ impl Check<'_> {
             // A value the line does not spell out: code, to a `-i` variable.
             self.values.push((
                 name.to_owned(),
-                Arg {
-                    text: format!("$(a value `{}` sets)", super::arithmetic::shell_short(text)),
-                    dynamic: true,
-                },
+                super::arithmetic::Given::Unspelled(text.to_owned()),
             ));
         }
         let name = name.split('[').next().unwrap_or(name);

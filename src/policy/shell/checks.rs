@@ -82,29 +82,15 @@ impl Walker<'_> {
         }
         self.children(node, depth)
     }
-    /// A pattern (`${x#PATTERN}`, `=~`), which tree-sitter leaves unparsed:
-    /// a substitution inside it cannot be checked.
-    /// A word or string part whose text holds an unescaped backtick or
-    /// `$(`: a substitution the walk did not see.
+    /// A word or string part whose text holds an unescaped backtick, `$(`,
+    /// `$[` or `${`: an expansion the walk did not see.
     pub(super) fn leaf(&self, node: Node<'_>) -> Result<(), Problem> {
         let text = self.text(node);
-        let mut chars = text.chars().peekable();
-        while let Some(c) = chars.next() {
-            let hidden = match c {
-                '\\' => {
-                    chars.next();
-                    false
-                }
-                '`' => true,
-                '$' => matches!(chars.peek(), Some('(' | '[' | '{')),
-                _ => false,
-            };
-            if hidden {
-                return Err(Problem(format!(
-                    "a substitution the checker cannot place (`{}`)",
-                    short(text)
-                )));
-            }
+        if hides_expansion(text) {
+            return Err(Problem(format!(
+                "a substitution the checker cannot place (`{}`)",
+                short(text)
+            )));
         }
         Ok(())
     }
@@ -135,28 +121,18 @@ impl Walker<'_> {
         gaps.push(at..body.end_byte());
         for gap in gaps {
             let text = std::str::from_utf8(&self.source[gap]).unwrap_or("$(");
-            let mut chars = text.chars().peekable();
-            while let Some(c) = chars.next() {
-                let hidden = match c {
-                    '\\' => {
-                        chars.next();
-                        false
-                    }
-                    '`' => true,
-                    '$' => matches!(chars.peek(), Some('(' | '[' | '{')),
-                    _ => false,
-                };
-                if hidden {
-                    return Err(Problem(format!(
-                        "an expansion in a here-document the checker cannot place (`{}`)",
-                        short(text.trim())
-                    )));
-                }
+            if hides_expansion(text) {
+                return Err(Problem(format!(
+                    "an expansion in a here-document the checker cannot place (`{}`)",
+                    short(text.trim())
+                )));
             }
         }
         Ok(())
     }
 
+    /// A pattern (`${x#PATTERN}`, `=~`), which tree-sitter leaves unparsed:
+    /// a substitution inside it cannot be checked.
     pub(super) fn pattern(&self, node: Node<'_>) -> Result<(), Problem> {
         let text = self.text(node);
         if ["$(", "`", "${", "$["]
@@ -302,6 +278,23 @@ impl Walker<'_> {
             stack.extend(operands);
         }
     }
+}
+
+/// Whether `text` holds an unescaped backtick, `$(`, `$[` or `${`: text
+/// bash would expand.
+fn hides_expansion(text: &str) -> bool {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '`' => return true,
+            '$' if matches!(chars.peek(), Some('(' | '[' | '{')) => return true,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// The subscripts of a compound assignment `([k]=v ...)`, as bash reads
