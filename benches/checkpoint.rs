@@ -1,7 +1,8 @@
 //! `cargo bench --bench checkpoint`: a checkpoint of a 10,000-file tree,
 //! unchanged (target: under 50 ms) and with 10 files changed (under
 //! 60 ms), after the first checkpoint that reads everything; and the first
-//! one, and a revert plan, for scale.
+//! one, and a revert plan, for scale. `OFFCODE_BENCH_FILES=1000,100000`
+//! measures other sizes (`checkpoints.max_files` raised to fit).
 #![allow(
     clippy::print_stdout,
     clippy::unwrap_used,
@@ -17,26 +18,31 @@ use offcode::checkpoint::{CheckpointSettings, Checkpoints, rewind};
 
 use bench_support::median;
 
-const FILES: usize = 10_000;
-
 fn main() {
+    let sizes = std::env::var("OFFCODE_BENCH_FILES").unwrap_or_else(|_| "10000".to_owned());
+    for files in sizes
+        .split(',')
+        .filter_map(|n| n.trim().parse::<usize>().ok())
+    {
+        bench(files.max(100));
+    }
+}
+
+fn bench(files: usize) {
     let data = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     let root = work.path();
-    make_tree(root);
-    let (mut checkpoints, _) = Checkpoints::open(
-        data.path(),
-        root,
-        "bench",
-        CheckpointSettings::default(),
-        Vec::new(),
-        &|_| false,
-    )
-    .unwrap();
+    make_tree(root, files);
+    let settings = CheckpointSettings {
+        max_files: files.max(CheckpointSettings::default().max_files),
+        ..CheckpointSettings::default()
+    };
+    let (mut checkpoints, _) =
+        Checkpoints::open(data.path(), root, "bench", settings, Vec::new(), &|_| false).unwrap();
     let start = Instant::now();
     let first = checkpoints.take().unwrap();
     let first_time = start.elapsed();
-    assert_eq!(first.stored, FILES, "every file");
+    assert_eq!(first.stored, files, "every file");
 
     let last_unchanged = first.id.clone();
     let unchanged: Vec<Duration> = (0..11)
@@ -56,7 +62,10 @@ fn main() {
         .map(|_| {
             round += 1;
             for n in 0..10 {
-                let path = root.join(format!("src/module{:03}/f{n:03}.rs", round * 7 % 100));
+                let path = root.join(format!(
+                    "src/module{:03}/f{n:03}.rs",
+                    round * 7 % (files / 100)
+                ));
                 std::fs::write(path, format!("// file {n} changed in round {round}\n")).unwrap();
             }
             let start = Instant::now();
@@ -95,7 +104,7 @@ fn main() {
     let store_bytes = checkpoints.store().size();
     drop(checkpoints);
     let open_time = time_open(data.path(), root);
-    println!("checkpoint of {FILES} files (median of 11):");
+    println!("checkpoint of {files} files (median of 11):");
     println!("  first, reading every file     {:>8.1} ms", ms(first_time));
     println!(
         "  unchanged                      {:>8.1} ms   (target < 50 ms)",
@@ -119,8 +128,8 @@ fn main() {
 
 /// A source tree: 100 folders of 100 files of about 2 KB, plus what a
 /// checkpoint skips (a .git folder, build output).
-fn make_tree(root: &std::path::Path) {
-    for dir in 0..FILES / 100 {
+fn make_tree(root: &std::path::Path, files: usize) {
+    for dir in 0..files / 100 {
         let folder = root.join(format!("src/module{dir:03}"));
         std::fs::create_dir_all(&folder).unwrap();
         for file in 0..100 {
