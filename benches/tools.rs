@@ -41,6 +41,7 @@ fn main() {
         unconfined: false,
         running: std::sync::Arc::default(),
         late: std::sync::Arc::default(),
+        checkpoints: None,
     };
     let registry = Registry::default();
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -12,6 +12,7 @@
 //! project's `.git` is never entered.
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
+mod before;
 mod diff;
 pub mod manifest;
 pub mod rewind;
@@ -24,6 +25,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+pub use before::KeptBefore;
 pub use diff::diff_since;
 pub use manifest::{Change, Entry, Kind, Manifest};
 pub use store::{Pruned, Store};
@@ -188,6 +190,8 @@ pub struct Checkpoints {
     added: u64,
     /// The session was told its share is full.
     said_full: bool,
+    /// Checkpoints given a new id by [`Checkpoints::keep_before`].
+    amended: std::collections::HashMap<String, String>,
 }
 
 impl Checkpoints {
@@ -227,6 +231,7 @@ impl Checkpoints {
                 named: HashSet::new(),
                 added: 0,
                 said_full: false,
+                amended: std::collections::HashMap::new(),
             },
             pruned,
         ))

@@ -31,6 +31,7 @@ mod helper;
 pub mod includes;
 pub mod kernel;
 mod lasting;
+pub mod layer;
 pub mod own;
 mod places;
 pub mod protect;
@@ -110,6 +111,10 @@ pub struct Spec {
     /// each; without one, Landlock's rules go around them.
     #[serde(default)]
     pub secret: Vec<PathBuf>,
+    /// The overlay the command runs over, where namespaces allow one
+    /// ([`layer`]): its writes to the workspace are held there.
+    #[serde(default)]
+    pub layer: Option<layer::Dirs>,
 }
 
 fn yes() -> bool {
@@ -166,6 +171,9 @@ pub struct Shell {
     /// Where the checks after running commands are recorded
     /// ([`after::RECORDS`] in offcode's data folder).
     records: Option<PathBuf>,
+    /// Where commands' layers are made ([`layer`]); without one, commands
+    /// write to the workspace directly.
+    layers: Option<PathBuf>,
 }
 
 impl Shell {
@@ -187,6 +195,7 @@ impl Shell {
                 confinement: Some(confinement),
                 status,
                 records: None,
+                layers: None,
             },
             Err(error) => Self::unconfined(Status::Unavailable {
                 reason: format!("no private temp dir: {error}"),
@@ -215,6 +224,7 @@ impl Shell {
             confinement: None,
             status,
             records: None,
+            layers: None,
         }
     }
 
@@ -225,6 +235,25 @@ impl Shell {
     pub fn with_records(mut self, dir: Option<PathBuf>) -> Self {
         self.records = dir;
         self
+    }
+
+    /// Runs commands ([`Shell::layered_command`]) over an overlay of the
+    /// workspace whose layers are made in `dir` (offcode's data folder).
+    #[must_use]
+    pub fn with_layers(mut self, dir: Option<PathBuf>) -> Self {
+        self.layers = dir;
+        self
+    }
+
+    /// Whether commands run over an overlay of the workspace: the
+    /// confinement has namespaces and a folder for layers, and this kernel
+    /// makes user namespaces (tried once) and is 5.11 or later (overlays in
+    /// them). Where it is not, commands write to the workspace directly.
+    pub fn layered(&self) -> bool {
+        static WORKS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let asked =
+            self.layers.is_some() && self.confinement.as_ref().is_some_and(|c| c.spec.namespaces);
+        asked && *WORKS.get_or_init(|| layer::kernel_has_overlays() && sys::can_unshare().is_ok())
     }
 
     /// Confines commands without user namespaces even where the kernel
@@ -275,6 +304,32 @@ impl Shell {
         };
         sys::new_session(&mut command);
         Ok(command)
+    }
+
+    /// [`Shell::command`] over an overlay of the workspace, where the
+    /// confinement has namespaces and a folder for layers: the layer that
+    /// then holds what the command changes, for the caller to apply once
+    /// the command and all it started have ended.
+    ///
+    /// # Errors
+    /// As [`Shell::command`], and when the layer's folders cannot be made.
+    pub fn layered_command(
+        &self,
+        program: &str,
+        args: &[&str],
+        lifted: bool,
+    ) -> std::io::Result<(std::process::Command, Option<layer::Layer>)> {
+        let (Some(confinement), Some(layers)) = (self.confinement(lifted), &self.layers) else {
+            return Ok((self.command(program, args, lifted)?, None));
+        };
+        if !confinement.spec.namespaces {
+            return Ok((self.command(program, args, lifted)?, None));
+        }
+        let root = &confinement.spec.writable[0];
+        let layer = layer::Layer::new(layers, root)?;
+        let mut command = confinement.command_with(program, args, Some(layer.dirs()))?;
+        sys::new_session(&mut command);
+        Ok((command, Some(layer)))
     }
 
     /// Gives `environment` to the program of `command` (made by
@@ -376,6 +431,7 @@ impl Confinement {
                 readable,
                 pinned: Vec::new(),
                 secret: Vec::new(),
+                layer: None,
             },
             tmp,
             home: home
@@ -439,6 +495,16 @@ impl Confinement {
     /// # Errors
     /// When that dir cannot be made, or is there and not offcode's.
     pub fn command(&self, program: &str, args: &[&str]) -> std::io::Result<std::process::Command> {
+        self.command_with(program, args, None)
+    }
+
+    /// [`Confinement::command`], over the overlay `layer` writes to.
+    fn command_with(
+        &self,
+        program: &str,
+        args: &[&str],
+        layer: Option<&layer::Dirs>,
+    ) -> std::io::Result<std::process::Command> {
         tmp::make_private_dir(&self.tmp).map_err(|error| {
             std::io::Error::new(
                 error.kind(),
@@ -456,6 +522,7 @@ impl Confinement {
         spec.hidden.dedup();
         spec.personal.extend(home.personal);
         spec.pinned = places::pinned(&spec);
+        spec.layer = layer.cloned();
         let mut command = own::command(&self.helper);
         command
             .arg(HELPER_ARG)

@@ -486,10 +486,23 @@ fn policy_files(environment: &Environment, loaded: &Loaded) -> Vec<std::path::Pa
 /// cannot.
 pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path) -> Arc<Shell> {
     let helper = crate::confine::own::program();
+    // Made before any command: made during one in a workspace that is the
+    // home, offcode's own folder would pass for a file the command left.
+    for dir in [records(environment), layers(environment)]
+        .into_iter()
+        .flatten()
+    {
+        let _ = crate::paths::private_dir(&dir);
+    }
     let shell = Shell::new(helper, root, &config.sandbox, environment.var("HOME"))
         .with_own_files(&environment.own_files())
         .with_secret(&secret(environment, root))
-        .with_records(records(environment));
+        .with_records(records(environment))
+        .with_layers(
+            environment
+                .data_dir()
+                .map(|dir| dir.join(crate::confine::layer::LAYERS)),
+        );
     // The fallback of a server without user namespaces, tried here.
     Arc::new(if environment.var("OFFCODE_TEST_NO_NAMESPACES").is_some() {
         shell.without_namespaces()
@@ -504,6 +517,13 @@ pub fn recover_checks(environment: &Environment) -> Vec<String> {
     records(environment).map_or_else(Vec::new, |records| {
         crate::confine::after::recover(&records, &environment.cwd)
     })
+}
+
+/// Where commands' layers are made.
+fn layers(environment: &Environment) -> Option<std::path::PathBuf> {
+    environment
+        .data_dir()
+        .map(|dir| dir.join(crate::confine::layer::LAYERS))
 }
 
 /// Where the checks after running commands are recorded.

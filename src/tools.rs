@@ -77,6 +77,17 @@ pub struct ToolContext {
     pub running: Arc<Running>,
     /// What the checks after commands cut short undid, for the call's end.
     pub late: crate::confine::after::Late,
+    /// The session's checkpoints, where the files a command replaces or
+    /// removes are kept before its changes land; `None` when off.
+    pub checkpoints: Option<Arc<dyn KeepBefore>>,
+}
+
+/// Where the files a command is about to replace or remove are kept
+/// before its changes land (the session's checkpoints).
+pub trait KeepBefore: Send + Sync + std::fmt::Debug {
+    /// Keeps the files at or beneath `touched` (relative to the
+    /// workspace); what could not be kept, to say (empty when all were).
+    fn keep_before(&self, touched: &[std::path::PathBuf]) -> String;
 }
 
 /// Why a tool failed.

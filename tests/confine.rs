@@ -42,6 +42,7 @@ pub(crate) fn sandbox_box() -> Jail {
         unconfined: false,
         running: std::sync::Arc::default(),
         late: std::sync::Arc::default(),
+        checkpoints: None,
     };
     Jail {
         _dir: dir,
@@ -188,6 +189,7 @@ pub(crate) fn spec(writable: &Path) -> Spec {
         readable: None,
         pinned: Vec::new(),
         secret: Vec::new(),
+        layer: None,
     }
 }
 

@@ -158,6 +158,7 @@ fn every_golden_edit_and_patch_case_gives_exactly_its_after() {
             unconfined: false,
             running: std::sync::Arc::default(),
             late: std::sync::Arc::default(),
+            checkpoints: None,
         };
         let output = runtime.block_on(offcode::tools::Registry::default().call(
             call["tool"].as_str().unwrap(),

@@ -24,6 +24,7 @@ mod grounded;
 mod hard_links;
 mod host_channels;
 mod interrupted;
+mod layers;
 mod layout;
 mod mcp;
 mod mcp_wire;

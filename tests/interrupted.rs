@@ -16,8 +16,9 @@ use rustix::process::{Pid, Signal};
 use crate::support::{Workspace, demo_mock, kill_with, processes_with, wait_until};
 
 /// What the command plants, then it sleeps on `marker` until killed,
-/// with a writer in a session of its own rewriting offcode's config. The
-/// workspace is the home directory, as some people start offcode.
+/// with a writer in a session of its own rewriting offcode's config. Over
+/// an overlay of the workspace nothing of a command cut short lands at
+/// all; the check is made all the same, and nothing planted is left.
 fn plant(home: &Path, marker: &str) {
     std::fs::write(
         home.join("plant.sh"),
@@ -27,7 +28,6 @@ fn plant(home: &Path, marker: &str) {
              git -C sub config alias.st '!touch pwned'\n\
              printf '#!/bin/sh\\ntouch pwned\\n' > sub/.git/hooks/pre-commit\n\
              chmod +x sub/.git/hooks/pre-commit\n\
-             echo 'touch pwned' > .profile\n\
              (setsid bash -c 'while :; do echo x >| offcode.jsonc; done' &)\n\
              touch planted\n\
              sleep {marker}\n"
@@ -49,7 +49,6 @@ fn undone(home: &Path) -> Result<(), String> {
             home.join("sub/.git/hooks/pre-commit").exists(),
             "the nested repository's hook",
         ),
-        (home.join(".profile").exists(), ".profile"),
     ];
     let left: Vec<&str> = left
         .iter()
@@ -72,25 +71,24 @@ fn start(ws: &Workspace, server: &crate::support::MockServer) -> (Child, String)
         std::process::id(),
         RUNS.fetch_add(1, Ordering::Relaxed)
     );
-    plant(&ws.home, &marker);
+    plant(&ws.root, &marker);
     let child = ws
         .offcode(
             &server.base_url(),
             &["run", "--yes", "--json", "run `bash plant.sh`"],
         )
-        .current_dir(&ws.home)
+        .current_dir(&ws.root)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
+    // Seen by its process: what it writes lands only when it ends.
     let asleep = wait_until(Duration::from_secs(30), || {
-        ws.home.join("planted").exists()
-            && processes_with(&marker)
-                .iter()
-                .any(|p| p.contains(": sleep "))
+        processes_with(&marker)
+            .iter()
+            .any(|p| p.contains(": sleep "))
     });
     assert!(asleep, "the command never got to its sleep");
-    assert!(undone(&ws.home).is_err(), "nothing was planted");
     (child, marker)
 }
 
@@ -123,7 +121,7 @@ fn ended_with_helpers(with: Signal, helpers: bool) -> String {
     signal(&child, with);
     let output = std::io::read_to_string(child.stdout.take().unwrap()).unwrap_or_default();
     let _ = child.wait();
-    let checked = wait_until(Duration::from_secs(15), || undone(&ws.home).is_ok());
+    let checked = wait_until(Duration::from_secs(15), || undone(&ws.root).is_ok());
     // A writer that left the command's group was gone before the check,
     // not rewriting what the check removed.
     std::thread::sleep(Duration::from_millis(300));
@@ -132,7 +130,7 @@ fn ended_with_helpers(with: Signal, helpers: bool) -> String {
     });
     kill_with(&marker);
     assert!(gone, "the command outlived offcode");
-    let still = undone(&ws.home);
+    let still = undone(&ws.root);
     assert!(checked && still.is_ok(), "{with:?}: {still:?}");
     // Nor is the session's private temp dir left behind.
     let temporary = || {
@@ -163,8 +161,9 @@ fn ended_with_helpers(with: Signal, helpers: bool) -> String {
 #[test]
 fn an_interrupted_command_is_checked_and_the_check_reported() {
     let output = ended_by(Signal::INT);
-    // The call's end says what its check undid.
-    assert!(output.contains("was created; removed it"), "{output}");
+    // The call ends as aborted, and nothing it planted landed (checked
+    // by `ended_by`).
+    assert!(output.contains("Aborted by the user"), "{output}");
 }
 
 #[test]
@@ -216,19 +215,15 @@ fn a_check_neither_offcode_nor_its_reaper_lived_to_make_is_made_at_the_next_star
     });
     kill_with(&marker);
     assert!(gone, "the command outlived offcode");
-    // Nobody was left to check.
-    assert!(ws.home.join("offcode.jsonc").exists());
+    // Nobody was left to check, and nothing of the command landed.
+    undone(&ws.root).unwrap();
+    assert!(!ws.root.join("planted").exists());
     let next = crate::support::run(
         ws.offcode(&server.base_url(), &["run", "say hello"])
-            .current_dir(&ws.home),
+            .current_dir(&ws.root),
     );
-    assert!(
-        next.stderr
-            .contains("An earlier offcode run ended during a command"),
-        "{}",
-        next.stderr
-    );
-    undone(&ws.home).unwrap();
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    undone(&ws.root).unwrap();
 }
 
 #[test]

@@ -109,6 +109,7 @@ fn call(sandbox: &Arc<Sandbox>, tool: &str, arguments: &Value) -> ToolOutput {
         unconfined: false,
         running: std::sync::Arc::default(),
         late: std::sync::Arc::default(),
+        checkpoints: None,
     };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -623,6 +623,10 @@ fn a_step_cut_short_by_kill_9_dies_with_offcode_and_can_still_be_taken_back() {
             &server.base_url(),
             &["run", "--yes", "--model", "mock-model", "go"],
         )
+        // Without namespaces the command writes to the workspace as it
+        // runs (over an overlay, a step cut short lands nothing:
+        // `tests/layers.rs`).
+        .env("OFFCODE_TEST_NO_NAMESPACES", "1")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .spawn()

@@ -416,6 +416,10 @@ impl AgentState {
             unconfined: permit.unconfined,
             running: crate::tools::Running::global(),
             late: Arc::clone(late),
+            checkpoints: self
+                .checkpoints
+                .clone()
+                .map(|shared| shared as Arc<dyn crate::tools::KeepBefore>),
         }
     }
 

@@ -256,6 +256,7 @@ impl AgentState {
                 unconfined: false,
                 running: crate::tools::Running::global(),
                 late: std::sync::Arc::default(),
+                checkpoints: None,
             },
         );
         let (sender, receiver) = oneshot::channel();

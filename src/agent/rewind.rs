@@ -95,7 +95,10 @@ impl AgentState {
                         ),
                     );
                 }
-                for (path, size) in &taken.too_large {
+                // Over an overlay, a command's layer and the file tools
+                // keep what they replace, whatever its size.
+                let kept_anyway = self.shell.layered();
+                for (path, size) in taken.too_large.iter().filter(|_| !kept_anyway) {
                     self.warn(
                         id,
                         &format!(
@@ -140,7 +143,28 @@ impl AgentState {
         if !self.may_change(name) {
             return None;
         }
-        let before = self.checkpoint_pinning(id, writes.to_vec()).await?;
+        let mut before = self.checkpoint_pinning(id, writes.to_vec()).await?;
+        if !writes.is_empty() {
+            // The files the call writes, kept as they are even when too
+            // large for the walk to keep.
+            let shared = Arc::clone(self.checkpoints.as_ref()?);
+            let touched = writes.to_vec();
+            let kept = tokio::task::spawn_blocking(move || {
+                shared.with(|c| c.keep_before(&touched).map(|_| ()))
+            })
+            .await;
+            if let Ok(Ok((Err(e), _))) = kept {
+                self.warn(
+                    id,
+                    &format!("The files this call writes could not be kept: {e}"),
+                );
+            }
+            before = self
+                .checkpoints
+                .as_ref()
+                .and_then(|shared| shared.with(|c| c.amended(&before)).ok())
+                .map_or(before, |(amended, _)| amended);
+        }
         let _ = self.record(
             id,
             EntryBody::Checkpoint {
@@ -167,6 +191,12 @@ impl AgentState {
         let Some(after) = self.checkpoint(id).await else {
             return;
         };
+        // A command's layer kept more of the files it replaced.
+        let before = self
+            .checkpoints
+            .as_ref()
+            .and_then(|shared| shared.with(|c| c.amended(&before)).ok())
+            .map_or(before, |(amended, _)| amended);
         if after != before {
             self.changing_steps += 1;
             let first = self

@@ -87,12 +87,15 @@ pub fn turns(branch: &[session::Entry]) -> Vec<Turn> {
                 ..
             } => {
                 if let Some(turn) = turns.last_mut() {
-                    // A step's end replaces its beginning; a beginning
-                    // alone is a step cut short ([`settle`]).
+                    // A step's end replaces its beginning (steps that may
+                    // change files run one at a time; its checkpoint
+                    // before may have been amended since, with what a
+                    // command's layer replaced); a beginning alone is a
+                    // step cut short ([`settle`]).
                     let mut began = entry.ts.clone();
                     if let Some(begun) = turn.steps.last()
                         && begun.after.is_empty()
-                        && begun.before == *before
+                        && (begun.before == *before || begun.tool == *tool)
                         && !after.is_empty()
                     {
                         began.clone_from(&begun.began);

@@ -47,7 +47,7 @@ impl Filter {
     }
 
     /// Whether `path` (absolute, under the root) is left out.
-    fn skips(&self, path: &Path, is_dir: bool) -> bool {
+    pub(super) fn skips(&self, path: &Path, is_dir: bool) -> bool {
         self.never_enters(path, is_dir) || self.excluded.matched(path, is_dir).is_ignore()
     }
 

@@ -59,6 +59,7 @@ pub fn tool(args: &ToolArgs, environment: &Environment) -> Result<u8, Failure> {
         unconfined: false,
         running: crate::tools::Running::global(),
         late: std::sync::Arc::default(),
+        checkpoints: None,
     };
     let output = runtime()?.block_on(registry.call_parsed(tool, arguments, &context));
     // On a terminal, what a command printed must not steer it: an escape

@@ -151,6 +151,11 @@ fn inside_namespaces(spec: &Spec, sockets: &[PathBuf]) -> Result<Inside, Error> 
         rustix::mount::MountPropagationFlags::PRIVATE | rustix::mount::MountPropagationFlags::REC,
     )
     .map_err(|e| step("making mounts private")(e.into()))?;
+    // First, before any mount beneath the workspace is made: an overlay
+    // does not look into mounts beneath its lower layer.
+    if let Some(dirs) = &spec.layer {
+        super::layer::mount::mount_or_note(dirs, spec.writable.get(1..).unwrap_or_default());
+    }
     // Everything read-only but the writable directories: Landlock does not
     // cover metadata (chmod, chown, times, xattrs) of files outside them.
     let writable: Vec<&Path> = spec

@@ -108,6 +108,15 @@ pub(super) fn sweep_once(own: &Path) {
     });
 }
 
+/// [`sweep_stale`] of `parent`, offcode's folder of command layers, once
+/// a run.
+pub(super) fn sweep_once_in(parent: &Path, own: &Path) {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| {
+        sweep_stale(parent, own);
+    });
+}
+
 /// The PID and its namespace in a private temp dir's name: `offcode-PID-NS-`
 /// and 16 hex digits.
 fn session_pid(name: &str) -> Option<(u32, u64)> {

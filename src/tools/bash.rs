@@ -129,9 +129,11 @@ async fn run_command(
         &|record| context.running.pending(record),
         &context.late,
     );
-    let mut shell = context
+    // Declared before the group: dropped after it, once the command has
+    // been stopped (an aborted command's layer is never applied).
+    let (mut shell, layer) = context
         .shell
-        .command("bash", &args, context.unconfined)
+        .layered_command("bash", &args, context.unconfined)
         .map_err(|source| Error::Io {
             action: "start bash for",
             path: command.to_owned(),
@@ -198,6 +200,15 @@ async fn run_command(
         None => None,
     };
     let mut text = output.into_text();
+    if let Some(layer) = layer {
+        // Stopped at its timeout, the helper has been waited for too.
+        let helper = match &finished {
+            Some(status) => status.as_ref().ok().copied(),
+            None => child.wait().await.ok(),
+        };
+        text.push_str(&keep_before(&layer, context.checkpoints.as_ref()).await);
+        text.push_str(&apply_layer(layer, helper, context.sandbox.root()));
+    }
     text.push_str(&after.finish());
     let end = match finished {
         Some(Ok(status)) => match status.code() {
@@ -212,6 +223,42 @@ async fn run_command(
         },
     };
     Ok(ToolOutput::command(text, end))
+}
+
+/// Keeps in the step's checkpoint the files the layer will replace or
+/// remove, whatever `.gitignore` or their size say; what could not be
+/// kept, to say.
+async fn keep_before(
+    layer: &crate::confine::layer::Layer,
+    checkpoints: Option<&std::sync::Arc<dyn super::KeepBefore>>,
+) -> String {
+    let Some(keeper) = checkpoints.cloned() else {
+        return String::new();
+    };
+    let touched = layer.touched();
+    if touched.is_empty() {
+        return String::new();
+    }
+    tokio::task::spawn_blocking(move || keeper.keep_before(&touched))
+        .await
+        .unwrap_or_default()
+}
+
+/// Puts what a command changed in its layer onto the workspace `root`,
+/// once the helper that ran it has exited: it exits only when nothing of
+/// the command is left. A helper killed (past the grace given to a
+/// stopped command) may have left a process writing: its layer is not
+/// applied. What could not be applied, to say.
+fn apply_layer(
+    layer: crate::confine::layer::Layer,
+    helper: Option<std::process::ExitStatus>,
+    root: &std::path::Path,
+) -> String {
+    if helper.is_none_or(|status| status.code().is_none()) {
+        return "\n[offcode: the command was killed before its changes could be checked; they were not applied]".to_owned();
+    }
+    let applied = layer.apply(root, &crate::confine::protect::is_protected);
+    crate::confine::layer::report(&applied)
 }
 
 /// How [`collect`] saw the command end.
@@ -332,6 +379,7 @@ mod tests {
             unconfined: false,
             running: std::sync::Arc::default(),
             late: std::sync::Arc::default(),
+            checkpoints: None,
         }
     }
 

@@ -41,6 +41,7 @@ pub(super) fn context() -> (tempfile::TempDir, ToolContext) {
         unconfined: false,
         running: Arc::default(),
         late: std::sync::Arc::default(),
+        checkpoints: None,
     };
     (dir, context)
 }

@@ -115,11 +115,15 @@ fn aborting_a_command_kills_everything_it_started() {
     tmux.wait_for("one", "answer:");
     super::answer_after_grace(&tmux, "one", "y");
     tmux.wait_for("one", "allowed once");
-    // Aborted once all three are under way.
-    assert!(wait_until(Duration::from_secs(10), || ws
-        .root
-        .join("started")
-        .exists()));
+    // Aborted once all three are under way (seen by their processes: over
+    // an overlay, nothing the command writes shows before it ends).
+    let sleeping = || {
+        crate::support::processes_with(&format!("sleep {nap}"))
+            .iter()
+            .filter(|p| p.contains(": sleep "))
+            .count()
+    };
+    assert!(wait_until(Duration::from_secs(10), || sleeping() >= 3));
     tmux.keys("one", &["Escape"]);
     tmux.wait_for("one", "ready");
     // Every process of the command is gone, so no file can come later.
@@ -131,6 +135,10 @@ fn aborting_a_command_kills_everything_it_started() {
         .is_empty()),
         "{:?}",
         crate::support::processes_with(&nap)
+    );
+    assert!(
+        !ws.root.join("started").exists(),
+        "an aborted command lands nothing"
     );
     for n in 1..=3 {
         let file = marker.with_extension(n.to_string());

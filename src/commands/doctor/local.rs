@@ -40,7 +40,8 @@ pub(super) fn sandbox(
                 .and_then(|mut command| command.output());
             match ran {
                 Ok(output) if output.status.success() => {
-                    report.ok(&format!("shell commands run {}", shell.status().describe()))
+                    report.ok(&format!("shell commands run {}", shell.status().describe()))?;
+                    overlay(&shell, &environment.cwd, report)
                 }
                 Ok(output) => report.problem(
                     &format!(
@@ -55,6 +56,45 @@ pub(super) fn sandbox(
                 ),
             }
         }
+    }
+}
+
+/// Whether commands run over an overlay of the workspace: one real
+/// command over a layer, or why not.
+fn overlay(
+    shell: &crate::confine::Shell,
+    root: &std::path::Path,
+    report: &mut Report,
+) -> Result<(), Failure> {
+    let namespaces_fix = "allow unprivileged user namespaces (docs/install.md, \"What the sandbox needs\"; on Ubuntu 23.10 and later, the AppArmor profile there)";
+    if !shell.layered() {
+        return report.note(&format!(
+            "commands write to the workspace directly (no user namespaces, or a kernel before 5.11): a file hard-linked from outside can be changed through the workspace, and what a command removes is kept for undo only where checkpoints keep it; to run them over an overlay, {namespaces_fix}"
+        ));
+    }
+    let ran =
+        shell
+            .layered_command("bash", &["-c", ":"], false)
+            .and_then(|(mut command, layer)| {
+                let status = command.current_dir(root).output()?.status;
+                Ok((status, layer.and_then(|layer| layer.unmounted())))
+            });
+    match ran {
+        Ok((status, None)) if status.success() => report.ok(
+            "commands run over an overlay of the workspace: what they change lands when they end, never through a hard link",
+        ),
+        Ok((_, Some(why))) => report.problem(
+            &format!("the overlay of the workspace could not be mounted ({why}): commands write to it directly"),
+            "keep offcode's data folder on a local file system that supports user extended attributes (ext4, xfs, btrfs, tmpfs), not NFS or an overlay",
+        ),
+        Ok((status, None)) => report.problem(
+            &format!("a command over an overlay of the workspace failed ({status})"),
+            namespaces_fix,
+        ),
+        Err(error) => report.problem(
+            &format!("a command over an overlay of the workspace could not be started: {error}"),
+            namespaces_fix,
+        ),
     }
 }
 
