@@ -49,6 +49,9 @@ pub fn mount(dirs: &Dirs, carried: &[PathBuf]) -> std::io::Result<()> {
     // In a user namespace the overlay's own marks (opaque folders) are
     // `user.overlay.*` attributes.
     data.extend_from_slice(b",userxattr");
+    // No sync of each file copied up: the layer is applied as soon as the
+    // command ends, and after a crash it is never applied at all.
+    data.extend_from_slice(b",volatile");
     let data = CString::new(data).map_err(std::io::Error::other)?;
     rustix::mount::mount(
         "overlay",
