@@ -370,10 +370,7 @@ impl Checkpoints {
             // Past the session's share, what changes is still seen (so a
             // revert knows what the agent touched) but its bytes are not
             // kept.
-            let share = self.settings.max_store_mb.saturating_mul(1 << 20) / 2;
-            if self.added + taken.bytes + bytes.len() as u64 > share
-                && !self.store.contains(&store::hash_of(&bytes))
-            {
+            if self.over_share(taken.bytes, &bytes) {
                 taken.share_full |= !self.said_full;
                 self.said_full = true;
                 entry.kind = Kind::NotKept;
@@ -402,6 +399,15 @@ impl Checkpoints {
 }
 
 impl Checkpoints {
+    /// Whether storing `bytes` too, after `pending` bytes not yet counted,
+    /// would take this session past its share of the store (half the cap);
+    /// bytes the store holds already cost nothing.
+    fn over_share(&self, pending: u64, bytes: &[u8]) -> bool {
+        let share = self.settings.max_store_mb.saturating_mul(1 << 20) / 2;
+        self.added + pending + bytes.len() as u64 > share
+            && !self.store.contains(&store::hash_of(bytes))
+    }
+
     /// The workspace's files and folders now, with the pinned files, and
     /// whether new files went unlisted (past the ceiling).
     fn walk_now(&self) -> Result<(Vec<walk::Found>, Vec<manifest::Folder>, bool), Error> {

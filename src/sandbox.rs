@@ -520,6 +520,17 @@ impl Sandbox {
     }
 }
 
+/// The name of a file written beside its place before it is renamed over
+/// it. Not derived from the place's name: a long name plus a suffix could
+/// exceed the 255-byte limit.
+pub(crate) fn temporary_name() -> String {
+    format!(
+        ".offcode-{}-{:012x}.tmp",
+        std::process::id(),
+        crate::ids::random_u64() & 0xffff_ffff_ffff
+    )
+}
+
 /// Writes `content` to a temporary file in `parent` and renames it to `name`.
 pub(crate) fn replace(
     parent: &OwnedFd,
@@ -527,13 +538,7 @@ pub(crate) fn replace(
     content: &[u8],
     mode: Option<Mode>,
 ) -> std::io::Result<()> {
-    // Not derived from `name`: a long name plus a suffix could exceed the
-    // 255-byte limit.
-    let temporary = format!(
-        ".offcode-{}-{:012x}.tmp",
-        std::process::id(),
-        crate::ids::random_u64() & 0xffff_ffff_ffff
-    );
+    let temporary = temporary_name();
     let fd = rustix::fs::openat(
         parent,
         temporary.as_str(),

@@ -5,6 +5,9 @@
 //! but the notice of a slow server.
 
 mod model;
+mod shell;
+
+pub use shell::{recover_checks, secret, shell};
 
 use std::sync::Arc;
 
@@ -15,7 +18,6 @@ use model::default_model;
 use crate::agent::AgentSetup;
 use crate::client::Client;
 use crate::config::{self, Config, Environment, Flags, Loaded};
-use crate::confine::Shell;
 use crate::failure::{EXIT_FAILED, EXIT_USAGE, Failure};
 use crate::policy::{Policy, PolicySource};
 use crate::sandbox::Sandbox;
@@ -479,69 +481,6 @@ fn policy_files(environment: &Environment, loaded: &Loaded) -> Vec<std::path::Pa
     let mut files: Vec<_> = loaded.files.iter().map(|f| f.path.clone()).collect();
     files.extend(managed_paths(environment));
     files
-}
-
-/// How shell commands run in `root`: confined by this `offcode` binary
-/// acting as the helper, unless the config turned it off or the kernel
-/// cannot.
-pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path) -> Arc<Shell> {
-    let helper = crate::confine::own::program();
-    // Made before any command: made during one in a workspace that is the
-    // home, offcode's own folder would pass for a file the command left.
-    for dir in [records(environment), layers(environment)]
-        .into_iter()
-        .flatten()
-    {
-        let _ = crate::paths::private_dir(&dir);
-    }
-    let shell = Shell::new(helper, root, &config.sandbox, environment.var("HOME"))
-        .with_own_files(&environment.own_files())
-        .with_secret(&secret(environment, root))
-        .with_records(records(environment))
-        .with_layers(
-            environment
-                .data_dir()
-                .map(|dir| dir.join(crate::confine::layer::LAYERS)),
-        );
-    // The fallback of a server without user namespaces, tried here.
-    Arc::new(if environment.var("OFFCODE_TEST_NO_NAMESPACES").is_some() {
-        shell.without_namespaces()
-    } else {
-        shell
-    })
-}
-
-/// Makes the checks after commands that an earlier run in this workspace
-/// left pending (it and its reaper died during a command); what each undid.
-pub fn recover_checks(environment: &Environment) -> Vec<String> {
-    records(environment).map_or_else(Vec::new, |records| {
-        crate::confine::after::recover(&records, &environment.cwd)
-    })
-}
-
-/// Where commands' layers are made.
-fn layers(environment: &Environment) -> Option<std::path::PathBuf> {
-    environment
-        .data_dir()
-        .map(|dir| dir.join(crate::confine::layer::LAYERS))
-}
-
-/// Where the checks after running commands are recorded.
-fn records(environment: &Environment) -> Option<std::path::PathBuf> {
-    environment
-        .data_dir()
-        .map(|dir| dir.join(crate::confine::after::RECORDS))
-}
-
-/// offcode's data folder (sessions, history, checkpoints) and its config
-/// folder (the endpoint's API key, MCP servers' tokens), kept from commands
-/// and file tools, each unless the workspace lies inside it.
-pub fn secret(environment: &Environment, root: &std::path::Path) -> Vec<std::path::PathBuf> {
-    [environment.data_dir(), environment.config_dir()]
-        .into_iter()
-        .flatten()
-        .filter(|dir| !root.starts_with(dir) && !root.starts_with(crate::paths::real_path(dir)))
-        .collect()
 }
 
 /// The session store under the data directory.

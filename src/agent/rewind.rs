@@ -35,7 +35,8 @@ impl AgentState {
     }
 
     /// [`Self::checkpoint`], keeping `writes` in it and every later one
-    /// ([`crate::checkpoint::Checkpoints::pin`]).
+    /// ([`crate::checkpoint::Checkpoints::pin`]), whatever their size
+    /// ([`crate::checkpoint::Checkpoints::keep_before`]).
     async fn checkpoint_pinning(
         &mut self,
         id: SubmissionId,
@@ -45,7 +46,12 @@ impl AgentState {
         let taken = tokio::task::spawn_blocking(move || {
             shared.with(|checkpoints| {
                 checkpoints.pin(&writes)?;
-                checkpoints.take()
+                let mut taken = checkpoints.take()?;
+                // What the call writes, kept as it is even where too large
+                // for the walk to keep.
+                let unkept = checkpoints.keep_before(&writes).err();
+                taken.id = checkpoints.amended(&taken.id);
+                Ok::<_, crate::checkpoint::Error>((taken, unkept))
             })
         })
         .await;
@@ -65,7 +71,13 @@ impl AgentState {
             self.warn(id, &pruned.note(self.config.checkpoints.max_store_mb));
         }
         match taken {
-            Ok(taken) => {
+            Ok((taken, unkept)) => {
+                if let Some(e) = unkept {
+                    self.warn(
+                        id,
+                        &format!("The files this call writes could not be kept: {e}"),
+                    );
+                }
                 if taken.share_full {
                     self.warn(
                         id,
@@ -143,28 +155,7 @@ impl AgentState {
         if !self.may_change(name) {
             return None;
         }
-        let mut before = self.checkpoint_pinning(id, writes.to_vec()).await?;
-        if !writes.is_empty() {
-            // The files the call writes, kept as they are even when too
-            // large for the walk to keep.
-            let shared = Arc::clone(self.checkpoints.as_ref()?);
-            let touched = writes.to_vec();
-            let kept = tokio::task::spawn_blocking(move || {
-                shared.with(|c| c.keep_before(&touched).map(|_| ()))
-            })
-            .await;
-            if let Ok(Ok((Err(e), _))) = kept {
-                self.warn(
-                    id,
-                    &format!("The files this call writes could not be kept: {e}"),
-                );
-            }
-            before = self
-                .checkpoints
-                .as_ref()
-                .and_then(|shared| shared.with(|c| c.amended(&before)).ok())
-                .map_or(before, |(amended, _)| amended);
-        }
+        let before = self.checkpoint_pinning(id, writes.to_vec()).await?;
         let _ = self.record(
             id,
             EntryBody::Checkpoint {
@@ -192,11 +183,7 @@ impl AgentState {
             return;
         };
         // A command's layer kept more of the files it replaced.
-        let before = self
-            .checkpoints
-            .as_ref()
-            .and_then(|shared| shared.with(|c| c.amended(&before)).ok())
-            .map_or(before, |(amended, _)| amended);
+        let before = self.amended(before);
         if after != before {
             self.changing_steps += 1;
             let first = self
@@ -215,6 +202,16 @@ impl AgentState {
                 found_later: false,
             },
         );
+    }
+
+    /// The id the checkpoint `before` has now, amended since it was taken
+    /// with files a step keeps before they change
+    /// ([`crate::checkpoint::Checkpoints::keep_before`]).
+    fn amended(&self, before: String) -> String {
+        self.checkpoints
+            .as_ref()
+            .and_then(|shared| shared.with(|c| c.amended(&before)).ok())
+            .map_or(before, |(amended, _)| amended)
     }
 
     fn turns(&self) -> Result<Vec<Turn>, String> {

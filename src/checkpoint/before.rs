@@ -37,27 +37,28 @@ impl Checkpoints {
         for path in touched {
             self.files_beneath(path, &mut files);
         }
-        files.retain(|path| manifest.get(path).is_none_or(|entry| entry.hash.is_empty()));
+        files.retain(|(path, _)| manifest.get(path).is_none_or(|entry| entry.hash.is_empty()));
         if files.is_empty() {
             return Ok(done);
         }
         let limit = self.settings.max_files;
         if files.len() > limit {
-            done.not_kept = files.split_off(limit);
+            done.not_kept = files
+                .split_off(limit)
+                .into_iter()
+                .map(|(path, _)| path)
+                .collect();
         }
         let lock = self.store.lock()?;
-        let share = self.settings.max_store_mb.saturating_mul(1 << 20) / 2;
         let mut entries = manifest.entries.clone();
         let mut pinned = Vec::new();
-        for path in files {
-            let Some(found) = walk::lone(&self.root, &self.filter, &path) else {
-                continue;
-            };
-            let Some((bytes, stat)) = super::read(&self.root, &path, found.entry.kind) else {
+        for (path, kind) in files {
+            // Read one folder at a time, never through a link.
+            let Some((bytes, stat)) = super::read(&self.root, &path, kind) else {
                 continue;
             };
             let size = bytes.len() as u64;
-            if self.added + size > share && !self.store.contains(&super::store::hash_of(&bytes)) {
+            if self.over_share(0, &bytes) {
                 done.not_kept.push(path);
                 continue;
             }
@@ -65,7 +66,7 @@ impl Checkpoints {
             if new {
                 self.added += size;
             }
-            let mut entry = walk::entry_of(path.clone(), found.entry.kind, &stat);
+            let mut entry = walk::entry_of(path.clone(), kind, &stat);
             entry.size = size;
             entry.hash = hash;
             // Named now: a later checkpoint that finds it too large to
@@ -107,10 +108,20 @@ impl Checkpoints {
         id
     }
 
-    /// The files and links at or beneath `relative` in the workspace, never
-    /// through a link, leaving out what `checkpoints.exclude` and offcode
-    /// itself do; at most `checkpoints.max_files` past what `out` holds.
-    fn files_beneath(&self, relative: &Path, out: &mut Vec<PathBuf>) {
+    /// The files and links at or beneath `relative` in the workspace, with
+    /// their kind, never through a link, leaving out what
+    /// `checkpoints.exclude` and offcode itself do; at most
+    /// `checkpoints.max_files` past what `out` holds.
+    fn files_beneath(&self, relative: &Path, out: &mut Vec<(PathBuf, Kind)>) {
+        // Nothing beneath a folder no checkpoint enters (`.git`, an
+        // excluded one).
+        let mut folder = self.root.clone();
+        for part in relative.parent().into_iter().flat_map(Path::components) {
+            folder.push(part);
+            if self.filter.skips(&folder, true) {
+                return;
+            }
+        }
         let most = out.len() + self.settings.max_files + 1;
         let mut stack = vec![relative.to_path_buf()];
         while let Some(path) = stack.pop() {
@@ -121,19 +132,20 @@ impl Checkpoints {
             if self.filter.skips(&absolute, meta.is_dir()) {
                 continue;
             }
-            if !meta.is_dir() {
-                if meta.is_file() || meta.is_symlink() {
-                    out.push(path);
-                }
-                if out.len() >= most {
-                    return;
+            if meta.is_dir() {
+                if let Ok(entries) = std::fs::read_dir(&absolute) {
+                    stack.extend(entries.flatten().map(|entry| path.join(entry.file_name())));
                 }
                 continue;
             }
-            let Ok(entries) = std::fs::read_dir(&absolute) else {
-                continue;
-            };
-            stack.extend(entries.flatten().map(|entry| path.join(entry.file_name())));
+            if meta.is_file() {
+                out.push((path, Kind::File));
+            } else if meta.is_symlink() {
+                out.push((path, Kind::Link));
+            }
+            if out.len() >= most {
+                return;
+            }
         }
     }
 }

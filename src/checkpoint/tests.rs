@@ -547,3 +547,35 @@ fn a_folder_swapped_for_a_link_is_not_read_through() {
             .as_encoded_bytes()
     );
 }
+
+#[test]
+fn what_a_step_replaces_is_kept_before_whatever_its_size_but_never_in_git_or_excluded_folders() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    let settings = CheckpointSettings {
+        max_file_mb: 1,
+        ..CheckpointSettings::default()
+    };
+    std::fs::write(root.join("big.bin"), vec![7u8; 2 << 20]).unwrap();
+    for path in [".git/index", "node_modules/x/y.js", "gone/deep.txt"] {
+        std::fs::create_dir_all(root.join(path).parent().unwrap()).unwrap();
+        std::fs::write(root.join(path), "x\n").unwrap();
+    }
+    let mut checkpoints = open(data.path(), root, settings);
+    let before = checkpoints.take().unwrap();
+    let touched: Vec<std::path::PathBuf> = ["big.bin", ".git/index", "node_modules/x/y.js", "gone"]
+        .iter()
+        .map(std::path::PathBuf::from)
+        .collect();
+    let kept = checkpoints.keep_before(&touched).unwrap();
+    assert_eq!(kept.kept, 1, "{kept:?}");
+    let amended = checkpoints.amended(&before.id);
+    assert_ne!(amended, before.id);
+    let manifest = Manifest::parse(&checkpoints.store().get(&amended).unwrap()).unwrap();
+    let big = manifest.get(Path::new("big.bin")).unwrap();
+    assert!(!big.hash.is_empty(), "{big:?}");
+    assert!(manifest.get(Path::new(".git/index")).is_none());
+    assert!(manifest.get(Path::new("node_modules/x/y.js")).is_none());
+    assert!(manifest.get(Path::new("gone/deep.txt")).is_some());
+}

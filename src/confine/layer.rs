@@ -7,7 +7,7 @@
 //! (a write through a name the workspace shares with a file elsewhere, a
 //! hard link, copies the file up first: the other name is never
 //! written). When the command and everything it started have ended,
-//! offcode puts the layer onto the workspace itself ([`apply`]).
+//! offcode puts the layer onto the workspace itself ([`Layer::apply`]).
 
 mod apply;
 pub mod mount;
@@ -51,11 +51,11 @@ impl Layer {
     /// # Errors
     /// When its folders cannot be made.
     pub fn new(parent: &Path, root: &Path) -> std::io::Result<Self> {
+        static SWEPT: std::sync::Once = std::sync::Once::new();
         crate::paths::private_dir(parent)?;
-        let name = super::tmp::private_temp_name();
-        let dir = parent.join(name.file_name().unwrap_or_default());
+        let dir = parent.join(super::tmp::private_name());
         super::tmp::make_private_dir(&dir)?;
-        super::tmp::sweep_once_in(parent, &dir);
+        super::tmp::sweep_once(&dir, &SWEPT);
         let dirs = Dirs {
             lower: root.to_path_buf(),
             upper: dir.join("upper"),
@@ -77,7 +77,7 @@ impl Layer {
     }
 
     /// What applying would replace or remove in the workspace
-    /// ([`apply::touched`]).
+    /// (for a folder, everything in it), read without changing anything.
     pub fn touched(&self) -> Vec<PathBuf> {
         apply::touched(&self.dirs.upper)
     }
@@ -112,7 +112,7 @@ pub fn kernel_has_overlays() -> bool {
 }
 
 /// The helper's note that the overlay of `dirs` could not be mounted.
-pub fn note_unmounted(dirs: &Dirs, why: &std::io::Error) {
+fn note_unmounted(dirs: &Dirs, why: &std::io::Error) {
     if let Some(dir) = dirs.upper.parent() {
         let _ = std::fs::write(dir.join(UNMOUNTED), why.to_string());
     }

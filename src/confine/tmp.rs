@@ -8,12 +8,19 @@ use std::path::{Path, PathBuf};
 /// namespace `PID` is counted in (0 when unknown), so a sweep judges only
 /// dirs whose PID it can look up.
 pub(super) fn private_temp_name() -> PathBuf {
-    std::env::temp_dir().join(format!(
+    std::env::temp_dir().join(private_name())
+}
+
+/// `offcode-PID-NS-RANDOM`: the name of a folder of this session's that
+/// [`sweep_stale`] removes once the session is gone (a private temp dir,
+/// a command's layer).
+pub(super) fn private_name() -> String {
+    format!(
         "offcode-{}-{}-{:016x}",
         std::process::id(),
         pid_namespace().unwrap_or(0),
         crate::ids::random_u64()
-    ))
+    )
 }
 
 /// The inode of this process's PID namespace.
@@ -96,24 +103,13 @@ pub(super) fn sweep_stale(parent: &Path, own: &Path) -> usize {
     removed
 }
 
-/// [`sweep_stale`] of `own`'s folder, once a run (a read of the shared
-/// temp dir and a stat of each `offcode-` name in it: well under a
-/// millisecond before the first command).
-pub(super) fn sweep_once(own: &Path) {
-    static SWEPT: std::sync::Once = std::sync::Once::new();
-    SWEPT.call_once(|| {
+/// [`sweep_stale`] of `own`'s folder (the shared temp dir, offcode's
+/// folder of layers), once a run for each `swept`.
+pub(super) fn sweep_once(own: &Path, swept: &'static std::sync::Once) {
+    swept.call_once(|| {
         if let Some(parent) = own.parent() {
             sweep_stale(parent, own);
         }
-    });
-}
-
-/// [`sweep_stale`] of `parent`, offcode's folder of command layers, once
-/// a run.
-pub(super) fn sweep_once_in(parent: &Path, own: &Path) {
-    static SWEPT: std::sync::Once = std::sync::Once::new();
-    SWEPT.call_once(|| {
-        sweep_stale(parent, own);
     });
 }
 

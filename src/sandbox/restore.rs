@@ -117,11 +117,7 @@ impl Sandbox {
     /// Puts back a symlink to `target`, replacing whatever is at `path`.
     pub fn restore_link(&self, path: &str, target: &[u8]) -> Result<(), Error> {
         let (parent, name) = self.parent_strict(path, true)?;
-        let temporary = format!(
-            ".offcode-{}-{:012x}.tmp",
-            std::process::id(),
-            crate::ids::random_u64() & 0xffff_ffff_ffff
-        );
+        let temporary = super::temporary_name();
         rustix::fs::symlinkat(OsStr::from_bytes(target), &parent, temporary.as_str())
             .and_then(|()| rustix::fs::renameat(&parent, temporary.as_str(), &parent, &name))
             .map_err(|errno| {

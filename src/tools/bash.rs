@@ -206,8 +206,7 @@ async fn run_command(
             Some(status) => status.as_ref().ok().copied(),
             None => child.wait().await.ok(),
         };
-        text.push_str(&keep_before(&layer, context.checkpoints.as_ref()).await);
-        text.push_str(&apply_layer(layer, helper, context.sandbox.root()));
+        text.push_str(&land(layer, helper, context).await);
     }
     text.push_str(&after.finish());
     let end = match finished {
@@ -225,40 +224,38 @@ async fn run_command(
     Ok(ToolOutput::command(text, end))
 }
 
-/// Keeps in the step's checkpoint the files the layer will replace or
-/// remove, whatever `.gitignore` or their size say; what could not be
-/// kept, to say.
-async fn keep_before(
-    layer: &crate::confine::layer::Layer,
-    checkpoints: Option<&std::sync::Arc<dyn super::KeepBefore>>,
-) -> String {
-    let Some(keeper) = checkpoints.cloned() else {
-        return String::new();
-    };
-    let touched = layer.touched();
-    if touched.is_empty() {
-        return String::new();
-    }
-    tokio::task::spawn_blocking(move || keeper.keep_before(&touched))
-        .await
-        .unwrap_or_default()
-}
-
-/// Puts what a command changed in its layer onto the workspace `root`,
-/// once the helper that ran it has exited: it exits only when nothing of
-/// the command is left. A helper killed (past the grace given to a
-/// stopped command) may have left a process writing: its layer is not
-/// applied. What could not be applied, to say.
-fn apply_layer(
+/// Puts what a command changed in its layer onto the workspace, once the
+/// helper that ran it has exited: it exits only when nothing of the
+/// command is left. A helper killed (past the grace given to a stopped
+/// command) may have left a process writing: its layer is not applied.
+/// First the files the layer will replace or remove are kept in the
+/// step's checkpoint, whatever `.gitignore` or their size say. Off the
+/// runtime's threads (a layer may hold thousands of files). What could
+/// not be kept or applied, to say.
+async fn land(
     layer: crate::confine::layer::Layer,
     helper: Option<std::process::ExitStatus>,
-    root: &std::path::Path,
+    context: &ToolContext,
 ) -> String {
     if helper.is_none_or(|status| status.code().is_none()) {
         return "\n[offcode: the command was killed before its changes could be checked; they were not applied]".to_owned();
     }
-    let applied = layer.apply(root, &crate::confine::protect::is_protected);
-    crate::confine::layer::report(&applied)
+    let keeper = context.checkpoints.clone();
+    let root = context.sandbox.root().to_path_buf();
+    tokio::task::spawn_blocking(move || {
+        let mut text = String::new();
+        if let Some(keeper) = keeper {
+            let touched = layer.touched();
+            if !touched.is_empty() {
+                text.push_str(&keeper.keep_before(&touched));
+            }
+        }
+        let applied = layer.apply(&root, &crate::confine::protect::is_protected);
+        text.push_str(&crate::confine::layer::report(&applied));
+        text
+    })
+    .await
+    .unwrap_or_default()
 }
 
 /// How [`collect`] saw the command end.

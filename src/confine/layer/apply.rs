@@ -13,6 +13,12 @@ use std::path::{Path, PathBuf};
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 use rustix::io::Errno;
 
+/// How a folder is opened, on either side: never through a link.
+const FOLDER: OFlags = OFlags::RDONLY
+    .union(OFlags::DIRECTORY)
+    .union(OFlags::NOFOLLOW)
+    .union(OFlags::CLOEXEC);
+
 /// What applying a layer did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Applied {
@@ -27,33 +33,25 @@ pub struct Applied {
     pub refused: Vec<PathBuf>,
 }
 
-impl Applied {
-    /// Nothing was changed.
-    pub fn is_empty(&self) -> bool {
-        self.written.is_empty() && self.removed.is_empty()
-    }
-}
-
 /// Puts the layer `upper` onto the workspace `root`; paths `refused` says
 /// no command may change are left as they are.
 pub fn apply(upper: &Path, root: &Path, refused: &dyn Fn(&Path) -> bool) -> Applied {
-    let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let mut applying = Applying {
         applied: Applied::default(),
         links: HashMap::new(),
         refused,
     };
-    let opened = rustix::fs::openat(
-        rustix::fs::CWD,
-        upper,
-        folder | OFlags::NOFOLLOW,
-        Mode::empty(),
-    )
-    .and_then(|upper| {
-        // The root is the person's choice, link or not.
-        let root = rustix::fs::openat(rustix::fs::CWD, root, folder, Mode::empty())?;
-        Ok((upper, root))
-    });
+    let opened =
+        rustix::fs::openat(rustix::fs::CWD, upper, FOLDER, Mode::empty()).and_then(|upper| {
+            // The root is the person's choice, link or not.
+            let root = rustix::fs::openat(
+                rustix::fs::CWD,
+                root,
+                FOLDER - OFlags::NOFOLLOW,
+                Mode::empty(),
+            )?;
+            Ok((upper, root))
+        });
     match opened {
         Ok((upper, root)) => applying.folder(&upper, &root, Path::new("")),
         Err(errno) => applying.applied.failed.push((
@@ -68,9 +66,8 @@ pub fn apply(upper: &Path, root: &Path, refused: &dyn Fn(&Path) -> bool) -> Appl
 /// folder, everything in it), relative to the workspace: what to keep
 /// before it lands. Read without changing anything.
 pub fn touched(upper: &Path) -> Vec<PathBuf> {
-    let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     let mut found = Vec::new();
-    let Ok(top) = rustix::fs::openat(rustix::fs::CWD, upper, folder, Mode::empty()) else {
+    let Ok(top) = rustix::fs::openat(rustix::fs::CWD, upper, FOLDER, Mode::empty()) else {
         return found;
     };
     let mut stack = vec![(top, PathBuf::new())];
@@ -81,7 +78,7 @@ pub fn touched(upper: &Path) -> Vec<PathBuf> {
                 continue;
             };
             if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
-                match rustix::fs::openat(&dir, &name, folder, Mode::empty()) {
+                match rustix::fs::openat(&dir, &name, FOLDER, Mode::empty()) {
                     Ok(inner) if !is_opaque(&inner) => stack.push((inner, path)),
                     _ => found.push(path),
                 }
@@ -149,8 +146,7 @@ impl Applying<'_> {
         path: &Path,
         stat: &rustix::fs::Stat,
     ) {
-        let folder = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-        let inner = match rustix::fs::openat(upper, name, folder, Mode::empty()) {
+        let inner = match rustix::fs::openat(upper, name, FOLDER, Mode::empty()) {
             Ok(fd) => fd,
             Err(errno) => return self.fail(path.to_path_buf(), errno),
         };
@@ -160,7 +156,7 @@ impl Applying<'_> {
         let made = match rustix::fs::statat(workspace, name, AtFlags::SYMLINK_NOFOLLOW) {
             Ok(there) if FileType::from_raw_mode(there.st_mode) == FileType::Directory => {
                 if opaque {
-                    rustix::fs::openat(workspace, name, folder, Mode::empty())
+                    rustix::fs::openat(workspace, name, FOLDER, Mode::empty())
                         .and_then(|there| empty(&there))
                         .map(|()| false)
                 } else {
@@ -175,7 +171,7 @@ impl Applying<'_> {
             Ok(made) => made,
             Err(errno) => return self.fail(path.to_path_buf(), errno),
         };
-        let there = match rustix::fs::openat(workspace, name, folder, Mode::empty()) {
+        let there = match rustix::fs::openat(workspace, name, FOLDER, Mode::empty()) {
             Ok(fd) => fd,
             Err(errno) => return self.fail(path.to_path_buf(), errno),
         };
@@ -293,14 +289,13 @@ fn clear(folder: &OwnedFd, name: &OsStr) -> Result<(), Errno> {
 
 /// Removes `name` from `folder`, a folder with everything in it; never
 /// through a link. Gone already is done.
-pub(super) fn remove(folder: &OwnedFd, name: &OsStr) -> Result<(), Errno> {
+fn remove(folder: &OwnedFd, name: &OsStr) -> Result<(), Errno> {
     match rustix::fs::unlinkat(folder, name, AtFlags::empty()) {
         Ok(()) | Err(Errno::NOENT) => return Ok(()),
         Err(Errno::ISDIR | Errno::PERM) => {}
         Err(errno) => return Err(errno),
     }
-    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
-    let inner = rustix::fs::openat(folder, name, flags, Mode::empty())?;
+    let inner = rustix::fs::openat(folder, name, FOLDER, Mode::empty())?;
     empty(&inner)?;
     match rustix::fs::unlinkat(folder, name, AtFlags::REMOVEDIR) {
         Ok(()) | Err(Errno::NOENT) => Ok(()),
@@ -330,11 +325,7 @@ fn copy(
     target: &OsStr,
     stat: &rustix::fs::Stat,
 ) -> Result<(), Errno> {
-    let temporary = format!(
-        ".offcode-{}-{:012x}.tmp",
-        std::process::id(),
-        crate::ids::random_u64() & 0xffff_ffff_ffff
-    );
+    let temporary = crate::sandbox::temporary_name();
     let written = if FileType::from_raw_mode(stat.st_mode) == FileType::Symlink {
         let link = rustix::fs::readlinkat(from, name, Vec::new())?;
         rustix::fs::symlinkat(link.as_c_str(), to, temporary.as_str())

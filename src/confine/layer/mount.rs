@@ -14,7 +14,7 @@ use super::Dirs;
 /// system, a writable directory of the config's) is carried over as it
 /// is: an overlay does not look into the mounts beneath its lower layer,
 /// and writes there are not the workspace's to hold back.
-pub fn mount(dirs: &Dirs, carried: &[PathBuf]) -> std::io::Result<()> {
+fn mount(dirs: &Dirs, carried: &[PathBuf]) -> std::io::Result<()> {
     let root = dirs.lower.as_path();
     let mut beneath: Vec<PathBuf> = mounts_beneath(root)
         .into_iter()
@@ -72,7 +72,7 @@ pub fn mount(dirs: &Dirs, carried: &[PathBuf]) -> std::io::Result<()> {
     Ok(())
 }
 
-/// [`mount`], or the note that it failed ([`super::note_unmounted`]):
+/// Mounts the overlay, or leaves a note in the layer's folder that it failed, and why:
 /// the command then writes to the workspace directly.
 pub fn mount_or_note(dirs: &Dirs, carried: &[PathBuf]) {
     if let Err(error) = mount(dirs, carried) {
