@@ -65,6 +65,15 @@ pub const CONFINED_ENV: &str = "OFFCODE_CONFINED_ENV";
 /// `offcode __confine SPEC-JSON PROGRAM ARGS...`.
 pub const HELPER_ARG: &str = "__confine";
 
+/// Whether process `pid` runs: listed in `/proc`, and neither a zombie
+/// nor dead (a killed process stays listed until its parent reaps it).
+pub fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X'))
+    })
+}
+
 /// What a confined command may do, handed to the helper.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Spec {

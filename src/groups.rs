@@ -93,11 +93,8 @@ fn leader_gone(held: &Held, at_most: Duration) -> bool {
     use rustix::event::{PollFd, PollFlags, Timespec};
     let Some(fd) = &held.leader else {
         // No pidfds: the leader's state, looked at every 5 ms.
-        let state = std::fs::read_to_string(format!("/proc/{}/stat", held.group.as_raw_nonzero()));
-        let gone = state.map_or(true, |stat| {
-            stat.rsplit_once(") ")
-                .is_some_and(|(_, rest)| rest.starts_with('Z') || rest.starts_with('X'))
-        });
+        let gone = u32::try_from(held.group.as_raw_nonzero().get())
+            .map_or(true, |pid| !crate::confine::running(pid));
         if !gone {
             std::thread::sleep(at_most.min(Duration::from_millis(5)));
         }

@@ -83,21 +83,63 @@ impl Layer {
     }
 
     /// Puts what the command changed onto the workspace `root`, but the
-    /// paths `refused` names.
+    /// paths `refused` names. Marked first: what an offcode stopped
+    /// meanwhile leaves is finished by the next one started there
+    /// ([`finish_interrupted`]).
     pub fn apply(self, root: &Path, refused: &dyn Fn(&Path) -> bool) -> Applied {
+        use std::os::unix::ffi::OsStrExt as _;
+        let _ = std::fs::write(self.dir.join(APPLYING), root.as_os_str().as_bytes());
         apply::apply(&self.dirs.upper, root, refused)
     }
 }
 
 impl Drop for Layer {
     fn drop(&mut self) {
-        // The overlay leaves a folder of mode 0 in its work folder.
-        let _ = std::fs::set_permissions(
-            self.dirs.work.join("work"),
-            std::os::unix::fs::PermissionsExt::from_mode(0o700),
-        );
-        let _ = std::fs::remove_dir_all(&self.dir);
+        remove(&self.dir);
     }
+}
+
+/// Removes a layer's folder.
+fn remove(dir: &Path) {
+    // The overlay leaves a folder of mode 0 in its work folder.
+    let _ = std::fs::set_permissions(
+        dir.join("work/work"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o700),
+    );
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// The file a layer's folder holds while offcode applies it: the
+/// workspace's path.
+const APPLYING: &str = "applying";
+
+/// At start in `root`: the layers in `dir` (offcode's folder of them) that
+/// offcodes now gone left. One whose apply onto `root` was cut short (that
+/// offcode was killed meanwhile) is finished now, so the workspace is not
+/// left half changed; one of a command cut short is removed (nothing of it
+/// lands); one being applied onto another workspace is left for an offcode
+/// started there. What was finished, to say.
+pub fn finish_interrupted(dir: &Path, root: &Path) -> Vec<String> {
+    use std::os::unix::ffi::OsStrExt as _;
+    let mut said = Vec::new();
+    for (layer, _) in super::tmp::left_by_gone_sessions(dir) {
+        match std::fs::read(layer.join(APPLYING)) {
+            Ok(onto) if Path::new(std::ffi::OsStr::from_bytes(&onto)) == root => {
+                let applied =
+                    apply::apply(&layer.join("upper"), root, &super::protect::is_protected);
+                said.push(format!(
+                    "An earlier offcode was stopped while it applied a command's changes; the rest were applied now ({} written, {} removed){}",
+                    applied.written.len(),
+                    applied.removed.len(),
+                    report(&applied)
+                ));
+                remove(&layer);
+            }
+            Ok(_) => {}
+            Err(_) => remove(&layer),
+        }
+    }
+    said
 }
 
 /// Whether this kernel mounts overlays in a user namespace (5.11).

@@ -58,24 +58,41 @@ pub(super) fn make_private_dir(dir: &Path) -> std::io::Result<()> {
 const STALE_AFTER: std::time::Duration = std::time::Duration::from_hours(1);
 
 /// Removes, from `parent` (the shared temp dir), the private temp dirs of
-/// sessions that are gone: offcode and its reaper killed together leave
-/// theirs behind. Only `offcode-PID-NS-HEX` directories (not links) that
-/// are ours and private, made in this PID namespace (a container sharing
-/// the temp dir counts PIDs of its own: a live session there is no
-/// process here), whose PID is no running process and that have not
+/// sessions that are gone ([`left_by_gone_sessions`]) that have not
 /// changed for an hour; `own` (this session's) never. Returns how many
 /// were removed.
 pub(super) fn sweep_stale(parent: &Path, own: &Path) -> usize {
-    use std::os::unix::fs::MetadataExt;
-    let Some(here) = pid_namespace() else {
-        return 0;
-    };
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return 0;
-    };
-    let uid = rustix::process::geteuid().as_raw();
     let now = std::time::SystemTime::now();
     let mut removed = 0;
+    for (path, found) in left_by_gone_sessions(parent) {
+        let old = found
+            .modified()
+            .ok()
+            .and_then(|at| now.duration_since(at).ok())
+            .is_some_and(|age| age > STALE_AFTER);
+        if old && path != own && std::fs::remove_dir_all(&path).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
+/// The folders in `parent` that sessions now gone left: offcode and its
+/// reaper killed together leave theirs behind. Only `offcode-PID-NS-HEX`
+/// directories (not links) that are ours and private, made in this PID
+/// namespace (a container sharing the folder counts PIDs of its own: a
+/// live session there is no process here), whose PID is no running
+/// process ([`super::running`]: a killed offcode not yet reaped is gone).
+pub(super) fn left_by_gone_sessions(parent: &Path) -> Vec<(PathBuf, std::fs::Metadata)> {
+    use std::os::unix::fs::MetadataExt;
+    let Some(here) = pid_namespace() else {
+        return Vec::new();
+    };
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let uid = rustix::process::geteuid().as_raw();
+    let mut left = Vec::new();
     for entry in entries.flatten() {
         let path = entry.path();
         let Some(pid) = entry
@@ -90,17 +107,11 @@ pub(super) fn sweep_stale(parent: &Path, own: &Path) -> usize {
             continue;
         };
         let ours = found.is_dir() && found.uid() == uid && found.mode() & 0o777 == 0o700;
-        let old = found
-            .modified()
-            .ok()
-            .and_then(|at| now.duration_since(at).ok())
-            .is_some_and(|age| age > STALE_AFTER);
-        let alive = Path::new("/proc").join(pid.to_string()).exists();
-        if ours && old && !alive && path != own && std::fs::remove_dir_all(&path).is_ok() {
-            removed += 1;
+        if ours && !super::running(pid) {
+            left.push((path, found));
         }
     }
-    removed
+    left
 }
 
 /// [`sweep_stale`] of `own`'s folder (the shared temp dir, offcode's

@@ -32,12 +32,17 @@ pub fn shell(environment: &Environment, config: &Config, root: &std::path::Path)
     })
 }
 
-/// Makes the checks after commands that an earlier run in this workspace
-/// left pending (it and its reaper died during a command); what each undid.
+/// Finishes what an earlier run in this workspace left half done: the
+/// changes of a command it was applying when it was killed, then the
+/// checks after commands it and its reaper died during; what each did.
 pub fn recover_checks(environment: &Environment) -> Vec<String> {
-    records(environment).map_or_else(Vec::new, |records| {
-        crate::confine::after::recover(&records, &environment.cwd)
-    })
+    let mut said = layers(environment).map_or_else(Vec::new, |layers| {
+        crate::confine::layer::finish_interrupted(&layers, &environment.cwd)
+    });
+    if let Some(records) = records(environment) {
+        said.extend(crate::confine::after::recover(&records, &environment.cwd));
+    }
+    said
 }
 
 /// Where commands' layers are made.

@@ -3,6 +3,9 @@
 //! link on either side. A file is moved (renamed) into place, so it is a
 //! new inode there: a name the workspace shared with a file elsewhere (a
 //! hard link) now names the new file, and the other stays as it was.
+//! What is done leaves the layer (files are moved out, whiteouts and
+//! opaque marks removed once applied), so an apply cut short can be
+//! finished later from what is left ([`super::finish_interrupted`]).
 
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
@@ -18,6 +21,10 @@ const FOLDER: OFlags = OFlags::RDONLY
     .union(OFlags::DIRECTORY)
     .union(OFlags::NOFOLLOW)
     .union(OFlags::CLOEXEC);
+
+/// The overlay's mark of a folder removed and made again (in a user
+/// namespace, a user attribute).
+const OPAQUE: &str = "user.overlay.opaque";
 
 /// What applying a layer did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -126,7 +133,12 @@ impl Applying<'_> {
             match FileType::from_raw_mode(stat.st_mode) {
                 // A whiteout: the command removed what was there.
                 FileType::CharacterDevice if stat.st_rdev == 0 => match remove(workspace, &name) {
-                    Ok(()) => self.applied.removed.push(path),
+                    Ok(()) => {
+                        // Done: an apply cut short and finished later
+                        // does not do it again.
+                        let _ = rustix::fs::unlinkat(upper, &name, AtFlags::empty());
+                        self.applied.removed.push(path);
+                    }
                     Err(errno) => self.fail(path, errno),
                 },
                 FileType::Directory => self.subfolder(upper, workspace, &name, &path, &stat),
@@ -158,6 +170,9 @@ impl Applying<'_> {
                 if opaque {
                     rustix::fs::openat(workspace, name, FOLDER, Mode::empty())
                         .and_then(|there| empty(&there))
+                        // Emptied once: an apply cut short and finished
+                        // later keeps what it has moved in since.
+                        .and_then(|()| rustix::fs::fremovexattr(&inner, OPAQUE))
                         .map(|()| false)
                 } else {
                     Ok(false)
@@ -247,7 +262,7 @@ fn entries(folder: &OwnedFd) -> Result<Vec<OsString>, Errno> {
 fn is_opaque(folder: &OwnedFd) -> bool {
     let mut value = [0u8; 4];
     matches!(
-        rustix::fs::fgetxattr(folder, "user.overlay.opaque", &mut value),
+        rustix::fs::fgetxattr(folder, OPAQUE, &mut value),
         Ok(1) if value[0] == b'y'
     )
 }

@@ -149,3 +149,77 @@ fn a_layer_is_removed_when_dropped_with_the_overlays_mode_0_folder() {
     drop(layer);
     assert!(!dir.exists());
 }
+
+#[test]
+fn an_apply_cut_short_is_finished_from_what_is_left_without_undoing_what_it_did() {
+    let (upper, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (upper, root) = (upper.path(), root.path());
+    write(root, "many/old.txt", "old\n");
+    for n in 0..4 {
+        write(upper, &format!("many/f{n}"), "new\n");
+    }
+    rustix::fs::setxattr(
+        upper.join("many"),
+        "user.overlay.opaque",
+        b"y",
+        rustix::fs::XattrFlags::empty(),
+    )
+    .unwrap();
+    // Cut short after two files (the others left, as a kill would).
+    let first = apply(upper, root, &|path| {
+        path.ends_with("f2") || path.ends_with("f3")
+    });
+    assert_eq!(first.refused.len(), 2);
+    let second = apply(upper, root, &|_| false);
+    assert!(second.failed.is_empty(), "{second:?}");
+    let mut names: Vec<String> = std::fs::read_dir(root.join("many"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["f0", "f1", "f2", "f3"]);
+}
+
+/// A layer's folder as a session of process `pid` names it.
+fn layer_of(parent: &Path, pid: u32) -> std::path::PathBuf {
+    let name = crate::confine::tmp::private_name();
+    let rest = name
+        .strip_prefix(&format!("offcode-{}-", std::process::id()))
+        .unwrap();
+    let dir = parent.join(format!("offcode-{pid}-{rest}"));
+    crate::confine::tmp::make_private_dir(&dir).unwrap();
+    std::fs::create_dir_all(dir.join("upper")).unwrap();
+    std::fs::create_dir_all(dir.join("work/work")).unwrap();
+    std::fs::set_permissions(dir.join("work/work"), PermissionsExt::from_mode(0o000)).unwrap();
+    dir
+}
+
+#[test]
+fn layers_left_by_gone_offcodes_are_finished_where_they_were_being_applied_else_removed() {
+    let layers = tempfile::tempdir().unwrap();
+    let (root, other) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let gone = (2..4_194_304)
+        .map(|k| 4_194_304 - k)
+        .find(|n| !Path::new(&format!("/proc/{n}")).exists())
+        .unwrap();
+    let mark = |dir: &Path, onto: &Path| {
+        std::fs::write(dir.join("applying"), onto.as_os_str().as_encoded_bytes()).unwrap();
+    };
+    let cut = layer_of(layers.path(), gone);
+    write(&cut, "upper/rest.txt", "rest\n");
+    mark(&cut, root.path());
+    let never = layer_of(layers.path(), gone);
+    write(&never, "upper/never.txt", "never\n");
+    let elsewhere = layer_of(layers.path(), gone);
+    mark(&elsewhere, other.path());
+    let running = layer_of(layers.path(), std::process::id());
+    mark(&running, root.path());
+    let said = super::finish_interrupted(layers.path(), root.path());
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(said[0].contains("1 written"), "{said:?}");
+    assert_eq!(read(root.path(), "rest.txt"), "rest\n");
+    assert!(!root.path().join("never.txt").exists());
+    assert!(!cut.exists() && !never.exists());
+    assert!(elsewhere.exists() && running.exists());
+}
