@@ -89,6 +89,7 @@ impl Checkpoints {
             };
             let (new_id, _) = self.store.put(&manifest.render())?;
             self.store.record(&self.session, &new_id)?;
+            self.store.record_amended(&id, &new_id)?;
             self.amended.insert(id, new_id.clone());
             self.last = Some((new_id, manifest));
         }
@@ -99,11 +100,21 @@ impl Checkpoints {
     }
 
     /// The id the checkpoint `id` has now, amended by
-    /// [`Checkpoints::keep_before`] (itself when it was not).
+    /// [`Checkpoints::keep_before`] in this run or one that was killed
+    /// (itself when it was not).
     pub fn amended(&self, id: &str) -> String {
         let mut id = id.to_owned();
-        while let Some(next) = self.amended.get(&id) {
-            id.clone_from(next);
+        // A bound: the store's records are files a crash may have left.
+        for _ in 0..16 {
+            match self
+                .amended
+                .get(&id)
+                .cloned()
+                .or_else(|| self.store.amended(&id))
+            {
+                Some(next) if next != id => id = next,
+                _ => break,
+            }
         }
         id
     }

@@ -387,6 +387,17 @@ pub fn settle(turns: &[Turn], now: &str) -> Vec<Turn> {
     settled
 }
 
+/// `turns` with each step's checkpoint before as it was amended since it
+/// was recorded ([`super::Checkpoints::keep_before`]): a step cut short
+/// recorded it before what its command replaced was added.
+fn amended(turns: &[Turn], checkpoints: &super::Checkpoints) -> Vec<Turn> {
+    let mut turns = turns.to_vec();
+    for step in turns.iter_mut().flat_map(|turn| turn.steps.iter_mut()) {
+        step.before = checkpoints.amended(&step.before);
+    }
+    turns
+}
+
 /// The last step of `turns` that changed files and was not undone yet,
 /// and the plan that takes it back; `None` when there is none.
 pub fn undo_plan(
@@ -394,7 +405,7 @@ pub fn undo_plan(
     turns: &[Turn],
 ) -> Result<Option<(Step, Plan)>, Error> {
     let now = checkpoints.take()?;
-    let turns = settle(turns, &now.id);
+    let turns = settle(&amended(turns, checkpoints), &now.id);
     let last = turns
         .iter()
         .flat_map(|t| t.steps.iter())
@@ -418,7 +429,7 @@ pub(super) fn from_turn(
     number: usize,
 ) -> Result<(Vec<Step>, Manifest), Error> {
     let now = checkpoints.take()?;
-    let steps = settle(turns, &now.id)
+    let steps = settle(&amended(turns, checkpoints), &now.id)
         .into_iter()
         .filter(|t| t.number >= number)
         .flat_map(|t| t.steps)
@@ -459,7 +470,7 @@ pub fn complete_cut_short(
     };
     let now = checkpoints.take()?;
     let recorded = session.append(EntryBody::Checkpoint {
-        before: step.before,
+        before: checkpoints.amended(&step.before),
         after: now.id,
         tool: step.tool,
         call_id: None,

@@ -135,6 +135,32 @@ impl Store {
         Ok(Locked { _file: file })
     }
 
+    /// Records that the checkpoint `old` became `new` (files a step kept
+    /// before they changed, [`super::Checkpoints::keep_before`]): a step
+    /// cut short, which recorded only `old`, finds it after a crash.
+    pub fn record_amended(&self, old: &str, new: &str) -> Result<(), Error> {
+        if !super::manifest::is_hash(old) {
+            return Ok(());
+        }
+        let dir = self.dir.join("amended");
+        private_dir(&dir)?;
+        let temporary = self.dir.join("tmp").join(format!("amended-{old}"));
+        let path = dir.join(old);
+        write_private(&temporary, new.as_bytes())
+            .and_then(|()| std::fs::rename(&temporary, &path))
+            .map_err(io("write", &path))
+    }
+
+    /// What the checkpoint `old` became, if it was amended.
+    pub fn amended(&self, old: &str) -> Option<String> {
+        if !super::manifest::is_hash(old) {
+            return None;
+        }
+        std::fs::read_to_string(self.dir.join("amended").join(old))
+            .ok()
+            .filter(|new| super::manifest::is_hash(new))
+    }
+
     fn object_path(&self, hash: &str) -> PathBuf {
         self.dir.join("objects").join(&hash[..2]).join(&hash[2..])
     }

@@ -579,3 +579,23 @@ fn what_a_step_replaces_is_kept_before_whatever_its_size_but_never_in_git_or_exc
     assert!(manifest.get(Path::new("node_modules/x/y.js")).is_none());
     assert!(manifest.get(Path::new("gone/deep.txt")).is_some());
 }
+
+#[test]
+fn an_amended_checkpoint_is_found_by_the_next_run_after_a_crash() {
+    let data = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let root = work.path();
+    // Over `max_file_mb`: not kept by the walk.
+    std::fs::write(root.join("big.bin"), vec![1u8; 6 << 20]).unwrap();
+    let mut checkpoints = open(data.path(), root, CheckpointSettings::default());
+    let before = checkpoints.take().unwrap();
+    checkpoints
+        .keep_before(&[std::path::PathBuf::from("big.bin")])
+        .unwrap();
+    let amended = checkpoints.amended(&before.id);
+    assert_ne!(amended, before.id);
+    drop(checkpoints);
+    // The run that amended it was killed; the next one knows.
+    let next = open(data.path(), root, CheckpointSettings::default());
+    assert_eq!(next.amended(&before.id), amended);
+}

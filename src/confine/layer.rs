@@ -177,6 +177,18 @@ pub fn report(applied: &Applied) -> String {
             names.join(", ")
         );
     }
+    if !applied.unprivileged.is_empty() {
+        let names: Vec<String> = applied
+            .unprivileged
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        let _ = write!(
+            text,
+            "\n[offcode: a command's set-user-ID and set-group-ID bits are not carried over; removed from: {}]",
+            names.join(", ")
+        );
+    }
     for (path, why) in &applied.failed {
         let _ = write!(
             text,

@@ -38,6 +38,8 @@ pub struct Applied {
     pub failed: Vec<(PathBuf, String)>,
     /// Paths no command may change, left as they were.
     pub refused: Vec<PathBuf>,
+    /// Files whose set-user-ID or set-group-ID bit was not carried over.
+    pub unprivileged: Vec<PathBuf>,
 }
 
 /// Puts the layer `upper` onto the workspace `root`; paths `refused` says
@@ -234,8 +236,9 @@ impl Applying<'_> {
         if let Err(errno) = moved {
             return self.fail(path, errno);
         }
-        if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile {
-            forget_overlay_marks(workspace, name);
+        if FileType::from_raw_mode(stat.st_mode) == FileType::RegularFile && settle(workspace, name)
+        {
+            self.applied.unprivileged.push(path.clone());
         }
         if several && let Ok(folder) = rustix::io::dup(workspace) {
             self.links.insert(key, (folder, name.to_owned()));
@@ -267,22 +270,27 @@ fn is_opaque(folder: &OwnedFd) -> bool {
     )
 }
 
-/// A file's `user.overlay.*` attributes (the overlay's own notes, which
-/// would mislead an overlay mounted later) are removed.
-fn forget_overlay_marks(folder: &OwnedFd, name: &OsStr) {
+/// A file moved into the workspace, made ordinary: its `user.overlay.*`
+/// attributes (the overlay's own notes, which would mislead an overlay
+/// mounted later) are removed, and so are set-user-ID and set-group-ID
+/// bits (the overlay is `nosuid`; in the workspace, such a program of
+/// offcode's user, root perhaps, would run as that user for anyone who
+/// can reach it). Whether it had those bits.
+fn settle(folder: &OwnedFd, name: &OsStr) -> bool {
     let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
     let Ok(file) = rustix::fs::openat(folder, name, flags, Mode::empty()) else {
-        return;
+        return false;
     };
     let mut list = vec![0u8; 4096];
-    let Ok(length) = rustix::fs::flistxattr(&file, &mut list) else {
-        return;
-    };
-    for attribute in list[..length].split(|byte| *byte == 0) {
-        if attribute.starts_with(b"user.overlay.") {
-            let _ = rustix::fs::fremovexattr(&file, OsStr::from_bytes(attribute));
+    if let Ok(length) = rustix::fs::flistxattr(&file, &mut list) {
+        for attribute in list[..length].split(|byte| *byte == 0) {
+            if attribute.starts_with(b"user.overlay.") {
+                let _ = rustix::fs::fremovexattr(&file, OsStr::from_bytes(attribute));
+            }
         }
     }
+    let mode = rustix::fs::fstat(&file).map_or(0, |stat| stat.st_mode & 0o7777);
+    mode & 0o6000 != 0 && rustix::fs::fchmod(&file, Mode::from_raw_mode(mode & !0o6000)).is_ok()
 }
 
 /// Makes the folder `name` (its mode is set once its entries are in).

@@ -223,3 +223,19 @@ fn layers_left_by_gone_offcodes_are_finished_where_they_were_being_applied_else_
     assert!(!cut.exists() && !never.exists());
     assert!(elsewhere.exists() && running.exists());
 }
+
+#[test]
+fn set_user_and_group_id_bits_are_not_carried_over_and_are_named() {
+    let (upper, root) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let (upper, root) = (upper.path(), root.path());
+    write(upper, "tool", "#!/bin/sh\n");
+    write(upper, "plain", "x\n");
+    std::fs::set_permissions(upper.join("tool"), PermissionsExt::from_mode(0o6755)).unwrap();
+    std::fs::set_permissions(upper.join("plain"), PermissionsExt::from_mode(0o755)).unwrap();
+    let applied = apply(upper, root, &|_| false);
+    let mode = |name: &str| std::fs::metadata(root.join(name)).unwrap().mode() & 0o7777;
+    assert_eq!(mode("tool"), 0o755);
+    assert_eq!(mode("plain"), 0o755);
+    assert_eq!(applied.unprivileged, [Path::new("tool")]);
+    assert!(super::report(&applied).contains("tool"));
+}
