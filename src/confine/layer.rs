@@ -165,29 +165,20 @@ fn note_unmounted(dirs: &Dirs, why: &std::io::Error) {
 pub fn report(applied: &Applied) -> String {
     use std::fmt::Write as _;
     let mut text = String::new();
-    if !applied.refused.is_empty() {
-        let names: Vec<String> = applied
-            .refused
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        let _ = write!(
-            text,
-            "\n[offcode: commands may not change git's config and hooks or offcode's config; left as they were: {}]",
-            names.join(", ")
-        );
-    }
-    if !applied.unprivileged.is_empty() {
-        let names: Vec<String> = applied
-            .unprivileged
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect();
-        let _ = write!(
-            text,
-            "\n[offcode: a command's set-user-ID and set-group-ID bits are not carried over; removed from: {}]",
-            names.join(", ")
-        );
+    for (paths, what) in [
+        (
+            &applied.refused,
+            "commands may not change git's config and hooks or offcode's config; left as they were",
+        ),
+        (
+            &applied.unprivileged,
+            "a command's set-user-ID and set-group-ID bits are not carried over; removed from",
+        ),
+    ] {
+        if !paths.is_empty() {
+            let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            let _ = write!(text, "\n[offcode: {what}: {}]", names.join(", "));
+        }
     }
     for (path, why) in &applied.failed {
         let _ = write!(
